@@ -1,0 +1,24 @@
+/**
+ * CloudWatch EMF metric names the functions emit and the dashboard/alarms read.
+ * One definition so that `infra/` and the functions cannot drift apart.
+ */
+export const METRICS = {
+  namespace: 'Kaj',
+  serviceName: 'kaj',
+  /** Dimension present on every task metric. */
+  taskTypeDimension: 'TaskType',
+  /** Count metrics. */
+  submitted: 'TasksSubmitted',
+  succeeded: 'TasksSucceeded',
+  retried: 'TasksRetried',
+  failed: 'TasksFailed',
+  cancelled: 'TasksCancelled',
+  /** Handler duration, milliseconds. */
+  duration: 'TaskDuration',
+  /** Messages dropped because their claim failed (duplicates, cancelled, stale). */
+  claimsRejected: 'ClaimsRejected',
+  /** Writes rejected by the fencing token (a stale worker). */
+  fencedWrites: 'FencedWrites',
+  /** Outbox entries the sweeper had to send. */
+  sweptMessages: 'SweptMessages',
+} as const;

@@ -1,0 +1,117 @@
+/**
+ * The one source of truth for Kaj's resource names, key schema and settings.
+ *
+ * Read by the CDK stack (`infra/`) and by the local runtime (`local/`) alike, so the
+ * queues and table a developer gets from `npm start` are the ones `cdk deploy` makes.
+ */
+
+export const PRIORITIES = ['high', 'normal', 'low'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+export function isPriority(value: unknown): value is Priority {
+  return typeof value === 'string' && (PRIORITIES as readonly string[]).includes(value);
+}
+
+/** DynamoDB key schema of the task table. Attribute names are part of the storage contract. */
+export const TABLE_SCHEMA = {
+  partitionKey: 'task_id',
+  /** TTL attribute (epoch seconds), set only on finished tasks. */
+  ttlAttribute: 'expires_at',
+  /**
+   * Sparse GSI: the outbox. An item carries `outbox_pk` / `outbox_due` only while a message
+   * for it still has to be sent (submit not yet enqueued, a delay beyond SQS's 15 minutes,
+   * a dead letter not yet written). The sweeper queries it per partition for due entries.
+   */
+  outboxIndex: {
+    name: 'outbox',
+    partitionKey: 'outbox_pk',
+    sortKey: 'outbox_due',
+  },
+} as const;
+
+/** Settings shared by every deployment unless overridden. Times are in seconds. */
+export const DEFAULTS = {
+  /** Visibility a consumer holds on a claimed message; heartbeats extend it every lease/3. */
+  leaseSeconds: 60,
+  /** Consumer Lambda timeout. The queue visibility timeout must be at least this (Lambda refuses the mapping otherwise). */
+  consumerTimeoutSeconds: 300,
+  /** Queue visibility timeout: the backstop if a consumer dies before it shortens it to the lease. */
+  queueVisibilityTimeoutSeconds: 330,
+  /** Task handler timeout unless the type or the request says otherwise. */
+  taskTimeoutSeconds: 60,
+  /** Largest task timeout accepted: leaves the consumer time to record the outcome. */
+  maxTaskTimeoutSeconds: 270,
+  maxAttempts: 5,
+  maxAttemptsLimit: 25,
+  backoffBaseSeconds: 2,
+  backoffCapSeconds: 300,
+  /** SQS DelaySeconds limit; longer delays are held in the table and sent by the sweeper. */
+  maxSqsDelaySeconds: 900,
+  /** Receives of one message before SQS itself moves it to the DLQ (crash-loop backstop). */
+  maxReceiveCount: 10,
+  /** A message received this many times whose task never finished an attempt is declared a crash loop. */
+  crashLoopReceives: 3,
+  /** Main queue retention: long enough to survive a weekend of consumers being down. */
+  queueRetentionSeconds: 4 * 24 * 3600,
+  dlqRetentionSeconds: 14 * 24 * 3600,
+  /** How long a finished task stays readable before DynamoDB TTL removes it. */
+  retentionDays: 7,
+  /** Grace before the sweeper sends a message that the submitter or consumer did not confirm sending. */
+  outboxGraceSeconds: 30,
+  /** Payload / result size limits (bytes of serialized JSON). */
+  maxPayloadBytes: 32 * 1024,
+  maxResultBytes: 32 * 1024,
+  maxRequestBytes: 64 * 1024,
+  /** Attempts kept in a task's history. */
+  historyLength: 10,
+  /** SQS event source mapping. */
+  batchSize: 10,
+  maxBatchingWindowSeconds: 0,
+  /** Per-priority maximum concurrency of the consumers (Lambda's minimum is 2). High gets the largest share. */
+  concurrency: { high: 10, normal: 5, low: 2 } satisfies Record<Priority, number>,
+} as const;
+
+export interface ResourceNames {
+  readonly table: string;
+  readonly queues: Readonly<Record<Priority, string>>;
+  readonly deadLetterQueues: Readonly<Record<Priority, string>>;
+}
+
+/**
+ * Names of every resource for a deployment prefix (the CDK stack name, or `kaj-local`).
+ * Names are stable so that the admin CLI and operators can find them.
+ */
+export function resourceNames(prefix: string): ResourceNames {
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix)) {
+    throw new Error(
+      `resource prefix "${prefix}" is invalid: use 1-40 letters, digits, "-" or "_"`,
+    );
+  }
+  const queues = {} as Record<Priority, string>;
+  const deadLetterQueues = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) {
+    queues[p] = `${prefix}-${p}`;
+    deadLetterQueues[p] = `${prefix}-${p}-dlq`;
+  }
+  return { table: `${prefix}-tasks`, queues, deadLetterQueues };
+}
+
+/**
+ * Environment variables through which the functions learn their resources.
+ * The CDK stack sets them; the local runtime sets them for its in-process handlers.
+ */
+export const ENV = {
+  tableName: 'KAJ_TABLE_NAME',
+  queueUrl: (p: Priority) => `KAJ_QUEUE_URL_${p.toUpperCase()}`,
+  dlqUrl: (p: Priority) => `KAJ_DLQ_URL_${p.toUpperCase()}`,
+  leaseSeconds: 'KAJ_LEASE_SECONDS',
+  retentionDays: 'KAJ_RETENTION_DAYS',
+  logLevel: 'POWERTOOLS_LOG_LEVEL',
+} as const;
+
+/** Lambda entry points, relative to the repository root. Each exports `handler`. */
+export const FUNCTION_ENTRIES = {
+  api: 'functions/api.ts',
+  consumer: 'functions/consumer.ts',
+  sweeper: 'functions/sweeper.ts',
+} as const;
