@@ -1,0 +1,144 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { DEFAULTS } from '../config/resources.js';
+import { QueueUnavailableError } from '../queue/errors.js';
+import type { Logger } from '../runtime/logger.js';
+import { StoreUnavailableError } from '../store/errors.js';
+import type { TaskStore } from '../store/task-store.js';
+import {
+  IdempotencyConflictError,
+  PayloadTooLargeError,
+  TaskNotCancellableError,
+  TaskNotFoundError,
+  UnknownTaskTypeError,
+  ValidationError,
+} from '../task/errors.js';
+import type { TaskLifecycle } from '../task/lifecycle.js';
+import { toView, type TaskRecord } from '../task/model.js';
+import type { TaskSubmitter } from '../task/submit.js';
+import { HttpError } from './errors.js';
+
+export interface ApiDeps {
+  readonly submitter: TaskSubmitter;
+  readonly lifecycle: TaskLifecycle;
+  readonly store: TaskStore;
+  readonly logger: Logger;
+}
+
+export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string>; body: string };
+
+const COLLECTION = /^(?:\/[^/]+)*?\/api\/v1\/tasks\/?$/;
+const ITEM = /^(?:\/[^/]+)*?\/api\/v1\/tasks\/([^/]+)\/?$/;
+const TASK_ID = /^t_[0-9a-f]{32}$/;
+/** How long a client should wait before retrying after a 503. */
+const RETRY_AFTER_SECONDS = '1';
+
+/**
+ * The task API over API Gateway HTTP API (payload format 2.0) events. The local runtime
+ * builds the same events from plain HTTP requests, so this is the only API code path.
+ */
+export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Promise<HttpResult> {
+  const method = event.requestContext.http.method.toUpperCase();
+  const path = event.rawPath;
+  try {
+    if (COLLECTION.test(path)) {
+      if (method !== 'POST') throw methodNotAllowed('POST');
+      return await submit(event, d);
+    }
+    const item = ITEM.exec(path);
+    if (item) {
+      const id = decodeURIComponent(item[1] ?? '');
+      if (method === 'GET') return json(200, toView(await find(d.store, id)));
+      if (method === 'DELETE') return await cancel(id, d);
+      throw methodNotAllowed('GET, DELETE');
+    }
+    throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
+  } catch (err) {
+    return errorResponse(err, d.logger, { method, path });
+  }
+}
+
+async function submit(event: APIGatewayProxyEventV2, d: ApiDeps): Promise<HttpResult> {
+  const contentType = header(event, 'content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(contentType)) {
+    throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+  }
+  const raw = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  const bytes = Buffer.byteLength(raw);
+  if (bytes > DEFAULTS.maxRequestBytes) {
+    throw new PayloadTooLargeError('body', `request body of ${bytes} bytes exceeds the limit of ${DEFAULTS.maxRequestBytes}`);
+  }
+  if (raw.trim() === '') throw new HttpError(400, 'invalid_json', 'request body is empty; send a JSON object');
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new HttpError(400, 'invalid_json', 'request body is not valid JSON');
+  }
+  const { record, replayed } = await d.submitter.submit(body);
+  const headers: Record<string, string> = { location: `/api/v1/tasks/${record.task_id}` };
+  if (replayed) headers['idempotent-replayed'] = 'true';
+  return json(replayed ? 200 : 202, accepted(record), headers);
+}
+
+async function cancel(id: string, d: ApiDeps): Promise<HttpResult> {
+  if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+  const r = await d.lifecycle.cancel(id);
+  if (r.status === 'running') {
+    // The worker sees the request at its next heartbeat and aborts the handler.
+    return json(202, { task_id: r.task_id, status: r.status, cancel_requested: true });
+  }
+  return json(200, { task_id: r.task_id, status: r.status });
+}
+
+async function find(store: TaskStore, id: string): Promise<TaskRecord> {
+  if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+  const r = await store.get(id);
+  if (r === undefined) throw new TaskNotFoundError(id);
+  return r;
+}
+
+function accepted(r: TaskRecord) {
+  return { task_id: r.task_id, status: r.status, priority: r.priority, run_at: r.run_at, created_at: r.created_at };
+}
+
+function methodNotAllowed(allow: string): HttpError {
+  return new HttpError(405, 'method_not_allowed', `allowed methods: ${allow}`, { allow });
+}
+
+function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
+  for (const [k, v] of Object.entries(event.headers ?? {})) if (k.toLowerCase() === name) return v;
+  return undefined;
+}
+
+function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+function problem(statusCode: number, code: string, message: string, field?: string, headers?: Record<string, string>) {
+  return json(statusCode, { error: field === undefined ? { code, message } : { code, message, field } }, headers);
+}
+
+/** Maps domain errors to responses. Anything unexpected is a 500 with no internals leaked. */
+export function errorResponse(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): HttpResult {
+  if (err instanceof HttpError) {
+    return problem(err.status, err.code, err.message, undefined, err.allow ? { allow: err.allow } : undefined);
+  }
+  if (err instanceof PayloadTooLargeError) return problem(413, 'payload_too_large', err.message, err.field);
+  if (err instanceof ValidationError) return problem(422, 'validation_error', err.message, err.field);
+  if (err instanceof UnknownTaskTypeError) return problem(422, 'unknown_type', err.message, 'type');
+  if (err instanceof IdempotencyConflictError) return problem(409, 'idempotency_conflict', err.message, 'idempotency_key');
+  if (err instanceof TaskNotFoundError) return problem(404, 'not_found', err.message);
+  if (err instanceof TaskNotCancellableError) return problem(409, 'not_cancellable', err.message);
+  if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {
+    logger.warn('dependency unavailable', { ...fields, error: err.message, task_id: err.taskId });
+    return problem(503, 'unavailable', 'a dependency is unavailable; retry later', undefined, {
+      'retry-after': RETRY_AFTER_SECONDS,
+    });
+  }
+  logger.error('unexpected error', { ...fields, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  return problem(500, 'internal', 'internal error');
+}

@@ -1,0 +1,106 @@
+import { DEFAULTS, ENV, PRIORITIES, type Priority } from './resources.js';
+import { ConfigError, MissingEnvironmentError } from './errors.js';
+
+/** Settings of the running consumer/API/sweeper, validated once at start-up. */
+export interface RuntimeSettings {
+  /** Visibility held on a claimed message and the task's lease in the table. */
+  readonly leaseSeconds: number;
+  /** Heartbeat period: lease/3, so two heartbeats can fail before the lease runs out. */
+  readonly heartbeatSeconds: number;
+  readonly retentionDays: number;
+  readonly outboxGraceSeconds: number;
+  readonly crashLoopReceives: number;
+  readonly historyLength: number;
+  /** The queue visibility timeout: a task timeout must stay below it. */
+  readonly queueVisibilityTimeoutSeconds: number;
+}
+
+export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>> = {}): RuntimeSettings {
+  const leaseSeconds = overrides.leaseSeconds ?? DEFAULTS.leaseSeconds;
+  const queueVisibilityTimeoutSeconds = overrides.queueVisibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds;
+  const s: RuntimeSettings = {
+    leaseSeconds,
+    heartbeatSeconds: leaseSeconds / 3,
+    retentionDays: overrides.retentionDays ?? DEFAULTS.retentionDays,
+    outboxGraceSeconds: overrides.outboxGraceSeconds ?? DEFAULTS.outboxGraceSeconds,
+    crashLoopReceives: overrides.crashLoopReceives ?? DEFAULTS.crashLoopReceives,
+    historyLength: overrides.historyLength ?? DEFAULTS.historyLength,
+    queueVisibilityTimeoutSeconds,
+  };
+  if (!Number.isFinite(leaseSeconds) || leaseSeconds < 3 || leaseSeconds > 900) {
+    throw new ConfigError('leaseSeconds', `leaseSeconds must be in [3, 900], got ${leaseSeconds}`);
+  }
+  if (leaseSeconds > queueVisibilityTimeoutSeconds) {
+    throw new ConfigError('leaseSeconds', 'leaseSeconds must not exceed the queue visibility timeout');
+  }
+  if (DEFAULTS.maxTaskTimeoutSeconds >= queueVisibilityTimeoutSeconds) {
+    throw new ConfigError(
+      'queueVisibilityTimeoutSeconds',
+      `the largest task timeout (${DEFAULTS.maxTaskTimeoutSeconds}s) must be shorter than the queue visibility timeout (${queueVisibilityTimeoutSeconds}s)`,
+    );
+  }
+  if (!Number.isInteger(s.retentionDays) || s.retentionDays < 1 || s.retentionDays > 3650) {
+    throw new ConfigError('retentionDays', `retentionDays must be an integer in [1, 3650], got ${s.retentionDays}`);
+  }
+  if (!(s.outboxGraceSeconds >= 1)) throw new ConfigError('outboxGraceSeconds', 'outboxGraceSeconds must be >= 1');
+  if (!Number.isInteger(s.crashLoopReceives) || s.crashLoopReceives < 1) {
+    throw new ConfigError('crashLoopReceives', 'crashLoopReceives must be an integer >= 1');
+  }
+  if (!Number.isInteger(s.historyLength) || s.historyLength < 1) {
+    throw new ConfigError('historyLength', 'historyLength must be an integer >= 1');
+  }
+  return s;
+}
+
+/** Everything a function learns from its environment, read once per cold start. */
+export interface FunctionConfig {
+  readonly tableName: string;
+  readonly queueUrls: Readonly<Record<Priority, string>>;
+  readonly deadLetterQueueUrls: Readonly<Record<Priority, string>>;
+  readonly settings: RuntimeSettings;
+}
+
+export function loadFunctionConfig(env: Readonly<Record<string, string | undefined>> = process.env): FunctionConfig {
+  const need = (name: string): string => {
+    const v = env[name];
+    if (v === undefined || v === '') throw new MissingEnvironmentError(name);
+    return v;
+  };
+  const num = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw new ConfigError(name, `${name} must be a number, got "${v}"`);
+    return n;
+  };
+  const queueUrls = {} as Record<Priority, string>;
+  const deadLetterQueueUrls = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) {
+    queueUrls[p] = need(ENV.queueUrl(p));
+    deadLetterQueueUrls[p] = need(ENV.dlqUrl(p));
+  }
+  const overrides: { leaseSeconds?: number; retentionDays?: number } = {};
+  const lease = num(ENV.leaseSeconds);
+  if (lease !== undefined) overrides.leaseSeconds = lease;
+  const retention = num(ENV.retentionDays);
+  if (retention !== undefined) overrides.retentionDays = retention;
+  return { tableName: need(ENV.tableName), queueUrls, deadLetterQueueUrls, settings: runtimeSettings(overrides) };
+}
+
+/** The inverse of `loadFunctionConfig`, for the CDK stack and the local runtime. */
+export function functionEnvironment(c: {
+  tableName: string;
+  queueUrls: Readonly<Record<Priority, string>>;
+  deadLetterQueueUrls: Readonly<Record<Priority, string>>;
+  leaseSeconds?: number;
+  retentionDays?: number;
+}): Record<string, string> {
+  const env: Record<string, string> = { [ENV.tableName]: c.tableName };
+  for (const p of PRIORITIES) {
+    env[ENV.queueUrl(p)] = c.queueUrls[p];
+    env[ENV.dlqUrl(p)] = c.deadLetterQueueUrls[p];
+  }
+  if (c.leaseSeconds !== undefined) env[ENV.leaseSeconds] = String(c.leaseSeconds);
+  if (c.retentionDays !== undefined) env[ENV.retentionDays] = String(c.retentionDays);
+  return env;
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { PRIORITIES, type Priority } from '../config/resources.js';
+import type { ErrorInfo } from '../task/model.js';
+
+/** Body of a message on a priority queue. The payload stays in the table: messages are tiny. */
+export interface TaskMessage {
+  readonly task_id: string;
+  readonly dispatch_id: string;
+  /** The task's timeout, so a consumer can see before claiming whether it has time left to run it. */
+  readonly timeout_seconds?: number;
+}
+
+export const taskMessageSchema = z.object({
+  task_id: z.string().min(1).max(128),
+  dispatch_id: z.string().min(1).max(128),
+  timeout_seconds: z.number().int().positive().optional(),
+});
+
+/** What a dead-letter message says about the task it stands for. */
+export interface DeadLetter extends TaskMessage {
+  readonly type: string;
+  /** The priority queue the task came from: where a redrive sends it back by default. */
+  readonly priority: Priority;
+  readonly attempts: number;
+  readonly reason: string;
+  readonly last_error?: ErrorInfo;
+  readonly failed_at: string;
+}
+
+export const deadLetterSchema = taskMessageSchema.extend({
+  type: z.string(),
+  priority: z.enum(PRIORITIES),
+  attempts: z.number().int().nonnegative(),
+  reason: z.string(),
+  last_error: z
+    .object({ name: z.string(), message: z.string(), retryable: z.boolean(), code: z.string().optional() })
+    .optional(),
+  failed_at: z.string(),
+});
+
+/** Message attribute names; the admin CLI filters dead letters on them without parsing bodies. */
+export const MESSAGE_ATTRIBUTES = {
+  taskId: 'kaj-task-id',
+  type: 'kaj-type',
+  priority: 'kaj-priority',
+  attempts: 'kaj-attempts',
+  error: 'kaj-error',
+  failedAt: 'kaj-failed-at',
+} as const;
+
+/** SQS caps each message attribute value; long error messages are cut for the attribute (the body keeps more). */
+export const MAX_ERROR_ATTRIBUTE_CHARS = 256;

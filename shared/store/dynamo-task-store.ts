@@ -1,0 +1,168 @@
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { TABLE_SCHEMA } from '../config/resources.js';
+import type { TaskRecord } from '../task/model.js';
+import { ConditionFailedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
+import type { TaskChanges, TaskCondition, TaskStore } from './task-store.js';
+
+const PK = TABLE_SCHEMA.partitionKey;
+
+/** `TaskStore` on one DynamoDB table: every call is one single-item request (no transactions). */
+export class DynamoTaskStore implements TaskStore {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    });
+  }
+
+  async create(record: TaskRecord): Promise<void> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': PK },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        const existing = (err.Item as TaskRecord | undefined) ?? (await this.get(record.task_id));
+        throw new TaskAlreadyExistsError(record.task_id, existing, err);
+      }
+      throw unavailable(err, 'PutItem', record.task_id);
+    }
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    try {
+      const out = await this.doc.send(
+        new GetCommand({ TableName: this.tableName, Key: { [PK]: taskId }, ConsistentRead: true }),
+      );
+      return out.Item as TaskRecord | undefined;
+    } catch (err) {
+      throw unavailable(err, 'GetItem', taskId);
+    }
+  }
+
+  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
+    const expr = new ExpressionBuilder();
+    const sets: string[] = [];
+    for (const [k, v] of Object.entries(changes.set ?? {})) {
+      if (v === undefined || k === PK) continue;
+      sets.push(`${expr.name(k)} = ${expr.value(v)}`);
+    }
+    for (const [k, v] of Object.entries(changes.add ?? {})) {
+      const n = expr.name(k);
+      sets.push(`${n} = if_not_exists(${n}, ${expr.value(0)}) + ${expr.value(v)}`);
+    }
+    const removes = (changes.remove ?? []).map((k) => expr.name(k));
+    const parts: string[] = [];
+    if (sets.length > 0) parts.push(`SET ${sets.join(', ')}`);
+    if (removes.length > 0) parts.push(`REMOVE ${removes.join(', ')}`);
+    if (parts.length === 0) throw new RangeError('update needs at least one change');
+
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [PK]: taskId },
+          UpdateExpression: parts.join(' '),
+          ConditionExpression: conditionExpression(expr, condition),
+          ExpressionAttributeNames: expr.names,
+          ExpressionAttributeValues: expr.values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return out.Attributes as TaskRecord;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        throw new ConditionFailedError(taskId, err.Item as TaskRecord | undefined, err);
+      }
+      throw unavailable(err, 'UpdateItem', taskId);
+    }
+  }
+
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+    const { name, partitionKey, sortKey } = TABLE_SCHEMA.outboxIndex;
+    try {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: name,
+          KeyConditionExpression: '#pk = :pk AND #due <= :due',
+          ExpressionAttributeNames: { '#pk': partitionKey, '#due': sortKey },
+          ExpressionAttributeValues: { ':pk': partition, ':due': dueBy },
+          Limit: limit,
+          ScanIndexForward: true,
+        }),
+      );
+      return (out.Items ?? []) as TaskRecord[];
+    } catch (err) {
+      throw unavailable(err, 'Query', undefined);
+    }
+  }
+}
+
+function conditionExpression(expr: ExpressionBuilder, c: TaskCondition): string {
+  const clauses = [`attribute_exists(${expr.name(PK)})`];
+  const status = expr.name('status');
+  const alternatives: string[] = [];
+  if (c.status !== undefined && c.status.length > 0) {
+    alternatives.push(`${status} IN (${c.status.map((s) => expr.value(s)).join(', ')})`);
+  }
+  if (c.orLeaseExpiredBefore !== undefined) {
+    alternatives.push(
+      `(${status} = ${expr.value('running')} AND ${expr.name('lease_until')} < ${expr.value(c.orLeaseExpiredBefore)})`,
+    );
+  }
+  if (alternatives.length > 0) clauses.push(`(${alternatives.join(' OR ')})`);
+  if (c.dispatchId !== undefined) clauses.push(`${expr.name('dispatch_id')} = ${expr.value(c.dispatchId)}`);
+  if (c.leaseToken !== undefined) clauses.push(`${expr.name('lease_token')} = ${expr.value(c.leaseToken)}`);
+  if (c.outboxPending === true) clauses.push(`attribute_exists(${expr.name('outbox_pk')})`);
+  if (c.outboxPending === false) clauses.push(`attribute_not_exists(${expr.name('outbox_pk')})`);
+  return clauses.join(' AND ');
+}
+
+/** Placeholders for attribute names and values, so no reserved word (`status`, `type`) bites. */
+class ExpressionBuilder {
+  readonly names: Record<string, string> = {};
+  readonly values: Record<string, unknown> = {};
+  private n = 0;
+  private v = 0;
+  private readonly byName = new Map<string, string>();
+
+  name(attr: string): string {
+    let placeholder = this.byName.get(attr);
+    if (placeholder === undefined) {
+      placeholder = `#n${this.n++}`;
+      this.byName.set(attr, placeholder);
+      this.names[placeholder] = attr;
+    }
+    return placeholder;
+  }
+
+  value(v: unknown): string {
+    const placeholder = `:v${this.v++}`;
+    this.values[placeholder] = v;
+    return placeholder;
+  }
+}
+
+function unavailable(err: unknown, operation: string, taskId: string | undefined): StoreUnavailableError {
+  const name = err instanceof Error ? err.name : 'Error';
+  return new StoreUnavailableError(`DynamoDB ${operation} failed: ${name}`, { taskId, cause: err });
+}

@@ -1,0 +1,38 @@
+import type { TaskRecord } from '../task/model.js';
+
+/** Root of the storage module's errors. */
+export class StoreError extends Error {
+  readonly taskId: string | undefined;
+  constructor(message: string, options: { taskId?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.taskId = options.taskId;
+  }
+}
+
+/** `create` found a task with that id already (an idempotent replay, or a conflict). */
+export class TaskAlreadyExistsError extends StoreError {
+  constructor(
+    taskId: string,
+    readonly existing: TaskRecord | undefined,
+    cause?: unknown,
+  ) {
+    super(`task ${taskId} already exists`, { taskId, cause });
+  }
+}
+
+/** An update's condition did not hold: the task is not in the state the writer expected (or is gone). */
+export class ConditionFailedError extends StoreError {
+  constructor(
+    taskId: string,
+    readonly current: TaskRecord | undefined,
+    cause?: unknown,
+  ) {
+    super(`condition failed for task ${taskId}`, { taskId, cause });
+  }
+}
+
+/** The store could not be reached or refused the request (throttling, 5xx, network). Retryable. */
+export class StoreUnavailableError extends StoreError {
+  readonly retryable = true;
+}

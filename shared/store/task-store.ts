@@ -1,0 +1,40 @@
+import type { TaskRecord, TaskStatus } from '../task/model.js';
+
+/**
+ * A precondition for an update. All given parts must hold (AND); `status` and
+ * `orLeaseExpiredBefore` are alternatives (OR) when both are given.
+ */
+export interface TaskCondition {
+  /** The task's status is one of these. */
+  readonly status?: readonly TaskStatus[];
+  /** Or: the task is `running` and its lease ended before this time (epoch ms). */
+  readonly orLeaseExpiredBefore?: number;
+  readonly dispatchId?: string;
+  /** Fencing: the writer still holds the lease it claimed. */
+  readonly leaseToken?: number;
+  /** An outbox entry is (true) or is not (false) present. */
+  readonly outboxPending?: boolean;
+}
+
+export type Counter = 'attempts' | 'lease_token' | 'crashes' | 'redrive_count';
+
+export interface TaskChanges {
+  readonly set?: Partial<TaskRecord>;
+  readonly remove?: readonly (keyof TaskRecord)[];
+  /** Atomic increments (a missing attribute counts as 0). */
+  readonly add?: Partial<Record<Counter, number>>;
+}
+
+/**
+ * The storage contract. Every lifecycle rule lives in the domain (`shared/task/lifecycle.ts`);
+ * an implementation only turns these calls into single-item conditional requests.
+ */
+export interface TaskStore {
+  /** Writes a new task. @throws TaskAlreadyExistsError when the id is taken (with the existing record). */
+  create(record: TaskRecord): Promise<void>;
+  get(taskId: string): Promise<TaskRecord | undefined>;
+  /** Applies `changes` if `condition` holds; returns the task as written. @throws ConditionFailedError */
+  update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord>;
+  /** Tasks in one outbox partition whose entry is due at or before `dueBy`, oldest first. */
+  listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]>;
+}

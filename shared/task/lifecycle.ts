@@ -1,0 +1,438 @@
+import { DEFAULTS, type Priority } from '../config/resources.js';
+import type { RuntimeSettings } from '../config/settings.js';
+import type { DeadLetter } from '../queue/message.js';
+import type { TaskQueue } from '../queue/task-queue.js';
+import { fullJitterDelayMs } from '../retry/backoff.js';
+import type { Classification } from '../retry/classify.js';
+import type { Clock } from '../runtime/clock.js';
+import type { Logger, Metrics } from '../runtime/logger.js';
+import type { RandomSource } from '../runtime/random.js';
+import { ConditionFailedError } from '../store/errors.js';
+import type { TaskChanges, TaskStore } from '../store/task-store.js';
+import { METRICS } from '../config/metrics.js';
+import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from './errors.js';
+import { outboxKey, type AttemptRecord, type ErrorInfo, type OutboxTarget, type TaskRecord } from './model.js';
+import { isFinished, statusesAllowing, transition } from './state-machine.js';
+import type { ResolvedPolicy } from './define.js';
+
+export interface LifecycleDeps {
+  readonly store: TaskStore;
+  readonly queue: TaskQueue;
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly settings: RuntimeSettings;
+}
+
+/** What the consumer should do with a message after trying to claim its task. */
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly record: TaskRecord }
+  /** Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled. */
+  | { readonly kind: 'drop'; readonly reason: string }
+  /** Another worker holds a live lease on this very dispatch: look again when it ends. */
+  | { readonly kind: 'defer'; readonly seconds: number }
+  /** The task crashed its workers too often and was failed here; acknowledge the message. */
+  | { readonly kind: 'crash_loop'; readonly record: TaskRecord };
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const SQS_DELAY_MS = DEFAULTS.maxSqsDelaySeconds * 1000;
+const CLAIMABLE_FRESH = statusesAllowing('claim').filter((s) => s !== 'running');
+
+/**
+ * Every status change of a task, as fenced single-item writes. The state machine decides
+ * what is legal; this class decides the conditions under which a write may land.
+ */
+export class TaskLifecycle {
+  constructor(private readonly d: LifecycleDeps) {}
+
+  /** Outbox fields for a message owed to `target`, to be sent at `runAtMs`. */
+  outbox(target: OutboxTarget, priority: Priority, runAtMs: number): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
+    const now = this.d.clock.now();
+    const grace = this.d.settings.outboxGraceSeconds * 1000;
+    // Beyond SQS's 15-minute delay, the sweeper sends it when the rest fits in DelaySeconds.
+    const due = target === 'queue' && runAtMs - now > SQS_DELAY_MS ? runAtMs - SQS_DELAY_MS : now + grace;
+    return { outbox_pk: outboxKey(target, priority), outbox_due: due };
+  }
+
+  /**
+   * Sends the message a task is owed (its outbox entry), then clears the entry.
+   * Returns 'deferred' for a delay SQS cannot hold yet (the sweeper sends it later).
+   * @throws QueueUnavailableError when the send fails; the entry stays for the sweeper.
+   */
+  async dispatch(record: TaskRecord): Promise<'sent' | 'deferred' | 'none'> {
+    if (record.outbox_pk === undefined) return 'none';
+    const now = this.d.clock.now();
+    if (record.outbox_pk.startsWith('queue#')) {
+      const delayMs = Date.parse(record.run_at) - now;
+      if (delayMs > SQS_DELAY_MS) return 'deferred';
+      await this.d.queue.send(
+        record.priority,
+        { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
+        { delaySeconds: Math.max(0, delayMs) / 1000, type: record.type },
+      );
+    } else {
+      await this.d.queue.sendDead(deadLetterOf(record, now));
+    }
+    try {
+      await this.d.store.update(
+        record.task_id,
+        { remove: ['outbox_pk', 'outbox_due'] },
+        { dispatchId: record.dispatch_id, outboxPending: true },
+      );
+    } catch (err) {
+      // Already claimed (the claim clears it) or superseded: nothing owed any more.
+      if (err instanceof ConditionFailedError) return 'sent';
+      // The message is out; the sweeper may send a duplicate, which the claim absorbs.
+      this.d.logger.warn('outbox entry not cleared after send', { task_id: record.task_id, error: String(err) });
+    }
+    return 'sent';
+  }
+
+  /**
+   * Claims the task a message stands for: one conditional write moves it to `running`,
+   * bumps the fencing token and sets the lease. A worker that vanished mid-attempt is
+   * detected here (running, lease expired) and counted as a crash.
+   */
+  async claim(taskId: string, dispatchId: string): Promise<ClaimOutcome> {
+    const now = this.d.clock.now();
+    const leaseUntil = now + this.d.settings.leaseSeconds * 1000;
+    try {
+      const record = await this.d.store.update(
+        taskId,
+        {
+          set: { status: transition('queued', 'claim'), lease_until: leaseUntil, started_at: iso(now), updated_at: iso(now) },
+          add: { attempts: 1, lease_token: 1 },
+          remove: ['outbox_pk', 'outbox_due'],
+        },
+        { status: CLAIMABLE_FRESH, dispatchId },
+      );
+      return { kind: 'claimed', record };
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      const current = err.current ?? (await this.d.store.get(taskId));
+      return this.afterRejectedClaim(taskId, dispatchId, current, now);
+    }
+  }
+
+  private async afterRejectedClaim(
+    taskId: string,
+    dispatchId: string,
+    current: TaskRecord | undefined,
+    now: number,
+  ): Promise<ClaimOutcome> {
+    if (current === undefined) return { kind: 'drop', reason: 'task not found' };
+    if (current.dispatch_id !== dispatchId) return { kind: 'drop', reason: 'superseded by a newer dispatch' };
+    if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}` };
+    if (current.status !== 'running') {
+      // queued/retrying with our dispatch id: the condition raced a concurrent write. Try again shortly.
+      return { kind: 'defer', seconds: 1 };
+    }
+    const leaseUntil = current.lease_until ?? 0;
+    if (leaseUntil > now) return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1 };
+    return this.reclaimAfterCrash(current, now);
+  }
+
+  /** The previous worker's lease ran out without an outcome: it crashed, was killed, or timed out. */
+  private async reclaimAfterCrash(current: TaskRecord, now: number): Promise<ClaimOutcome> {
+    const crashes = (current.crashes ?? 0) + 1;
+    const error: ErrorInfo = {
+      name: 'WorkerCrashError',
+      message: `the worker stopped during attempt ${current.attempts} (crash, kill or timeout); crashed the worker ${crashes} time(s)`,
+      retryable: true,
+      code: 'CRASH',
+    };
+    const crashed: AttemptRecord = {
+      attempt: current.attempts,
+      outcome: 'crashed',
+      ...(current.started_at === undefined ? {} : { started_at: current.started_at }),
+      finished_at: iso(now),
+      error,
+    };
+    const history = this.trim([...current.history, crashed]);
+    const fence = { leaseToken: current.lease_token, orLeaseExpiredBefore: now };
+    try {
+      if (crashes >= this.d.settings.crashLoopReceives || current.attempts >= current.max_attempts) {
+        const reason = `crashed the worker ${crashes} times`;
+        const failed = await this.d.store.update(
+          current.task_id,
+          this.failChanges(current, { ...error, retryable: false, message: reason }, history, now, { crashes: 1 }),
+          fence,
+        );
+        this.d.metrics.count(METRICS.failed, current.type);
+        this.d.logger.error('task failed: crash loop', { task_id: current.task_id, type: current.type, crashes });
+        await this.dispatchQuietly(failed);
+        return { kind: 'crash_loop', record: failed };
+      }
+      const record = await this.d.store.update(
+        current.task_id,
+        {
+          set: {
+            status: transition('running', 'claim'),
+            lease_until: now + this.d.settings.leaseSeconds * 1000,
+            started_at: iso(now),
+            updated_at: iso(now),
+            last_error: error,
+            history,
+          },
+          add: { attempts: 1, lease_token: 1, crashes: 1 },
+          remove: ['outbox_pk', 'outbox_due'],
+        },
+        fence,
+      );
+      this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes });
+      return { kind: 'claimed', record };
+    } catch (err) {
+      if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
+      throw err;
+    }
+  }
+
+  /**
+   * Extends the lease of a running attempt. Returns the task as stored, so the caller sees a
+   * cancel request. @throws LeaseLostError when another worker took the task over.
+   */
+  async heartbeat(record: TaskRecord): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    return this.fenced(record, () =>
+      this.d.store.update(
+        record.task_id,
+        { set: { lease_until: now + this.d.settings.leaseSeconds * 1000 } },
+        { leaseToken: record.lease_token, status: ['running'] },
+      ),
+    );
+  }
+
+  async succeed(record: TaskRecord, result: unknown, durationMs: number): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const attempt: AttemptRecord = this.attemptRecord(record, 'succeeded', now, durationMs);
+    const done = await this.fenced(record, () =>
+      this.d.store.update(
+        record.task_id,
+        {
+          set: {
+            status: transition(record.status, 'succeed', record.task_id),
+            result: result === undefined ? null : result,
+            finished_at: iso(now),
+            updated_at: iso(now),
+            history: this.trim([...record.history, attempt]),
+            expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
+          },
+          remove: ['lease_until', 'cancel_requested'],
+        },
+        { leaseToken: record.lease_token, status: ['running'] },
+      ),
+    );
+    this.d.metrics.count(METRICS.succeeded, record.type);
+    return done;
+  }
+
+  /**
+   * Records a failed attempt and decides what follows: a retry (new message, full-jitter
+   * delay or the error's retryAfter) or death (status failed, dead letter).
+   */
+  async attemptFailed(
+    record: TaskRecord,
+    failure: Classification,
+    policy: ResolvedPolicy,
+    durationMs: number,
+  ): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const exhausted = record.attempts >= record.max_attempts;
+    if (!failure.retryable || exhausted) {
+      const attempt = this.attemptRecord(record, 'failed', now, durationMs, failure.info);
+      const failed = await this.fenced(record, () =>
+        this.d.store.update(
+          record.task_id,
+          this.failChanges(record, failure.info, this.trim([...record.history, attempt]), now),
+          { leaseToken: record.lease_token, status: ['running'] },
+        ),
+      );
+      this.d.metrics.count(METRICS.failed, record.type);
+      await this.dispatchQuietly(failed);
+      return failed;
+    }
+    const delayMs =
+      failure.retryAfterSeconds !== undefined
+        ? Math.round(failure.retryAfterSeconds * 1000)
+        : fullJitterDelayMs(record.attempts, policy.backoff, this.d.random);
+    const runAt = now + delayMs;
+    const attempt = this.attemptRecord(record, 'retrying', now, durationMs, failure.info);
+    const retrying = await this.fenced(record, () =>
+      this.d.store.update(
+        record.task_id,
+        {
+          set: {
+            status: transition(record.status, 'retry', record.task_id),
+            run_at: iso(runAt),
+            updated_at: iso(now),
+            last_error: failure.info,
+            history: this.trim([...record.history, attempt]),
+            dispatch_id: this.d.random.id(),
+            ...this.outbox('queue', record.priority, runAt),
+          },
+          remove: ['lease_until'],
+        },
+        { leaseToken: record.lease_token, status: ['running'] },
+      ),
+    );
+    this.d.metrics.count(METRICS.retried, record.type);
+    // Send before the caller acknowledges the old message. If the send fails the outbox entry
+    // stays and the sweeper sends it: the task is never lost between the two.
+    await this.dispatchQuietly(retrying);
+    return retrying;
+  }
+
+  /** Ends a running attempt whose task was cancelled meanwhile; any result is discarded. */
+  async cancelledWhileRunning(record: TaskRecord, durationMs: number): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const attempt = this.attemptRecord(record, 'cancelled', now, durationMs);
+    const done = await this.fenced(record, () =>
+      this.d.store.update(
+        record.task_id,
+        {
+          set: {
+            status: transition(record.status, 'cancel', record.task_id),
+            finished_at: iso(now),
+            updated_at: iso(now),
+            history: this.trim([...record.history, attempt]),
+            expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
+          },
+          remove: ['lease_until'],
+        },
+        { leaseToken: record.lease_token, status: ['running'] },
+      ),
+    );
+    this.d.metrics.count(METRICS.cancelled, record.type);
+    return done;
+  }
+
+  /**
+   * `DELETE /tasks/{id}`: a task that has not started is cancelled at once (its message will
+   * be dropped at claim); a running one gets a cancel request its worker acts on.
+   * @throws TaskNotFoundError, TaskNotCancellableError
+   */
+  async cancel(taskId: string): Promise<TaskRecord> {
+    for (let round = 0; round < 3; round += 1) {
+      const current = await this.d.store.get(taskId);
+      if (current === undefined) throw new TaskNotFoundError(taskId);
+      if (current.status === 'cancelled') return current;
+      if (isFinished(current.status)) throw new TaskNotCancellableError(taskId, current.status);
+      const now = this.d.clock.now();
+      try {
+        if (current.status === 'running') {
+          return await this.d.store.update(
+            taskId,
+            { set: { cancel_requested: true, updated_at: iso(now) } },
+            { status: ['running'], leaseToken: current.lease_token },
+          );
+        }
+        const done = await this.d.store.update(
+          taskId,
+          {
+            set: {
+              status: transition(current.status, 'cancel', taskId),
+              finished_at: iso(now),
+              updated_at: iso(now),
+              expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
+            },
+            remove: ['outbox_pk', 'outbox_due'],
+          },
+          { status: [current.status], dispatchId: current.dispatch_id },
+        );
+        this.d.metrics.count(METRICS.cancelled, current.type);
+        return done;
+      } catch (err) {
+        if (!(err instanceof ConditionFailedError)) throw err;
+        // The task moved under us (claimed, finished): look again.
+      }
+    }
+    throw new TaskNotCancellableError(taskId, 'running');
+  }
+
+  /** Sends what is owed, leaving it to the sweeper if SQS is unavailable right now. */
+  async dispatchQuietly(record: TaskRecord): Promise<void> {
+    try {
+      await this.dispatch(record);
+    } catch (err) {
+      this.d.logger.warn('send failed; the sweeper will send it', {
+        task_id: record.task_id,
+        outbox: record.outbox_pk,
+        error: err instanceof Error ? err.name : String(err),
+      });
+    }
+  }
+
+  private failChanges(
+    record: TaskRecord,
+    error: ErrorInfo,
+    history: AttemptRecord[],
+    now: number,
+    add?: TaskChanges['add'],
+  ): TaskChanges {
+    return {
+      set: {
+        status: transition(record.status, 'fail', record.task_id),
+        finished_at: iso(now),
+        updated_at: iso(now),
+        last_error: error,
+        history,
+        ...this.outbox('dlq', record.priority, now),
+        // Keep a dead task's record as long as its dead letter can be redriven, and then some.
+        expires_at: this.expiresAt(now, DEFAULTS.dlqRetentionSeconds + this.d.settings.retentionDays * 86_400),
+      },
+      remove: ['lease_until', 'cancel_requested'],
+      ...(add === undefined ? {} : { add }),
+    };
+  }
+
+  private attemptRecord(
+    record: TaskRecord,
+    outcome: AttemptRecord['outcome'],
+    now: number,
+    durationMs: number,
+    error?: ErrorInfo,
+  ): AttemptRecord {
+    return {
+      attempt: record.attempts,
+      outcome,
+      ...(record.started_at === undefined ? {} : { started_at: record.started_at }),
+      finished_at: iso(now),
+      duration_ms: Math.round(durationMs),
+      ...(error === undefined ? {} : { error }),
+    };
+  }
+
+  private trim(history: AttemptRecord[]): AttemptRecord[] {
+    return history.slice(-this.d.settings.historyLength);
+  }
+
+  private expiresAt(now: number, seconds: number): number {
+    return Math.floor(now / 1000) + seconds;
+  }
+
+  private async fenced(record: TaskRecord, write: () => Promise<TaskRecord>): Promise<TaskRecord> {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof ConditionFailedError) {
+        this.d.metrics.count(METRICS.fencedWrites, record.type);
+        throw new LeaseLostError(record.task_id, record.lease_token, err);
+      }
+      throw err;
+    }
+  }
+}
+
+export function deadLetterOf(record: TaskRecord, now: number): DeadLetter {
+  return {
+    task_id: record.task_id,
+    dispatch_id: record.dispatch_id,
+    type: record.type,
+    priority: record.priority,
+    attempts: record.attempts,
+    reason: record.last_error?.message ?? 'failed',
+    ...(record.last_error === undefined ? {} : { last_error: record.last_error }),
+    failed_at: record.finished_at ?? new Date(now).toISOString(),
+  };
+}

@@ -1,0 +1,127 @@
+import type { Priority } from '../config/resources.js';
+
+export const TASK_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** What went wrong in an attempt, as stored and shown. Never contains the payload. */
+export interface ErrorInfo {
+  readonly name: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly code?: string;
+}
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'cancelled' | 'crashed' | 'lease_lost';
+
+/** One entry of a task's history. */
+export interface AttemptRecord {
+  readonly attempt: number;
+  readonly outcome: AttemptOutcome;
+  readonly started_at?: string;
+  readonly finished_at: string;
+  readonly duration_ms?: number;
+  readonly error?: ErrorInfo;
+}
+
+/** Where a message for the task still has to be sent (see the outbox in docs/reliability.md). */
+export type OutboxTarget = 'queue' | 'dlq';
+
+/**
+ * A task as stored in the table: the one record of truth for its lifecycle.
+ * Times shown to users are ISO-8601 strings; times used in conditions are epoch ms.
+ */
+export interface TaskRecord {
+  task_id: string;
+  type: string;
+  priority: Priority;
+  status: TaskStatus;
+  payload: unknown;
+  /** Attempts started so far (claims). */
+  attempts: number;
+  max_attempts: number;
+  timeout_seconds: number;
+  run_at: string;
+  created_at: string;
+  updated_at: string;
+  started_at?: string;
+  finished_at?: string;
+  result?: unknown;
+  last_error?: ErrorInfo;
+  history: AttemptRecord[];
+  idempotency_key?: string;
+  /** Hash of the submitted request: a replay with the same key must match it. */
+  fingerprint: string;
+  /** Fencing token: incremented by every claim; every later write of that attempt is conditioned on it. */
+  lease_token: number;
+  /** Epoch ms until which the current claim holds the task. */
+  lease_until?: number;
+  /** Identifies the one message allowed to claim the task next; a new one is made per enqueue. */
+  dispatch_id: string;
+  /** Set by DELETE on a running task; the worker's heartbeat sees it and aborts the handler. */
+  cancel_requested?: boolean;
+  /** Times the task's worker vanished mid-attempt (crash, kill, timeout). */
+  crashes?: number;
+  /** Outbox partition `${target}#${priority}`; present only while a message is still owed. */
+  outbox_pk?: string;
+  /** Epoch ms at which the sweeper sends the owed message if nobody confirmed sending it. */
+  outbox_due?: number;
+  /** TTL (epoch seconds), set when the task finishes. */
+  expires_at?: number;
+  /** Times an operator redrove the task from a DLQ. */
+  redrive_count?: number;
+  /** Operator actions (redrive, purge), newest last. */
+  audit?: AuditEntry[];
+  /** Set when an operator discarded the dead task. */
+  discarded_at?: string;
+}
+
+export interface AuditEntry {
+  readonly action: string;
+  readonly at: string;
+  readonly by: string;
+  readonly reason?: string;
+}
+
+export function outboxKey(target: OutboxTarget, priority: Priority): string {
+  return `${target}#${priority}`;
+}
+
+/** The public view of a task, as the API returns it. Internal bookkeeping stays hidden. */
+export interface TaskView {
+  task_id: string;
+  type: string;
+  status: TaskStatus;
+  priority: Priority;
+  attempts: number;
+  max_attempts: number;
+  run_at: string;
+  created_at: string;
+  updated_at: string;
+  started_at?: string;
+  finished_at?: string;
+  result?: unknown;
+  last_error?: ErrorInfo;
+  cancel_requested?: boolean;
+  history: AttemptRecord[];
+}
+
+export function toView(r: TaskRecord): TaskView {
+  const view: TaskView = {
+    task_id: r.task_id,
+    type: r.type,
+    status: r.status,
+    priority: r.priority,
+    attempts: r.attempts,
+    max_attempts: r.max_attempts,
+    run_at: r.run_at,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    history: r.history,
+  };
+  if (r.started_at !== undefined) view.started_at = r.started_at;
+  if (r.finished_at !== undefined) view.finished_at = r.finished_at;
+  if (r.result !== undefined) view.result = r.result;
+  if (r.last_error !== undefined) view.last_error = r.last_error;
+  if (r.cancel_requested && r.status === 'running') view.cancel_requested = true;
+  return view;
+}

@@ -1,0 +1,40 @@
+import { IllegalTransitionError } from './errors.js';
+import { TASK_STATUSES, type TaskStatus } from './model.js';
+
+/** What can happen to a task. */
+export type TaskEvent =
+  | 'claim' // a consumer takes it (from running: only once the previous lease expired)
+  | 'succeed'
+  | 'retry' // a retryable failure with attempts left
+  | 'fail' // permanent failure, attempts exhausted, crash loop: dead-lettered
+  | 'cancel' // DELETE before start, or a running task acknowledging a cancel request
+  | 'redrive'; // an operator replays a dead task
+
+/**
+ * The whole lifecycle in one table. Every status change in Kaj goes through `transition`,
+ * and the storage conditions are derived from it (`statusesAllowing`).
+ */
+export const TRANSITIONS: Readonly<Record<TaskStatus, Readonly<Partial<Record<TaskEvent, TaskStatus>>>>> = {
+  queued: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
+  retrying: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
+  running: { claim: 'running', succeed: 'succeeded', retry: 'retrying', fail: 'failed', cancel: 'cancelled' },
+  succeeded: {},
+  failed: { redrive: 'queued' },
+  cancelled: {},
+};
+
+export function transition(from: TaskStatus, event: TaskEvent, taskId?: string): TaskStatus {
+  const to = TRANSITIONS[from][event];
+  if (to === undefined) throw new IllegalTransitionError(from, event, taskId);
+  return to;
+}
+
+/** Statuses from which `event` is legal. */
+export function statusesAllowing(event: TaskEvent): TaskStatus[] {
+  return TASK_STATUSES.filter((s) => TRANSITIONS[s][event] !== undefined);
+}
+
+/** No further change happens to a task in these statuses except an operator's redrive. */
+export function isFinished(status: TaskStatus): boolean {
+  return status === 'succeeded' || status === 'failed' || status === 'cancelled';
+}

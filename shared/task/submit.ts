@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { DEFAULTS, PRIORITIES } from '../config/resources.js';
+import { METRICS } from '../config/metrics.js';
+import { TaskAlreadyExistsError } from '../store/errors.js';
+import type { TaskRegistry } from './define.js';
+import { resolvePolicy } from './define.js';
+import { IdempotencyConflictError, PayloadTooLargeError, ValidationError } from './errors.js';
+import type { LifecycleDeps, TaskLifecycle } from './lifecycle.js';
+import type { TaskRecord } from './model.js';
+
+const MAX_DELAY_SECONDS = 365 * 86_400;
+
+/** `POST /api/v1/tasks` body. Unknown fields are rejected, so a typo never goes unnoticed. */
+export const submitRequestSchema = z.strictObject({
+  type: z.string().min(1).max(64),
+  payload: z.unknown().optional(),
+  priority: z.enum(PRIORITIES).default('normal'),
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+    .optional(),
+  delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).optional(),
+  run_at: z.iso.datetime({ offset: false, message: 'must be an ISO-8601 UTC time such as 2026-01-01T12:00:00Z' }).optional(),
+  max_attempts: z.number().int().min(1).max(DEFAULTS.maxAttemptsLimit).optional(),
+  timeout_seconds: z.number().int().min(1).max(DEFAULTS.maxTaskTimeoutSeconds).optional(),
+});
+
+export type SubmitRequest = z.infer<typeof submitRequestSchema>;
+
+export interface SubmitResult {
+  readonly record: TaskRecord;
+  /** True when an earlier request with the same idempotency key created the task. */
+  readonly replayed: boolean;
+}
+
+/** Turns a zod failure into the domain's error naming the first offending field. */
+export function validationErrorOf(error: z.ZodError, prefix?: string): ValidationError {
+  const issue = error.issues[0];
+  const path = issue?.path.map(String) ?? [];
+  if (issue?.code === 'unrecognized_keys') path.push(...issue.keys.slice(0, 1));
+  const field = [prefix, ...path].filter((p): p is string => p !== undefined && p !== '').join('.') || (prefix ?? 'body');
+  const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid');
+  return new ValidationError(field, `${field}: ${message}`, { cause: error });
+}
+
+/**
+ * Accepts a task. The table write is the commit point: once it succeeds the task will run,
+ * even if the send to SQS fails (its outbox entry makes the sweeper send it).
+ */
+export class TaskSubmitter {
+  constructor(
+    private readonly d: LifecycleDeps & { readonly registry: TaskRegistry },
+    private readonly lifecycle: TaskLifecycle,
+  ) {}
+
+  /** @throws ValidationError, UnknownTaskTypeError, IdempotencyConflictError, StoreUnavailableError */
+  async submit(body: unknown): Promise<SubmitResult> {
+    const parsed = submitRequestSchema.safeParse(body);
+    if (!parsed.success) throw validationErrorOf(parsed.error);
+    const req = parsed.data;
+    if (req.delay_seconds !== undefined && req.run_at !== undefined) {
+      throw new ValidationError('run_at', 'run_at: give either delay_seconds or run_at, not both');
+    }
+    const def = this.d.registry.get(req.type);
+    const payloadResult = def.schema.safeParse(req.payload ?? {});
+    if (!payloadResult.success) throw validationErrorOf(payloadResult.error as z.ZodError, 'payload');
+    const payload: unknown = payloadResult.data;
+    const payloadBytes = Buffer.byteLength(JSON.stringify(payload ?? null));
+    if (payloadBytes > DEFAULTS.maxPayloadBytes) {
+      throw new PayloadTooLargeError('payload', `payload: ${payloadBytes} bytes exceeds the limit of ${DEFAULTS.maxPayloadBytes}`);
+    }
+
+    const now = this.d.clock.now();
+    const runAtMs = req.run_at !== undefined ? Math.max(now, Date.parse(req.run_at)) : now + (req.delay_seconds ?? 0) * 1000;
+    if (runAtMs - now > MAX_DELAY_SECONDS * 1000) {
+      throw new ValidationError('run_at', 'run_at: must be within 365 days');
+    }
+    const policy = resolvePolicy(def);
+    const createdAt = new Date(now).toISOString();
+    const record: TaskRecord = {
+      task_id: req.idempotency_key === undefined ? `t_${this.d.random.id()}` : idempotentTaskId(req.type, req.idempotency_key),
+      type: req.type,
+      priority: req.priority,
+      status: 'queued',
+      payload,
+      attempts: 0,
+      max_attempts: req.max_attempts ?? policy.maxAttempts,
+      timeout_seconds: req.timeout_seconds ?? policy.timeoutSeconds,
+      run_at: new Date(runAtMs).toISOString(),
+      created_at: createdAt,
+      updated_at: createdAt,
+      history: [],
+      fingerprint: fingerprint(req),
+      lease_token: 0,
+      dispatch_id: this.d.random.id(),
+      ...this.lifecycle.outbox('queue', req.priority, runAtMs),
+    };
+    if (req.idempotency_key !== undefined) record.idempotency_key = req.idempotency_key;
+
+    try {
+      await this.d.store.create(record);
+    } catch (err) {
+      if (!(err instanceof TaskAlreadyExistsError) || err.existing === undefined) throw err;
+      const existing = err.existing;
+      if (existing.fingerprint !== record.fingerprint) throw new IdempotencyConflictError(existing.task_id);
+      // A replay: finish the enqueue an earlier request may have left undone.
+      if (existing.status === 'queued') await this.lifecycle.dispatchQuietly(existing);
+      return { record: existing, replayed: true };
+    }
+    this.d.metrics.count(METRICS.submitted, record.type);
+    await this.lifecycle.dispatchQuietly(record);
+    return { record, replayed: false };
+  }
+}
+
+/** Task id for an idempotent submit: keys are scoped per task type. */
+export function idempotentTaskId(type: string, key: string): string {
+  return `t_${createHash('sha256').update(`${type}\n${key}`).digest('hex').slice(0, 32)}`;
+}
+
+/** Hash of what the client asked for, so a replay can be told from a conflicting reuse of a key. */
+export function fingerprint(req: SubmitRequest): string {
+  const { idempotency_key: _ignored, ...rest } = req;
+  return createHash('sha256').update(canonicalJson(rest)).digest('hex');
+}
+
+/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
