@@ -82,7 +82,8 @@ export class DynamoTaskStore implements TaskStore {
           UpdateExpression: parts.join(' '),
           ConditionExpression: conditionExpression(expr, condition),
           ExpressionAttributeNames: expr.names,
-          ExpressionAttributeValues: expr.values,
+          // DynamoDB rejects an empty map here (a REMOVE-only update has no values).
+          ...(Object.keys(expr.values).length > 0 ? { ExpressionAttributeValues: expr.values } : {}),
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),

@@ -1,0 +1,136 @@
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  ResourceNotFoundException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
+
+/** The queues and table of one deployment, as created here. */
+export interface LocalResources {
+  readonly prefix: string;
+  readonly tableName: string;
+  readonly queueUrls: Record<Priority, string>;
+  readonly queueArns: Record<Priority, string>;
+  readonly deadLetterQueueUrls: Record<Priority, string>;
+  readonly deadLetterQueueArns: Record<Priority, string>;
+}
+
+/**
+ * Creates (or finds) Kaj's queues and table on an SQS/DynamoDB endpoint, from the same
+ * definitions the CDK stack uses (`shared/config/resources.ts`). Idempotent.
+ */
+export async function ensureResources(
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
+  prefix: string,
+  settings: { maxReceiveCount?: number; visibilityTimeoutSeconds?: number } = {},
+): Promise<LocalResources> {
+  const names = resourceNames(prefix);
+  const queueUrls = {} as Record<Priority, string>;
+  const queueArns = {} as Record<Priority, string>;
+  const deadLetterQueueUrls = {} as Record<Priority, string>;
+  const deadLetterQueueArns = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) {
+    const dlqUrl = await createQueue(clients.sqs, names.deadLetterQueues[p], {
+      MessageRetentionPeriod: String(DEFAULTS.dlqRetentionSeconds),
+    });
+    const dlqArn = await queueArn(clients.sqs, dlqUrl);
+    const url = await createQueue(clients.sqs, names.queues[p], {
+      VisibilityTimeout: String(settings.visibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds),
+      MessageRetentionPeriod: String(DEFAULTS.queueRetentionSeconds),
+      ReceiveMessageWaitTimeSeconds: '20',
+      RedrivePolicy: JSON.stringify({
+        deadLetterTargetArn: dlqArn,
+        maxReceiveCount: settings.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
+      }),
+    });
+    queueUrls[p] = url;
+    queueArns[p] = await queueArn(clients.sqs, url);
+    deadLetterQueueUrls[p] = dlqUrl;
+    deadLetterQueueArns[p] = dlqArn;
+  }
+  await createTable(clients.dynamodb, names.table);
+  return { prefix, tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls, deadLetterQueueArns };
+}
+
+/** Deletes what `ensureResources` made (tests clean up after themselves; `--reset`). */
+export async function deleteResources(clients: { sqs: SQSClient; dynamodb: DynamoDBClient }, prefix: string): Promise<void> {
+  const names = resourceNames(prefix);
+  for (const p of PRIORITIES) {
+    for (const name of [names.queues[p], names.deadLetterQueues[p]]) {
+      try {
+        const { QueueUrl } = await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+        await clients.sqs.send(new DeleteQueueCommand({ QueueUrl }));
+      } catch (err) {
+        if (!isMissingQueue(err)) throw err;
+      }
+    }
+  }
+  try {
+    await clients.dynamodb.send(new DeleteTableCommand({ TableName: names.table }));
+  } catch (err) {
+    if (!(err instanceof ResourceNotFoundException)) throw err;
+  }
+}
+
+async function createQueue(sqs: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+  const out = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  if (!out.QueueUrl) throw new Error(`CreateQueue ${name} returned no URL`);
+  return out.QueueUrl;
+}
+
+async function queueArn(sqs: SQSClient, url: string): Promise<string> {
+  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const arn = out.Attributes?.QueueArn;
+  if (!arn) throw new Error(`queue ${url} has no QueueArn`);
+  return arn;
+}
+
+async function createTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+  const { partitionKey, outboxIndex } = TABLE_SCHEMA;
+  try {
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+        AttributeDefinitions: [
+          { AttributeName: partitionKey, AttributeType: 'S' },
+          { AttributeName: outboxIndex.partitionKey, AttributeType: 'S' },
+          { AttributeName: outboxIndex.sortKey, AttributeType: 'N' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: outboxIndex.name,
+            KeySchema: [
+              { AttributeName: outboxIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: outboxIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof Error && err.name === 'ResourceInUseException')) throw err;
+  }
+  for (let i = 0; i < 100; i += 1) {
+    const out = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    const indexesActive = (out.Table?.GlobalSecondaryIndexes ?? []).every((g) => g.IndexStatus === 'ACTIVE');
+    if (out.Table?.TableStatus === 'ACTIVE' && indexesActive) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+function isMissingQueue(err: unknown): boolean {
+  return err instanceof Error && /NonExistentQueue|QueueDoesNotExist/.test(err.name);
+}

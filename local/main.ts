@@ -1,0 +1,99 @@
+// The pinned AWS SDK warns that releases after January 2027 need Node 22; Kaj supports Node 20 locally and runs on nodejs22.x on Lambda.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
+import { rmSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { consoleLogger } from './console-logger.js';
+import { startLocalRuntime } from './runtime.js';
+
+/** `npm start [-- --reset] [--port 3000] [--in-memory]`: the whole of Kaj on this machine. */
+const USAGE = `usage: npm start -- [--port N] [--reset] [--in-memory] [--log-level debug|info|warn|error]
+
+  --port N        HTTP port of the API (default 3000)
+  --reset         delete the saved local state (.kaj/) and start empty
+  --in-memory     keep nothing on disk
+  --log-level L   default info
+`;
+
+async function main(): Promise<void> {
+  let args;
+  try {
+    args = parseArgs({
+      options: {
+        port: { type: 'string', default: '3000' },
+        reset: { type: 'boolean', default: false },
+        'in-memory': { type: 'boolean', default: false },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const port = Number(args.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`--port must be an integer in [0, 65535], got "${args.port}"\n`);
+    process.exit(2);
+  }
+  const level = args['log-level'];
+  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {
+    process.stderr.write(`--log-level must be debug, info, warn or error, got "${level}"\n`);
+    process.exit(2);
+  }
+  const dataDir = resolve('.kaj', 'dynamodb');
+  if (args.reset) rmSync(resolve('.kaj'), { recursive: true, force: true });
+  if (!args['in-memory']) mkdirSync(dataDir, { recursive: true });
+
+  const logger = consoleLogger(level);
+  const runtime = await startLocalRuntime({
+    port,
+    logger,
+    ...(args['in-memory'] ? {} : { dataDir }),
+  });
+  const r = runtime.resources;
+  process.stdout.write(`
+  Kaj is running locally.
+
+  API        ${runtime.url}/api/v1/tasks   (no auth locally; IAM SigV4 on AWS)
+  Queues     ${Object.values(r.queueUrls).join('\n             ')}
+  DLQs       ${Object.values(r.deadLetterQueueUrls).join('\n             ')}
+  Table      ${r.tableName}   (${args['in-memory'] ? 'in memory' : `saved in ${dataDir}; --reset to start empty`})
+  Emulators  SQS ${runtime.endpoints.sqs}   DynamoDB ${runtime.endpoints.dynamodb}
+${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) from the saved table\n` : ''}
+  Try:
+    curl -s -X POST ${runtime.url}/api/v1/tasks -H 'content-type: application/json' \\
+      -d '{"type":"send_email","payload":{"to":"ada@example.com","subject":"hi","simulate":{"transient_failures":2}}}'
+    curl -s ${runtime.url}/api/v1/tasks/<task_id>
+
+  Ctrl-C drains running tasks and exits.
+
+`);
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      process.stderr.write('second signal: exiting now; unfinished tasks return after their lease\n');
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info(`${signal}: stopping consumers, letting running tasks finish (up to 30 s)`);
+    void runtime.stop(30_000).then((cutOff) => {
+      logger.info(cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`);
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`kaj: could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+  if (err instanceof Error && /EADDRINUSE/.test(String(err))) process.stderr.write('  the port is taken: try --port 3001\n');
+  process.exit(1);
+});

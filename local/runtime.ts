@@ -1,0 +1,191 @@
+import type { AddressInfo } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createKajOnAws, type Kaj } from '../shared/app.js';
+import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
+import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
+import type { RandomSource } from '../shared/runtime/random.js';
+import type { TaskRegistry } from '../shared/task/define.js';
+import type { TaskRecord } from '../shared/task/model.js';
+import { isFinished } from '../shared/task/state-machine.js';
+import { registry as defaultRegistry } from '../tasks/index.js';
+import { ensureResources, type LocalResources } from './bootstrap.js';
+import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulators.js';
+import { SqsEventSource } from './event-source.js';
+import { createApiServer } from './http-server.js';
+
+export interface LocalRuntimeOptions {
+  readonly registry?: TaskRegistry;
+  /** Resource prefix (stack name). @default 'kaj-local' */
+  readonly prefix?: string;
+  /** HTTP port; 0 picks a free one. @default 3000 */
+  readonly port?: number;
+  /** @default '127.0.0.1' */
+  readonly host?: string;
+  /** Use these endpoints (moto, LocalStack) instead of starting the embedded emulators. */
+  readonly endpoints?: { readonly sqs: string; readonly dynamodb: string };
+  /** Persist the embedded DynamoDB here; in memory when omitted. */
+  readonly dataDir?: string;
+  readonly settings?: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>>;
+  /** Concurrent consumer invocations per priority. @default DEFAULTS.concurrency */
+  readonly concurrency?: Partial<Record<Priority, number>>;
+  /** @default DEFAULTS.batchSize */
+  readonly batchSize?: number;
+  /** Long-poll wait. @default 20 */
+  readonly waitTimeSeconds?: number;
+  /** Start the consumers. Tests that only exercise the API turn them off. @default true */
+  readonly consumers?: boolean;
+  /** How often the sweeper runs. @default 5000 (60 s on AWS) */
+  readonly sweepIntervalMs?: number;
+  /** SQS redrive maxReceiveCount of the queues created here. @default DEFAULTS.maxReceiveCount */
+  readonly maxReceiveCount?: number;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  readonly clock?: Clock;
+  readonly random?: RandomSource;
+}
+
+export interface LocalRuntime {
+  readonly url: string;
+  readonly kaj: Kaj;
+  readonly resources: LocalResources;
+  readonly config: FunctionConfig;
+  readonly clients: { readonly sqs: SQSClient; readonly dynamodb: DynamoDBClient };
+  readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  /** Tasks re-enqueued at start because the persisted table outlived the in-memory queues. */
+  readonly recovered: number;
+  /** Consumer invocations so far, per priority. */
+  invocations(): Record<Priority, number>;
+  /** Stop polling, let running tasks finish for `graceMs`, close everything. Returns tasks cut off. */
+  stop(graceMs?: number): Promise<number>;
+}
+
+/**
+ * The whole of Kaj on this machine: emulators, queues and table (from the same definitions
+ * as the CDK stack), the API handler behind an HTTP server, the consumer behind an emulated
+ * event source mapping per priority queue, and the sweeper on a timer.
+ */
+export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+  const logger = o.logger ?? silentLogger;
+  let emulators: RunningEmulators | undefined;
+  let endpoints = o.endpoints;
+  if (endpoints === undefined) {
+    emulators = await startEmulators(o.dataDir === undefined ? {} : { dataDir: o.dataDir });
+    endpoints = { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamoEndpoint };
+  }
+  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+  const sqs = new SQSClient({ region: EMULATOR_REGION, endpoint: endpoints.sqs, credentials });
+  const dynamodb = new DynamoDBClient({ region: EMULATOR_REGION, endpoint: endpoints.dynamodb, credentials });
+  const settings = runtimeSettings(o.settings);
+  const resources = await ensureResources({ sqs, dynamodb }, o.prefix ?? 'kaj-local', {
+    maxReceiveCount: o.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
+    visibilityTimeoutSeconds: settings.queueVisibilityTimeoutSeconds,
+  });
+  const config: FunctionConfig = {
+    tableName: resources.tableName,
+    queueUrls: resources.queueUrls,
+    deadLetterQueueUrls: resources.deadLetterQueueUrls,
+    settings,
+  };
+  const kaj = createKajOnAws(config, o.registry ?? defaultRegistry, {
+    sqs,
+    dynamodb,
+    logger,
+    ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
+    ...(o.clock === undefined ? {} : { clock: o.clock }),
+    ...(o.random === undefined ? {} : { random: o.random }),
+  });
+
+  const recovered = o.dataDir === undefined ? 0 : await recoverUnsent(kaj, dynamodb, resources.tableName);
+
+  const server = createApiServer((event) => kaj.handleHttp(event));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 3000, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  const sources = new Map<Priority, SqsEventSource>();
+  if (o.consumers !== false) {
+    for (const p of PRIORITIES) {
+      const source = new SqsEventSource({
+        sqs,
+        queueUrl: resources.queueUrls[p],
+        queueArn: resources.queueArns[p],
+        region: EMULATOR_REGION,
+        batchSize: o.batchSize ?? DEFAULTS.batchSize,
+        maxConcurrency: o.concurrency?.[p] ?? DEFAULTS.concurrency[p],
+        waitTimeSeconds: o.waitTimeSeconds ?? 20,
+        functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
+        handler: (event, context) => kaj.processBatch(event, context),
+        logger,
+      });
+      source.start();
+      sources.set(p, source);
+    }
+  }
+
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweepTimer = setInterval(() => {
+    sweeping = kaj.sweep().catch((err: unknown) => logger.warn('sweep failed', { error: String(err) }));
+  }, o.sweepIntervalMs ?? 5_000);
+
+  let stopped: Promise<number> | undefined;
+  return {
+    url: `http://${o.host ?? '127.0.0.1'}:${port}`,
+    kaj,
+    resources,
+    config,
+    clients: { sqs, dynamodb },
+    endpoints,
+    recovered,
+    invocations: () => {
+      const counts = { high: 0, normal: 0, low: 0 };
+      for (const [p, s] of sources) counts[p] = s.invocationCount;
+      return counts;
+    },
+    stop: (graceMs = 30_000) => {
+      stopped ??= (async () => {
+        clearInterval(sweepTimer);
+        await new Promise<void>((r) => server.close(() => r()));
+        const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce((a, b) => a + b, 0);
+        await sweeping;
+        sqs.destroy();
+        dynamodb.destroy();
+        await emulators?.stop();
+        return cutOff;
+      })();
+      return stopped;
+    },
+  };
+}
+
+/**
+ * The embedded SQS keeps messages in memory while the table can persist on disk, so after a
+ * restart unfinished tasks have no message. Put each back in the outbox-send path once.
+ * (On AWS both survive; this exists only for the local runtime.)
+ */
+async function recoverUnsent(kaj: Kaj, dynamodb: DynamoDBClient, tableName: string): Promise<number> {
+  const doc = DynamoDBDocumentClient.from(dynamodb);
+  let recovered = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
+    for (const item of (page.Items ?? []) as TaskRecord[]) {
+      if (isFinished(item.status)) continue;
+      // Same dispatch id: the claim still accepts it (and a running task is reclaimed once its lease ends).
+      await kaj.lifecycle.dispatchQuietly({
+        ...item,
+        outbox_pk: `queue#${item.priority}`,
+        run_at: item.status === 'running' ? new Date((item.lease_until ?? 0) + 1000).toISOString() : item.run_at,
+      });
+      recovered += 1;
+    }
+    startKey = page.LastEvaluatedKey;
+  } while (startKey !== undefined);
+  return recovered;
+}

@@ -1,0 +1,155 @@
+/**
+ * Regression tests for Kaj's patch of local-aws-sqs 2.0.2 (patches/local-aws-sqs+2.0.2.patch).
+ * Each test fails on the unpatched package.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+  StartMessageMoveTaskCommand,
+  type Message,
+  type QueueAttributeName,
+} from '@aws-sdk/client-sqs';
+import { startEmulators, type RunningEmulators } from '../../../local/emulators.js';
+
+let emulators: RunningEmulators;
+let sqs: SQSClient;
+const created: string[] = [];
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  sqs = new SQSClient({
+    region: 'us-east-1',
+    endpoint: emulators.sqsEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+});
+
+afterEach(async () => {
+  for (const url of created.splice(0)) await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+});
+
+afterAll(async () => {
+  sqs?.destroy();
+  await emulators?.stop();
+});
+
+async function createQueue(name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  if (!QueueUrl) throw new Error('no QueueUrl');
+  created.push(QueueUrl);
+  const arn = (await attributesOf(QueueUrl, ['QueueArn'])).QueueArn;
+  if (!arn) throw new Error('no QueueArn');
+  return { url: QueueUrl, arn };
+}
+
+/** A main queue whose messages go to a fresh DLQ after `maxReceiveCount` receives. */
+async function queueWithDlq(maxReceiveCount: number) {
+  const base = `kaj-test-${randomUUID().slice(0, 8)}`;
+  const dlq = await createQueue(`${base}-dlq`);
+  const main = await createQueue(base, {
+    RedrivePolicy: JSON.stringify({ maxReceiveCount, deadLetterTargetArn: dlq.arn }),
+  });
+  return { main, dlq };
+}
+
+async function attributesOf(url: string, names: QueueAttributeName[]): Promise<Record<string, string>> {
+  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }));
+  return out.Attributes ?? {};
+}
+
+async function receive(url: string, opts: { visibility?: number; wait?: number; max?: number } = {}): Promise<Message[]> {
+  const out = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: url,
+      VisibilityTimeout: opts.visibility,
+      WaitTimeSeconds: opts.wait ?? 0,
+      MaxNumberOfMessages: opts.max ?? 1,
+      MessageSystemAttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  return out.Messages ?? [];
+}
+
+describe('local-aws-sqs (patched)', () => {
+  it('ChangeMessageVisibility (heartbeat) does not count as a receive nor redrive to the DLQ', async () => {
+    const { main, dlq } = await queueWithDlq(2);
+    await sqs.send(new SendMessageCommand({ QueueUrl: main.url, MessageBody: 'hb' }));
+
+    const [first] = await receive(main.url, { visibility: 30 });
+    expect(first?.ReceiptHandle).toBeDefined();
+    for (let i = 0; i < 5; i++) {
+      await sqs.send(
+        new ChangeMessageVisibilityCommand({ QueueUrl: main.url, ReceiptHandle: first!.ReceiptHandle, VisibilityTimeout: 30 }),
+      );
+    }
+    // Give the lease up: the message must come back on the main queue, received twice in all.
+    await sqs.send(
+      new ChangeMessageVisibilityCommand({ QueueUrl: main.url, ReceiptHandle: first!.ReceiptHandle, VisibilityTimeout: 0 }),
+    );
+    const [second] = await receive(main.url, { visibility: 30, wait: 2 });
+    expect(second?.Body).toBe('hb');
+    expect(second?.Attributes?.ApproximateReceiveCount).toBe('2');
+    expect((await attributesOf(dlq.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('0');
+  }, 15_000);
+
+  it('a long poll asking for more messages than available returns as soon as one is there', async () => {
+    const { url } = await createQueue(`kaj-test-${randomUUID().slice(0, 8)}`);
+    await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'only one' }));
+
+    const started = Date.now();
+    const messages = await receive(url, { wait: 5, max: 10 });
+    const elapsed = Date.now() - started;
+
+    expect(messages.map((m) => m.Body)).toEqual(['only one']);
+    expect(elapsed).toBeLessThan(2000);
+  }, 15_000);
+
+  it('redrives to the DLQ after maxReceiveCount receives, reporting system attributes', async () => {
+    const { main, dlq } = await queueWithDlq(2);
+    await sqs.send(new SendMessageCommand({ QueueUrl: main.url, MessageBody: 'poison' }));
+
+    // MessageSystemAttributeNames (what SDK v3 sends instead of the deprecated AttributeNames).
+    const counts: (string | undefined)[] = [];
+    for (let i = 0; i < 2; i++) {
+      const [m] = await receive(main.url, { visibility: 0, wait: 2 });
+      counts.push(m?.Attributes?.ApproximateReceiveCount);
+    }
+    expect(counts).toEqual(['1', '2']);
+    expect(await receive(main.url, { visibility: 0 })).toEqual([]);
+
+    const [dead] = await receive(dlq.url, { visibility: 0, wait: 2 });
+    expect(dead?.Body).toBe('poison');
+    expect(dead?.Attributes?.DeadLetterQueueSourceArn).toBe(main.arn);
+  }, 15_000);
+
+  it('ApproximateNumberOfMessages excludes in-flight messages; a DLQ redrive moves them all back', async () => {
+    const { main, dlq } = await queueWithDlq(1);
+    for (const body of ['a', 'b']) await sqs.send(new SendMessageCommand({ QueueUrl: main.url, MessageBody: body }));
+
+    await receive(main.url, { visibility: 30 }); // one in flight
+    expect(
+      await attributesOf(main.url, ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible']),
+    ).toEqual({ ApproximateNumberOfMessages: '1', ApproximateNumberOfMessagesNotVisible: '1' });
+
+    // Send the visible one to the DLQ (maxReceiveCount 1), then redrive the DLQ back.
+    expect(await receive(main.url, { visibility: 0 })).toHaveLength(1);
+    await expect.poll(async () => (await attributesOf(dlq.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('1');
+    await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
+    await expect
+      .poll(async () => (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: dlq.arn }))).Results?.[0], {
+        timeout: 5000,
+        interval: 200,
+      })
+      .toMatchObject({ Status: 'COMPLETED', ApproximateNumberOfMessagesMoved: 1, ApproximateNumberOfMessagesToMove: 1 });
+    expect((await attributesOf(main.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('1');
+  }, 15_000);
+});
