@@ -1,11 +1,11 @@
 // The pinned AWS SDK warns that releases after January 2027 need Node 22; Kaj supports Node 20 locally and runs on nodejs22.x on Lambda.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 
-import { rmSync, mkdirSync } from 'node:fs';
+import { rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { consoleLogger } from './console-logger.js';
-import { startLocalRuntime } from './runtime.js';
+import { LOCAL_STATE_FILE, startLocalRuntime } from './runtime.js';
 
 /** `npm start [-- --reset] [--port 3000] [--in-memory]`: the whole of Kaj on this machine. */
 const USAGE = `usage: npm start -- [--port N] [--reset] [--in-memory] [--log-level debug|info|warn|error]
@@ -57,6 +57,12 @@ async function main(): Promise<void> {
     ...(args['in-memory'] ? {} : { dataDir }),
   });
   const r = runtime.resources;
+  // Tells `kaj --local` (the admin CLI) where this runtime's emulators and resources are.
+  mkdirSync(resolve('.kaj'), { recursive: true });
+  writeFileSync(
+    resolve(LOCAL_STATE_FILE),
+    `${JSON.stringify({ pid: process.pid, apiUrl: runtime.url, endpoints: runtime.endpoints, resources: r }, null, 2)}\n`,
+  );
   process.stdout.write(`
   Kaj is running locally.
 
@@ -83,6 +89,7 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
     }
     stopping = true;
     logger.info(`${signal}: stopping consumers, letting running tasks finish (up to 30 s)`);
+    rmSync(resolve(LOCAL_STATE_FILE), { force: true });
     void runtime.stop(30_000).then((cutOff) => {
       logger.info(cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`);
       process.exit(0);

@@ -18,6 +18,9 @@ import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulat
 import { SqsEventSource } from './event-source.js';
 import { createApiServer } from './http-server.js';
 
+/** Where a running `npm start` describes itself (endpoints, resources) for the admin CLI's `--local`. */
+export const LOCAL_STATE_FILE = '.kaj/local.json';
+
 export interface LocalRuntimeOptions {
   readonly registry?: TaskRegistry;
   /** Resource prefix (stack name). @default 'kaj-local' */

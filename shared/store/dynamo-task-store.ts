@@ -6,6 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TABLE_SCHEMA } from '../config/resources.js';
 import type { TaskRecord } from '../task/model.js';
 import { ConditionFailedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
@@ -39,7 +40,7 @@ export class DynamoTaskStore implements TaskStore {
       );
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) {
-        const existing = (err.Item as TaskRecord | undefined) ?? (await this.get(record.task_id));
+        const existing = itemOf(err) ?? (await this.get(record.task_id));
         throw new TaskAlreadyExistsError(record.task_id, existing, err);
       }
       throw unavailable(err, 'PutItem', record.task_id);
@@ -91,7 +92,7 @@ export class DynamoTaskStore implements TaskStore {
       return out.Attributes as TaskRecord;
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) {
-        throw new ConditionFailedError(taskId, err.Item as TaskRecord | undefined, err);
+        throw new ConditionFailedError(taskId, itemOf(err), err);
       }
       throw unavailable(err, 'UpdateItem', taskId);
     }
@@ -161,6 +162,14 @@ class ExpressionBuilder {
     this.values[placeholder] = v;
     return placeholder;
   }
+}
+
+/**
+ * The item a failed condition returns (ReturnValuesOnConditionCheckFailure). The document
+ * client does not unmarshall exceptions, so this does. Emulators that ignore the option give none.
+ */
+function itemOf(err: ConditionalCheckFailedException): TaskRecord | undefined {
+  return err.Item === undefined ? undefined : (unmarshall(err.Item) as TaskRecord);
 }
 
 function unavailable(err: unknown, operation: string, taskId: string | undefined): StoreUnavailableError {

@@ -1,0 +1,73 @@
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
+import type { TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type { TaskRecord } from '../../shared/task/model.js';
+
+/**
+ * The TaskStore contract in memory, for unit tests of domain logic. Conditions are evaluated
+ * as DynamoDB would; integration tests check the real thing against emulators.
+ */
+export class MemoryTaskStore implements TaskStore {
+  readonly items = new Map<string, TaskRecord>();
+  /** Make the next call(s) of an operation throw. */
+  failNext: Partial<Record<'create' | 'get' | 'update' | 'listOutboxDue', Error>> = {};
+
+  async create(record: TaskRecord): Promise<void> {
+    this.maybeFail('create');
+    const existing = this.items.get(record.task_id);
+    if (existing) throw new TaskAlreadyExistsError(record.task_id, clone(existing));
+    this.items.set(record.task_id, clone(record));
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    this.maybeFail('get');
+    const r = this.items.get(taskId);
+    return r && clone(r);
+  }
+
+  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
+    this.maybeFail('update');
+    const current = this.items.get(taskId);
+    if (!current || !holds(current, condition)) throw new ConditionFailedError(taskId, current && clone(current));
+    const next: Record<string, unknown> = { ...current };
+    for (const [k, v] of Object.entries(changes.set ?? {})) if (v !== undefined) next[k] = clone(v);
+    for (const [k, v] of Object.entries(changes.add ?? {})) next[k] = ((next[k] as number | undefined) ?? 0) + (v ?? 0);
+    for (const k of changes.remove ?? []) delete next[k];
+    this.items.set(taskId, next as unknown as TaskRecord);
+    return clone(next as unknown as TaskRecord);
+  }
+
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+    this.maybeFail('listOutboxDue');
+    return [...this.items.values()]
+      .filter((r) => r.outbox_pk === partition && (r.outbox_due ?? Infinity) <= dueBy)
+      .sort((a, b) => (a.outbox_due ?? 0) - (b.outbox_due ?? 0))
+      .slice(0, limit)
+      .map(clone);
+  }
+
+  private maybeFail(op: keyof MemoryTaskStore['failNext']): void {
+    const err = this.failNext[op];
+    if (err) {
+      delete this.failNext[op];
+      throw err;
+    }
+  }
+}
+
+function holds(r: TaskRecord, c: TaskCondition): boolean {
+  const alternatives: boolean[] = [];
+  if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
+  if (c.orLeaseExpiredBefore !== undefined) {
+    alternatives.push(r.status === 'running' && (r.lease_until ?? Infinity) < c.orLeaseExpiredBefore);
+  }
+  if (alternatives.length > 0 && !alternatives.some(Boolean)) return false;
+  if (c.dispatchId !== undefined && r.dispatch_id !== c.dispatchId) return false;
+  if (c.leaseToken !== undefined && r.lease_token !== c.leaseToken) return false;
+  if (c.outboxPending === true && r.outbox_pk === undefined) return false;
+  if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
+  return true;
+}
+
+function clone<T>(v: T): T {
+  return v === undefined ? v : (structuredClone(v) as T);
+}
