@@ -1,0 +1,75 @@
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { createKaj, type Kaj } from '../../shared/app.js';
+import { runtimeSettings } from '../../shared/config/settings.js';
+import { FakeClock } from '../../shared/runtime/clock.js';
+import { RecordingLogger } from '../../shared/runtime/logger.js';
+import { sequenceRandom } from '../../shared/runtime/random.js';
+import type { TaskRegistry } from '../../shared/task/define.js';
+import { MemoryTaskQueue } from './memory-task-queue.js';
+import { MemoryTaskStore } from './memory-task-store.js';
+
+export const QUEUE_NAMES = { high: 'unit-high', normal: 'unit-normal', low: 'unit-low' } as const;
+
+export interface UnitKaj {
+  kaj: Kaj;
+  store: MemoryTaskStore;
+  queue: MemoryTaskQueue;
+  clock: FakeClock;
+  logger: RecordingLogger;
+}
+
+/** A FakeClock that follows vitest's fake timers (`vi.advanceTimersByTimeAsync` moves both). */
+export class TimerClock extends FakeClock {
+  override now(): number {
+    return Date.now();
+  }
+}
+
+/** Kaj over in-memory fakes, a fake clock and a scripted random source. */
+export function unitKaj(registry: TaskRegistry, random = sequenceRandom([0.5]), clock: FakeClock = new FakeClock()): UnitKaj {
+  const store = new MemoryTaskStore();
+  const queue = new MemoryTaskQueue();
+  const logger = new RecordingLogger();
+  const kaj = createKaj({
+    store,
+    queue,
+    registry,
+    clock,
+    random,
+    logger,
+    settings: runtimeSettings({ leaseSeconds: 60 }),
+    queueNames: QUEUE_NAMES,
+  });
+  return { kaj, store, queue, clock, logger };
+}
+
+let n = 0;
+/** An SQS record as Lambda delivers it, for a message the fake queue recorded. */
+export function sqsRecord(body: unknown, priority: keyof typeof QUEUE_NAMES = 'normal', receiveCount = 1): SQSRecord {
+  n += 1;
+  return {
+    messageId: `m-${n}`,
+    receiptHandle: `rh-${n}`,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    attributes: {
+      ApproximateReceiveCount: String(receiveCount),
+      SentTimestamp: '0',
+      SenderId: 'test',
+      ApproximateFirstReceiveTimestamp: '0',
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${QUEUE_NAMES[priority]}`,
+    awsRegion: 'us-east-1',
+  };
+}
+
+export function sqsEvent(...records: SQSRecord[]): SQSEvent {
+  return { Records: records };
+}
+
+/** A Lambda context with plenty of time left unless told otherwise. */
+export function lambdaContext(remainingMs = 300_000) {
+  return { getRemainingTimeInMillis: () => remainingMs };
+}

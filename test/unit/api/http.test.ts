@@ -1,0 +1,111 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
+import { unitKaj } from '../../support/fixtures.js';
+
+const registry = new TaskRegistry([
+  defineTask({ type: 'job', schema: z.object({ n: z.number() }), handler: async () => ({}) }),
+]);
+
+function event(method: string, path: string, body?: string, headers: Record<string, string> = {}): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json', ...headers },
+    requestContext: {
+      accountId: '1',
+      apiId: 'a',
+      domainName: 'd',
+      domainPrefix: 'd',
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+      requestId: 'r',
+      routeKey: '$default',
+      stage: '$default',
+      time: '',
+      timeEpoch: 0,
+    },
+    isBase64Encoded: false,
+    ...(body === undefined ? {} : { body }),
+  };
+}
+
+const body = (r: { body: string }) => JSON.parse(r.body) as Record<string, any>;
+
+describe('Function: handleHttp', () => {
+  it('accepts a task with 202, a Location header and the accepted fields', async () => {
+    const { kaj } = unitKaj(registry);
+    const r = await kaj.handleHttp(event('POST', '/api/v1/tasks', JSON.stringify({ type: 'job', payload: { n: 1 } })));
+    expect(r.statusCode).toBe(202);
+    expect(Object.keys(body(r)).sort()).toEqual(['created_at', 'priority', 'run_at', 'status', 'task_id']);
+    expect(r.headers.location).toBe(`/api/v1/tasks/${body(r).task_id}`);
+  });
+
+  it('accepts a base64 body and a stage prefix in the path', async () => {
+    const { kaj } = unitKaj(registry);
+    const e = event('POST', '/prod/api/v1/tasks', Buffer.from(JSON.stringify({ type: 'job', payload: { n: 1 } })).toString('base64'));
+    e.isBase64Encoded = true;
+    expect((await kaj.handleHttp(e)).statusCode).toBe(202);
+  });
+
+  it.each([
+    ['bad JSON', event('POST', '/api/v1/tasks', '{'), 400, 'invalid_json', undefined],
+    ['empty body', event('POST', '/api/v1/tasks'), 400, 'invalid_json', undefined],
+    ['wrong content type', event('POST', '/api/v1/tasks', '{}', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type', undefined],
+    ['too large', event('POST', '/api/v1/tasks', JSON.stringify({ type: 'job', payload: { s: 'x'.repeat(70_000) } })), 413, 'payload_too_large', 'body'],
+    ['unknown type', event('POST', '/api/v1/tasks', '{"type":"zzz"}'), 422, 'unknown_type', 'type'],
+    ['bad payload', event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":"1"}}'), 422, 'validation_error', 'payload.n'],
+    ['unknown route', event('GET', '/api/v2/tasks'), 404, 'not_found', undefined],
+    ['wrong method', event('PUT', '/api/v1/tasks'), 405, 'method_not_allowed', undefined],
+    ['malformed id', event('GET', '/api/v1/tasks/../../etc'), 404, 'not_found', undefined],
+    ['unknown id', event('GET', '/api/v1/tasks/t_00000000000000000000000000000000'), 404, 'not_found', undefined],
+  ])('%s → %i %s', async (_name, e, status, code, field) => {
+    const { kaj } = unitKaj(registry);
+    const r = await kaj.handleHttp(e);
+    expect(r.statusCode).toBe(status);
+    expect(body(r).error.code).toBe(code);
+    expect(body(r).error.field).toBe(field);
+    expect(typeof body(r).error.message).toBe('string');
+  });
+
+  it('answers 503 with Retry-After when the store is down, and writes nothing', async () => {
+    const { kaj, store } = unitKaj(registry);
+    store.failNext.create = new StoreUnavailableError('throttled');
+    const r = await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}'));
+    expect(r.statusCode).toBe(503);
+    expect(r.headers['retry-after']).toBe('1');
+    expect(store.items.size).toBe(0);
+  });
+
+  it('still accepts the task when only SQS is down (the outbox sends it later)', async () => {
+    const { kaj, queue, store } = unitKaj(registry);
+    queue.failNext.send = new QueueUnavailableError('down');
+    const r = await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}'));
+    expect(r.statusCode).toBe(202);
+    expect(store.items.get(body(r).task_id)?.outbox_pk).toBe('queue#normal');
+  });
+
+  it('reads a task without its internals and cancels it', async () => {
+    const { kaj } = unitKaj(registry);
+    const created = body(await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}')));
+    const got = body(await kaj.handleHttp(event('GET', `/api/v1/tasks/${created.task_id}`)));
+    expect(got).toMatchObject({ task_id: created.task_id, status: 'queued', attempts: 0, history: [] });
+    for (const internal of ['payload', 'lease_token', 'dispatch_id', 'fingerprint', 'outbox_pk']) expect(got).not.toHaveProperty(internal);
+    const del = await kaj.handleHttp(event('DELETE', `/api/v1/tasks/${created.task_id}`));
+    expect(del.statusCode).toBe(200);
+    expect(body(del)).toEqual({ task_id: created.task_id, status: 'cancelled' });
+  });
+
+  it('hides internal errors behind a 500', async () => {
+    const { kaj, store, logger } = unitKaj(registry);
+    store.failNext.get = new Error('secret detail');
+    const r = await kaj.handleHttp(event('GET', '/api/v1/tasks/t_00000000000000000000000000000000'));
+    expect(r.statusCode).toBe(500);
+    expect(r.body).not.toContain('secret');
+    expect(logger.entries.some((e) => e.level === 'error')).toBe(true);
+  });
+});

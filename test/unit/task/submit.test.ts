@@ -1,0 +1,174 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
+import {
+  IdempotencyConflictError,
+  PayloadTooLargeError,
+  UnknownTaskTypeError,
+  ValidationError,
+} from '../../../shared/task/errors.js';
+import { canonicalJson, fingerprint, idempotentTaskId, submitRequestSchema } from '../../../shared/task/submit.js';
+import { QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { unitKaj } from '../../support/fixtures.js';
+
+const registry = new TaskRegistry([
+  defineTask({
+    type: 'send_email',
+    schema: z.object({ to: z.email(), subject: z.string().min(1) }),
+    maxAttempts: 7,
+    timeoutSeconds: 20,
+    handler: async () => ({}),
+  }),
+]);
+
+const valid = { type: 'send_email', payload: { to: 'a@b.co', subject: 'hi' } };
+
+async function fieldOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ValidationError) return err.field;
+    throw err;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+describe('Class: TaskSubmitter', () => {
+  describe('Method: submit', () => {
+    it('writes a queued task with the type policy and sends its message', async () => {
+      const { kaj, store, queue, clock } = unitKaj(registry);
+      const { record, replayed } = await kaj.submitter.submit({ ...valid, priority: 'high' });
+      expect(replayed).toBe(false);
+      expect(record).toMatchObject({
+        status: 'queued',
+        priority: 'high',
+        attempts: 0,
+        max_attempts: 7,
+        timeout_seconds: 20,
+        run_at: new Date(clock.now()).toISOString(),
+      });
+      expect(record.task_id).toMatch(/^t_[0-9a-f]{32}$/);
+      expect(queue.sent).toEqual([
+        {
+          priority: 'high',
+          message: { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: 20 },
+          delaySeconds: 0,
+          type: 'send_email',
+        },
+      ]);
+      // The send was confirmed, so nothing is owed any more.
+      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+    });
+
+    it('keeps the outbox entry when SQS fails, so the task is still accepted and will be swept', async () => {
+      const { kaj, store, queue, clock } = unitKaj(registry);
+      queue.failNext.send = new QueueUnavailableError('down');
+      const { record } = await kaj.submitter.submit(valid);
+      expect(queue.sent).toHaveLength(0);
+      const stored = store.items.get(record.task_id);
+      expect(stored?.outbox_pk).toBe('queue#normal');
+      expect(stored?.outbox_due).toBe(clock.now() + 30_000);
+      clock.advance(30_000);
+      expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, failed: 0 });
+      expect(queue.sent[0]?.message.task_id).toBe(record.task_id);
+      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+    });
+
+    it('surfaces a store failure (nothing was written)', async () => {
+      const { kaj, store, queue } = unitKaj(registry);
+      store.failNext.create = new StoreUnavailableError('throttled');
+      await expect(kaj.submitter.submit(valid)).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(store.items.size).toBe(0);
+      expect(queue.sent).toHaveLength(0);
+    });
+
+    it('replays the same request with the same key and refuses a different one', async () => {
+      const { kaj, queue } = unitKaj(registry);
+      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k1' });
+      const again = await kaj.submitter.submit({ payload: valid.payload, idempotency_key: 'k1', type: 'send_email', priority: 'normal' });
+      expect(again.replayed).toBe(true);
+      expect(again.record.task_id).toBe(first.record.task_id);
+      expect(first.record.task_id).toBe(idempotentTaskId('send_email', 'k1'));
+      expect(queue.sent).toHaveLength(1);
+      await expect(kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' })).rejects.toBeInstanceOf(
+        IdempotencyConflictError,
+      );
+    });
+
+    it('completes an enqueue a failed earlier request left undone when the client retries', async () => {
+      const { kaj, queue } = unitKaj(registry);
+      queue.failNext.send = new QueueUnavailableError('down');
+      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' });
+      expect(queue.sent).toHaveLength(0);
+      await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' });
+      expect(queue.sent.map((s) => s.message.task_id)).toEqual([first.record.task_id]);
+    });
+
+    it('holds a delay beyond 15 minutes in the table until the sweeper can hand it to SQS', async () => {
+      const { kaj, store, queue, clock } = unitKaj(registry);
+      const { record } = await kaj.submitter.submit({ ...valid, delay_seconds: 3600 });
+      expect(queue.sent).toHaveLength(0);
+      expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + (3600 - 900) * 1000);
+      clock.advance((3600 - 900) * 1000 - 1);
+      expect((await kaj.sweep()).sent).toBe(0);
+      clock.advance(1);
+      expect((await kaj.sweep()).sent).toBe(1);
+      expect(queue.sent[0]?.delaySeconds).toBe(900);
+    });
+
+    it.each([
+      [{}, 'type'],
+      [{ ...valid, priority: 'urgent' }, 'priority'],
+      [{ ...valid, payload: { to: 'not-an-email', subject: 'x' } }, 'payload.to'],
+      [{ ...valid, payload: { to: 'a@b.co' } }, 'payload.subject'],
+      [{ ...valid, delay_seconds: -1 }, 'delay_seconds'],
+      [{ ...valid, delay_seconds: 1.5 }, 'delay_seconds'],
+      [{ ...valid, run_at: '2026-01-01 10:00' }, 'run_at'],
+      [{ ...valid, run_at: '2026-01-01T10:00:00Z', delay_seconds: 5 }, 'run_at'],
+      [{ ...valid, max_attempts: 0 }, 'max_attempts'],
+      [{ ...valid, timeout_seconds: 10_000 }, 'timeout_seconds'],
+      [{ ...valid, idempotency_key: 'has space' }, 'idempotency_key'],
+      [{ ...valid, colour: 'blue' }, 'colour'],
+      ['a string', 'body'],
+    ])('names the offending field: %j → %s', async (body, field) => {
+      const { kaj } = unitKaj(registry);
+      expect(await fieldOf(kaj.submitter.submit(body))).toBe(field);
+    });
+
+    it('rejects an unknown type, listing the known ones', async () => {
+      const { kaj } = unitKaj(registry);
+      await expect(kaj.submitter.submit({ type: 'nope' })).rejects.toThrow(UnknownTaskTypeError);
+      await expect(kaj.submitter.submit({ type: 'nope' })).rejects.toThrow(/known types: send_email/);
+    });
+
+    it('rejects a payload over the size limit', async () => {
+      const big = defineTask({ type: 'big', schema: z.object({ s: z.string() }), handler: async () => ({}) });
+      const { kaj } = unitKaj(new TaskRegistry([big]));
+      await expect(kaj.submitter.submit({ type: 'big', payload: { s: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(
+        PayloadTooLargeError,
+      );
+    });
+  });
+});
+
+describe('Function: fingerprint', () => {
+  const parse = (b: unknown) => submitRequestSchema.parse(b);
+  it('ignores key order and the idempotency key itself', () => {
+    expect(fingerprint(parse({ type: 't', payload: { a: 1, b: 2 }, idempotency_key: 'x' }))).toBe(
+      fingerprint(parse({ payload: { b: 2, a: 1 }, type: 't', idempotency_key: 'y' })),
+    );
+  });
+  it('treats an omitted priority as the default', () => {
+    expect(fingerprint(parse({ type: 't', priority: 'normal' }))).toBe(fingerprint(parse({ type: 't' })));
+  });
+  it('differs when anything the client asked for differs', () => {
+    const base = fingerprint(parse({ type: 't', payload: { a: 1 } }));
+    expect(fingerprint(parse({ type: 't', payload: { a: 2 } }))).not.toBe(base);
+    expect(fingerprint(parse({ type: 't', payload: { a: 1 }, delay_seconds: 5 }))).not.toBe(base);
+    expect(fingerprint(parse({ type: 't', payload: { a: 1 }, priority: 'high' }))).not.toBe(base);
+  });
+  it('canonicalJson sorts keys at every depth', () => {
+    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[{"c":2,"d":1}]}');
+  });
+});
