@@ -58,6 +58,11 @@ export const DEFAULTS = {
   retentionDays: 7,
   /** Grace before the sweeper sends a message that the submitter or consumer did not confirm sending. */
   outboxGraceSeconds: 30,
+  /**
+   * Watchdog: a queued task whose message was sent but which has not been claimed this long
+   * after its run_at gets its message sent again (a lost or expired message must not strand it).
+   */
+  watchdogSeconds: 3600,
   /** Payload / result size limits (bytes of serialized JSON). */
   maxPayloadBytes: 32 * 1024,
   maxResultBytes: 32 * 1024,

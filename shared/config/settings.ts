@@ -9,6 +9,7 @@ export interface RuntimeSettings {
   readonly heartbeatSeconds: number;
   readonly retentionDays: number;
   readonly outboxGraceSeconds: number;
+  readonly watchdogSeconds: number;
   readonly crashLoopReceives: number;
   readonly historyLength: number;
   /** The queue visibility timeout: a task timeout must stay below it. */
@@ -23,6 +24,7 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
     heartbeatSeconds: leaseSeconds / 3,
     retentionDays: overrides.retentionDays ?? DEFAULTS.retentionDays,
     outboxGraceSeconds: overrides.outboxGraceSeconds ?? DEFAULTS.outboxGraceSeconds,
+    watchdogSeconds: overrides.watchdogSeconds ?? DEFAULTS.watchdogSeconds,
     crashLoopReceives: overrides.crashLoopReceives ?? DEFAULTS.crashLoopReceives,
     historyLength: overrides.historyLength ?? DEFAULTS.historyLength,
     queueVisibilityTimeoutSeconds,
@@ -42,7 +44,10 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
   if (!Number.isInteger(s.retentionDays) || s.retentionDays < 1 || s.retentionDays > 3650) {
     throw new ConfigError('retentionDays', `retentionDays must be an integer in [1, 3650], got ${s.retentionDays}`);
   }
-  if (!(s.outboxGraceSeconds >= 1)) throw new ConfigError('outboxGraceSeconds', 'outboxGraceSeconds must be >= 1');
+  if (!(s.outboxGraceSeconds > 0)) throw new ConfigError('outboxGraceSeconds', 'outboxGraceSeconds must be > 0');
+  if (!(s.watchdogSeconds >= s.outboxGraceSeconds)) {
+    throw new ConfigError('watchdogSeconds', 'watchdogSeconds must be >= outboxGraceSeconds');
+  }
   if (!Number.isInteger(s.crashLoopReceives) || s.crashLoopReceives < 1) {
     throw new ConfigError('crashLoopReceives', 'crashLoopReceives must be an integer >= 1');
   }

@@ -4,15 +4,21 @@ import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
 import { outboxKey, type OutboxTarget } from '../task/model.js';
 
 export interface SweepReport {
+  /** Messages (and dead letters) sent. */
   sent: number;
+  /** Delays still beyond SQS's reach. */
   deferred: number;
+  /** Watchdogs moved on: live leases, or stale entries of finished tasks removed. */
+  extended: number;
   failed: number;
 }
 
 /**
- * Sends every message the outbox says is owed and overdue: submits whose enqueue was not
- * confirmed, delays beyond SQS's 15 minutes that have come within reach, dead letters not
- * yet written. Runs every minute on AWS and on a timer locally.
+ * Enforces the invariant of docs/reliability.md: every unfinished task has an outbox entry,
+ * and when one comes due the sweeper acts on it — sends a message whose send was not
+ * confirmed, a delay beyond SQS's 15 minutes that came within reach, a dead letter not yet
+ * written; re-sends the message of a task nobody claimed long after its run_at or whose
+ * worker vanished with its message. Runs every minute on AWS and on a timer locally.
  */
 export class OutboxSweeper {
   constructor(
@@ -23,7 +29,7 @@ export class OutboxSweeper {
 
   /** @param budgetMs stop starting new pages after this long (the function's own timeout bounds the rest) */
   async sweep(budgetMs = 50_000): Promise<SweepReport> {
-    const report: SweepReport = { sent: 0, deferred: 0, failed: 0 };
+    const report: SweepReport = { sent: 0, deferred: 0, extended: 0, failed: 0 };
     const started = this.d.clock.now();
     const targets: OutboxTarget[] = ['dlq', 'queue'];
     for (const target of targets) {
@@ -34,12 +40,13 @@ export class OutboxSweeper {
           let progressed = 0;
           for (const record of due) {
             try {
-              const r = await this.lifecycle.dispatch(record);
+              const r = await this.lifecycle.sweepEntry(record);
               if (r === 'sent') {
                 report.sent += 1;
-                progressed += 1;
                 this.d.metrics.count(METRICS.sweptMessages, record.type);
               } else if (r === 'deferred') report.deferred += 1;
+              else report.extended += 1;
+              if (r !== 'deferred') progressed += 1;
             } catch (err) {
               report.failed += 1;
               this.d.logger.warn('sweeper could not send; will try next run', {

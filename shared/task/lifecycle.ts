@@ -11,7 +11,7 @@ import { ConditionFailedError } from '../store/errors.js';
 import type { TaskChanges, TaskStore } from '../store/task-store.js';
 import { METRICS } from '../config/metrics.js';
 import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from './errors.js';
-import { outboxKey, type AttemptRecord, type ErrorInfo, type OutboxTarget, type TaskRecord } from './model.js';
+import { outboxKey, type AttemptRecord, type ErrorInfo, type OutboxTarget, type TaskRecord, type TaskStatus } from './model.js';
 import { isFinished, statusesAllowing, transition } from './state-machine.js';
 import type { ResolvedPolicy } from './define.js';
 
@@ -37,7 +37,7 @@ export type ClaimOutcome =
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const SQS_DELAY_MS = DEFAULTS.maxSqsDelaySeconds * 1000;
-const CLAIMABLE_FRESH = statusesAllowing('claim').filter((s) => s !== 'running');
+const CLAIMABLE_FRESH: TaskStatus[] = statusesAllowing('claim').filter((s) => s !== 'running');
 
 /**
  * Every status change of a task, as fenced single-item writes. The state machine decides
@@ -56,7 +56,8 @@ export class TaskLifecycle {
   }
 
   /**
-   * Sends the message a task is owed (its outbox entry), then clears the entry.
+   * Sends the message a task is owed (its outbox entry). After a queue send the entry stays as
+   * a watchdog, due `watchdogSeconds` after run_at; after a dead letter it is removed.
    * Returns 'deferred' for a delay SQS cannot hold yet (the sweeper sends it later).
    * @throws QueueUnavailableError when the send fails; the entry stays for the sweeper.
    */
@@ -64,29 +65,93 @@ export class TaskLifecycle {
     if (record.outbox_pk === undefined) return 'none';
     const now = this.d.clock.now();
     if (record.outbox_pk.startsWith('queue#')) {
-      const delayMs = Date.parse(record.run_at) - now;
+      const runAt = Date.parse(record.run_at);
+      const delayMs = runAt - now;
       if (delayMs > SQS_DELAY_MS) return 'deferred';
       await this.d.queue.send(
         record.priority,
         { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
         { delaySeconds: Math.max(0, delayMs) / 1000, type: record.type },
       );
+      await this.confirmSent(record, {
+        set: { outbox_due: Math.max(runAt, now) + this.d.settings.watchdogSeconds * 1000 },
+      }, CLAIMABLE_FRESH);
     } else {
       await this.d.queue.sendDead(deadLetterOf(record, now));
-    }
-    try {
-      await this.d.store.update(
-        record.task_id,
-        { remove: ['outbox_pk', 'outbox_due'] },
-        { dispatchId: record.dispatch_id, outboxPending: true },
-      );
-    } catch (err) {
-      // Already claimed (the claim clears it) or superseded: nothing owed any more.
-      if (err instanceof ConditionFailedError) return 'sent';
-      // The message is out; the sweeper may send a duplicate, which the claim absorbs.
-      this.d.logger.warn('outbox entry not cleared after send', { task_id: record.task_id, error: String(err) });
+      await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);
     }
     return 'sent';
+  }
+
+  /**
+   * True while a queued task's message has not been confirmed sent: a confirmed send moves the
+   * entry's due time to the watchdog (run_at + watchdogSeconds or later).
+   */
+  sendUnconfirmed(record: TaskRecord): boolean {
+    if (record.outbox_pk === undefined || record.outbox_due === undefined) return false;
+    if (!CLAIMABLE_FRESH.includes(record.status)) return false;
+    return record.outbox_due < Date.parse(record.run_at) + this.d.settings.watchdogSeconds * 1000;
+  }
+
+  /** Records that the owed message went out, unless the task moved on meanwhile. */
+  private async confirmSent(record: TaskRecord, changes: TaskChanges, statuses: TaskRecord['status'][]): Promise<void> {
+    try {
+      await this.d.store.update(record.task_id, changes, {
+        dispatchId: record.dispatch_id,
+        status: statuses,
+        outboxPending: true,
+      });
+    } catch (err) {
+      // Claimed or superseded already: its entry belongs to the new state now.
+      if (err instanceof ConditionFailedError) return;
+      // The message is out; the sweeper may send a duplicate, which the claim absorbs.
+      this.d.logger.warn('outbox entry not updated after send', { task_id: record.task_id, error: String(err) });
+    }
+  }
+
+  /**
+   * The sweeper found this task's outbox entry due. Sends what is owed; for a running task,
+   * extends the watchdog while its lease is live, and re-sends its message once the lease has
+   * long expired (its worker died and its message is gone): the claim then reclaims it as a crash.
+   */
+  async sweepEntry(record: TaskRecord): Promise<'sent' | 'deferred' | 'extended' | 'none'> {
+    const now = this.d.clock.now();
+    if (record.status === 'running') {
+      const leaseUntil = record.lease_until ?? 0;
+      const fence = { leaseToken: record.lease_token, status: ['running'] as TaskRecord['status'][] };
+      if (leaseUntil > now) {
+        await this.d.store.update(record.task_id, { set: { outbox_due: this.leaseWatchdog(leaseUntil) } }, fence).catch(ignoreConflict);
+        return 'extended';
+      }
+      await this.d.queue.send(
+        record.priority,
+        { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
+        { delaySeconds: 0, type: record.type },
+      );
+      this.d.logger.warn('running task lost its worker and its message; message re-sent', {
+        task_id: record.task_id,
+        lease_expired_ms_ago: now - leaseUntil,
+      });
+      await this.d.store
+        .update(record.task_id, { set: { outbox_due: now + this.d.settings.watchdogSeconds * 1000 } }, fence)
+        .catch(ignoreConflict);
+      return 'sent';
+    }
+    if (isFinished(record.status) && !record.outbox_pk?.startsWith('dlq#')) {
+      await this.d.store
+        .update(record.task_id, { remove: ['outbox_pk', 'outbox_due'] }, { status: [record.status], outboxPending: true })
+        .catch(ignoreConflict);
+      return 'none';
+    }
+    if (CLAIMABLE_FRESH.includes(record.status) && Date.parse(record.run_at) < now) {
+      this.d.logger.info('sending (or re-sending) a queued task’s message', { task_id: record.task_id, status: record.status });
+    }
+    return this.dispatch(record);
+  }
+
+  /** The watchdog of a running task: shortly after its lease would run out. */
+  private leaseWatchdog(leaseUntil: number): number {
+    return leaseUntil + this.d.settings.outboxGraceSeconds * 1000;
   }
 
   /**
@@ -101,9 +166,15 @@ export class TaskLifecycle {
       const record = await this.d.store.update(
         taskId,
         {
-          set: { status: transition('queued', 'claim'), lease_until: leaseUntil, started_at: iso(now), updated_at: iso(now) },
+          set: {
+            status: transition('queued', 'claim'),
+            lease_until: leaseUntil,
+            started_at: iso(now),
+            updated_at: iso(now),
+            // The entry (outbox_pk was set when the message was owed) now watches the lease.
+            outbox_due: this.leaseWatchdog(leaseUntil),
+          },
           add: { attempts: 1, lease_token: 1 },
-          remove: ['outbox_pk', 'outbox_due'],
         },
         { status: CLAIMABLE_FRESH, dispatchId },
       );
@@ -174,9 +245,10 @@ export class TaskLifecycle {
             updated_at: iso(now),
             last_error: error,
             history,
+            outbox_pk: outboxKey('queue', current.priority),
+            outbox_due: this.leaseWatchdog(now + this.d.settings.leaseSeconds * 1000),
           },
           add: { attempts: 1, lease_token: 1, crashes: 1 },
-          remove: ['outbox_pk', 'outbox_due'],
         },
         fence,
       );
@@ -197,7 +269,12 @@ export class TaskLifecycle {
     return this.fenced(record, () =>
       this.d.store.update(
         record.task_id,
-        { set: { lease_until: now + this.d.settings.leaseSeconds * 1000 } },
+        {
+          set: {
+            lease_until: now + this.d.settings.leaseSeconds * 1000,
+            outbox_due: this.leaseWatchdog(now + this.d.settings.leaseSeconds * 1000),
+          },
+        },
         { leaseToken: record.lease_token, status: ['running'] },
       ),
     );
@@ -218,7 +295,7 @@ export class TaskLifecycle {
             history: this.trim([...record.history, attempt]),
             expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
           },
-          remove: ['lease_until', 'cancel_requested'],
+          remove: ['lease_until', 'cancel_requested', 'outbox_pk', 'outbox_due'],
         },
         { leaseToken: record.lease_token, status: ['running'] },
       ),
@@ -298,7 +375,7 @@ export class TaskLifecycle {
             history: this.trim([...record.history, attempt]),
             expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
           },
-          remove: ['lease_until'],
+          remove: ['lease_until', 'outbox_pk', 'outbox_due'],
         },
         { leaseToken: record.lease_token, status: ['running'] },
       ),
@@ -422,6 +499,10 @@ export class TaskLifecycle {
       throw err;
     }
   }
+}
+
+function ignoreConflict(err: unknown): void {
+  if (!(err instanceof ConditionFailedError)) throw err;
 }
 
 export function deadLetterOf(record: TaskRecord, now: number): DeadLetter {

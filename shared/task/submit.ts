@@ -107,7 +107,7 @@ export class TaskSubmitter {
       const existing = err.existing;
       if (existing.fingerprint !== record.fingerprint) throw new IdempotencyConflictError(existing.task_id);
       // A replay: finish the enqueue an earlier request may have left undone.
-      if (existing.status === 'queued') await this.lifecycle.dispatchQuietly(existing);
+      if (this.lifecycle.sendUnconfirmed(existing)) await this.lifecycle.dispatchQuietly(existing);
       return { record: existing, replayed: true };
     }
     this.d.metrics.count(METRICS.submitted, record.type);

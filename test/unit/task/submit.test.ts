@@ -57,8 +57,9 @@ describe('Class: TaskSubmitter', () => {
           type: 'send_email',
         },
       ]);
-      // The send was confirmed, so nothing is owed any more.
-      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+      // The send was confirmed: the entry stays only as the watchdog, an hour after run_at.
+      expect(store.items.get(record.task_id)).toMatchObject({ outbox_pk: 'queue#high', outbox_due: clock.now() + 3_600_000 });
+      expect(kaj.lifecycle.sendUnconfirmed(store.items.get(record.task_id)!)).toBe(false);
     });
 
     it('keeps the outbox entry when SQS fails, so the task is still accepted and will be swept', async () => {
@@ -70,9 +71,12 @@ describe('Class: TaskSubmitter', () => {
       expect(stored?.outbox_pk).toBe('queue#normal');
       expect(stored?.outbox_due).toBe(clock.now() + 30_000);
       clock.advance(30_000);
-      expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, failed: 0 });
+      expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, extended: 0, failed: 0 });
       expect(queue.sent[0]?.message.task_id).toBe(record.task_id);
-      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+      expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + 3_600_000);
+      // Nothing more is owed until the watchdog.
+      clock.advance(3_600_000 - 30_000 - 1);
+      expect((await kaj.sweep()).sent).toBe(0);
     });
 
     it('surfaces a store failure (nothing was written)', async () => {

@@ -1,0 +1,21 @@
+/** Root of the admin module's errors (redrive, purge, listing of dead tasks). */
+export class AdminError extends Error {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+  }
+}
+
+/** SQS refused or could not serve a DLQ request (receive, delete, attributes). Retryable. */
+export class DeadLetterQueueUnavailableError extends AdminError {
+  readonly retryable = true;
+}
+
+/** The endpoint does not implement SQS's `StartMessageMoveTask` (moto, older LocalStack). */
+export class NativeMoveUnsupportedError extends AdminError {}
+
+/** A message move task is already running on the DLQ: SQS allows one per source queue. */
+export class MoveTaskRunningError extends AdminError {}
+
+/** A native move task ended FAILED or CANCELLED. */
+export class MoveTaskFailedError extends AdminError {}

@@ -1,0 +1,153 @@
+import type { Priority } from '../config/resources.js';
+import type { Clock } from '../runtime/clock.js';
+import type { DeadEntry } from './dead-letters.js';
+import { Pacer, type Sleep } from './pacer.js';
+import { scanDeadLetters, type ScanDeps, type ScanOptions, type ScanStats } from './scan.js';
+
+/** What became of one selected DLQ message. */
+export type ItemOutcome = 'done' | 'skipped' | 'failed';
+
+export interface ItemResult {
+  readonly outcome: ItemOutcome;
+  /** The plan that was (or, in a dry run, would be) carried out, e.g. `reset`, `discard_letter`. */
+  readonly action: string;
+  readonly detail?: string;
+  /** Delete the DLQ message once every other step of this item succeeded. */
+  readonly deleteLetter: boolean;
+}
+
+export interface ReportItem {
+  readonly message_id: string;
+  readonly task_id: string | null;
+  readonly dlq: Priority;
+  readonly outcome: ItemOutcome;
+  readonly action: string;
+  readonly detail?: string;
+}
+
+export interface BatchCounts {
+  selected: number;
+  done: number;
+  skipped: number;
+  failed: number;
+}
+
+export interface BatchReport extends BatchCounts {
+  readonly dryRun: boolean;
+  /** Stopped early by the signal (Ctrl-C): what was selected so far is accounted for. */
+  readonly interrupted: boolean;
+  readonly items: ReportItem[];
+  readonly scan: ScanStats;
+}
+
+export interface BatchDeps extends ScanDeps {
+  readonly clock: Clock;
+  readonly sleep: Sleep;
+}
+
+export interface BatchOptions extends Omit<ScanOptions, 'loadRecords'> {
+  readonly dryRun: boolean;
+  /** At most this many items started per second. */
+  readonly ratePerSecond?: number;
+  /** Items of a page handled at once. @default 10 */
+  readonly concurrency?: number;
+  readonly onProgress?: (counts: Readonly<BatchCounts>) => void;
+}
+
+/**
+ * Runs `handle` on every selected DLQ message, then deletes (in one batch per page) exactly
+ * the messages whose item succeeded and asked for it. The delete is always the last step,
+ * so a crash anywhere leaves the message in the DLQ for a re-run to finish.
+ */
+export async function processDeadLetters(
+  deps: BatchDeps,
+  o: BatchOptions,
+  handle: (entry: DeadEntry) => Promise<ItemResult>,
+): Promise<BatchReport> {
+  const counts: BatchCounts = { selected: 0, done: 0, skipped: 0, failed: 0 };
+  const items: ReportItem[] = [];
+  const pacer = new Pacer(o.dryRun ? undefined : o.ratePerSecond, deps.clock, deps.sleep);
+  const concurrency = Math.max(1, o.concurrency ?? 10);
+
+  const record = (e: DeadEntry, r: Pick<ItemResult, 'outcome' | 'action' | 'detail'>) => {
+    counts[r.outcome] += 1;
+    items.push({
+      message_id: e.messageId,
+      task_id: e.taskId ?? null,
+      dlq: e.dlq,
+      outcome: r.outcome,
+      action: r.action,
+      ...(r.detail === undefined ? {} : { detail: r.detail }),
+    });
+    o.onProgress?.(counts);
+  };
+
+  const scan = await scanDeadLetters(deps, { ...o, loadRecords: true }, async (page) => {
+    counts.selected += page.length;
+    const results = new Map<DeadEntry, ItemResult>();
+    let next = 0;
+    const worker = async () => {
+      while (next < page.length) {
+        const e = page[next++] as DeadEntry;
+        if (o.signal?.aborted) {
+          results.set(e, { outcome: 'failed', action: 'none', detail: 'interrupted before it started', deleteLetter: false });
+          continue;
+        }
+        await pacer.take(o.signal);
+        try {
+          results.set(e, await handle(e));
+        } catch (err) {
+          results.set(e, { outcome: 'failed', action: 'error', detail: describe(err), deleteLetter: false });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, page.length) }, worker));
+
+    const toDelete = page.filter((e) => results.get(e)?.deleteLetter === true && !o.dryRun);
+    const failedHandles = new Set<string>();
+    let deleteError: string | undefined;
+    if (toDelete.length > 0) {
+      const byQueue = groupBy(toDelete, (e) => e.dlq);
+      for (const [priority, entries] of byQueue) {
+        try {
+          for (const h of await deps.dlq.delete(priority, entries.map((e) => e.receiptHandle))) failedHandles.add(h);
+        } catch (err) {
+          deleteError = describe(err);
+          for (const e of entries) failedHandles.add(e.receiptHandle);
+        }
+      }
+    }
+    const deleted: DeadEntry[] = [];
+    for (const e of page) {
+      const r = results.get(e) as ItemResult;
+      if (r.deleteLetter && !o.dryRun && failedHandles.has(e.receiptHandle)) {
+        record(e, {
+          outcome: 'failed',
+          action: r.action,
+          detail: `${r.detail ?? r.action}; but the DLQ message could not be deleted${deleteError ? ` (${deleteError})` : ''}: re-run to finish`,
+        });
+        continue;
+      }
+      if (r.deleteLetter && !o.dryRun) deleted.push(e);
+      record(e, r);
+    }
+    return deleted;
+  });
+  return { ...counts, dryRun: o.dryRun, interrupted: o.signal?.aborted === true, items, scan };
+}
+
+function groupBy<T, K>(xs: readonly T[], key: (x: T) => K): Map<K, T[]> {
+  const m = new Map<K, T[]>();
+  for (const x of xs) {
+    const k = key(x);
+    const list = m.get(k);
+    if (list === undefined) m.set(k, [x]);
+    else list.push(x);
+  }
+  return m;
+}
+
+export function describe(err: unknown): string {
+  if (err instanceof Error) return err.message === '' ? err.name : `${err.name}: ${err.message}`;
+  return String(err);
+}
