@@ -1,0 +1,125 @@
+/**
+ * Throughput and cost per task through the whole local stack:
+ * HTTP submit → API handler → DynamoDB + SQS → emulated event source → consumer → DynamoDB.
+ *
+ *   npm run bench -- [--tasks 1000] [--runs 3] [--clients 16]
+ *
+ * Prints, as the median of the runs: submit rate, end-to-end tasks/s, and per successful task
+ * the SQS requests and DynamoDB write requests / write capacity units the emulator reports,
+ * counted by SDK middleware on the runtime's own clients.
+ */
+import { parseArgs } from 'node:util';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+import { startLocalRuntime } from '../local/runtime.js';
+import { METRICS } from '../shared/config/metrics.js';
+import type { Metrics } from '../shared/runtime/logger.js';
+import { defineTask, TaskRegistry } from '../shared/task/define.js';
+
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '1000' },
+    runs: { type: 'string', default: '3' },
+    clients: { type: 'string', default: '16' },
+  },
+});
+const N = Number(values.tasks);
+const RUNS = Number(values.runs);
+const CLIENTS = Number(values.clients);
+for (const [k, v] of Object.entries({ tasks: N, runs: RUNS, clients: CLIENTS })) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`--${k} must be a positive integer`);
+}
+
+interface Counters {
+  calls: Map<string, number>;
+  wcu: number;
+}
+
+/** Counts every command a client sends, and the write capacity DynamoDB reports for writes. */
+function instrument(client: SQSClient | DynamoDBClient, prefix: string, c: Counters): void {
+  const stack = client.middlewareStack as unknown as {
+    add: (mw: (next: (a: any) => Promise<any>, ctx: any) => (a: any) => Promise<any>, o: { step: string; name: string }) => void;
+  };
+  stack.add(
+    (next, ctx) => async (args) => {
+      const name = `${prefix}:${String(ctx.commandName).replace(/Command$/, '')}`;
+      c.calls.set(name, (c.calls.get(name) ?? 0) + 1);
+      if (prefix === 'dynamodb' && /PutItem|UpdateItem/.test(name)) args.input.ReturnConsumedCapacity = 'TOTAL';
+      const out = await next(args);
+      c.wcu += out.output?.ConsumedCapacity?.CapacityUnits ?? 0;
+      return out;
+    },
+    { step: 'initialize', name: `kaj-bench-${prefix}` },
+  );
+}
+
+const registry = new TaskRegistry([
+  defineTask({ type: 'noop', schema: z.object({ i: z.number() }), handler: async (p) => ({ i: p.i }) }),
+]);
+
+async function run(): Promise<Record<string, number>> {
+  let succeeded = 0;
+  const metrics: Metrics = {
+    count: (name, _type, v = 1) => {
+      if (name === METRICS.succeeded) succeeded += v;
+    },
+    durationMs: () => {},
+  };
+  const rt = await startLocalRuntime({ registry, port: 0, prefix: `bench-${process.pid}`, metrics, waitTimeSeconds: 1 });
+  const counters: Counters = { calls: new Map(), wcu: 0 };
+  instrument(rt.clients.sqs, 'sqs', counters);
+  instrument(rt.clients.dynamodb, 'dynamodb', counters);
+  try {
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (next < N) {
+          const i = next++;
+          const res = await fetch(`${rt.url}/api/v1/tasks`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ type: 'noop', payload: { i }, priority: (['high', 'normal', 'low'] as const)[i % 3] }),
+          });
+          if (res.status !== 202) throw new Error(`submit ${i}: HTTP ${res.status} ${await res.text()}`);
+        }
+      }),
+    );
+    const submitted = performance.now();
+    while (succeeded < N) {
+      if (performance.now() - t0 > 600_000) throw new Error(`only ${succeeded}/${N} succeeded after 10 min`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const done = performance.now();
+    // Let the last deletes land before reading the counters.
+    await new Promise((r) => setTimeout(r, 300));
+    const sum = (re: RegExp) => [...counters.calls].filter(([k]) => re.test(k)).reduce((a, [, v]) => a + v, 0);
+    const receives = sum(/sqs:ReceiveMessage/);
+    return {
+      submitPerSec: N / ((submitted - t0) / 1000),
+      tasksPerSec: N / ((done - t0) / 1000),
+      sqsRequestsPerTask: sum(/^sqs:/) / N,
+      sqsRequestsPerTaskExclReceives: (sum(/^sqs:/) - receives) / N,
+      dynamoWriteRequestsPerTask: sum(/dynamodb:(PutItem|UpdateItem)/) / N,
+      dynamoReadRequestsPerTask: sum(/dynamodb:(GetItem|Query)/) / N,
+      dynamoWcuPerTask: counters.wcu / N,
+    };
+  } finally {
+    await rt.stop(5_000);
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const results: Record<string, number>[] = [];
+for (let r = 0; r < RUNS; r += 1) {
+  const res = await run();
+  results.push(res);
+  process.stderr.write(`run ${r + 1}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
+}
+console.log(`\nKaj local throughput: ${N} no-op tasks, ${CLIENTS} HTTP clients, median of ${RUNS} runs (${new Date().toISOString()})`);
+for (const key of Object.keys(results[0] ?? {})) {
+  const values = results.map((r) => r[key] ?? NaN);
+  console.log(`  ${key.padEnd(32)} ${median(values).toFixed(2).padStart(10)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`);
+}
