@@ -1,0 +1,318 @@
+/**
+ * Deployment configuration of a Kaj stack: schema, defaults and validation.
+ *
+ * Sources, later ones winning (objects such as `concurrency` are merged key by key):
+ *   1. built-in defaults (mostly `DEFAULTS` from shared/config/resources.ts),
+ *   2. `cdk.json` → `context` → `"kaj:config": { ... }` (an object, or a JSON string),
+ *   3. single keys on the command line: `cdk deploy -c kaj:alarmEmail=ops@example.com`
+ *      (values are parsed as JSON when they parse, so `-c kaj:deletionProtection=false` is a boolean),
+ *   4. `KajStackProps.config` when the stack is built from code.
+ *
+ * Anything invalid fails synth with an {@link InvalidConfigError} that names the key.
+ */
+import type { Node } from 'constructs';
+import { z } from 'zod';
+import { ConfigError } from '../shared/config/errors.js';
+import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
+import { runtimeSettings } from '../shared/config/settings.js';
+import { InvalidConfigError } from './errors.js';
+
+/** Context key holding the configuration object. */
+export const CONFIG_CONTEXT_KEY = 'kaj:config';
+/** Prefix of single-key context overrides (`-c kaj:<key>=<value>`). */
+export const CONFIG_CONTEXT_PREFIX = 'kaj:';
+
+export const AUTH_MODES = ['iam', 'none'] as const;
+export type AuthMode = (typeof AUTH_MODES)[number];
+
+/** Powertools log levels. */
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Retention values CloudWatch Logs accepts, in days. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
+  3653,
+] as const;
+
+/** Lambda's limits for an SQS event source mapping's maximum concurrency. */
+export const MIN_MAX_CONCURRENCY = 2;
+export const MAX_MAX_CONCURRENCY = 1000;
+/** Lambda's hard timeout limit. */
+export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
+/**
+ * The consumer must outlive the longest task it accepts (DEFAULTS.maxTaskTimeoutSeconds)
+ * with time to record the outcome.
+ */
+export const MIN_CONSUMER_TIMEOUT_SECONDS = DEFAULTS.maxTaskTimeoutSeconds + 30;
+
+/** Stack names double as the resource prefix: CloudFormation stack-name rules ∩ resourceNames(). */
+const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,39}$/;
+
+const int = (min: number, max: number) => z.int().min(min).max(max);
+
+/** A per-priority setting: one number for all priorities, or `{ high?, normal?, low? }`. */
+function perPriority(value: z.ZodInt) {
+  return z.preprocess(
+    (v) => (typeof v === 'number' ? { high: v, normal: v, low: v } : v),
+    z.strictObject({ high: value.optional(), normal: value.optional(), low: value.optional() }),
+  );
+}
+
+/** Schema of the user-facing configuration (every key optional). */
+export const configSchema = z.strictObject({
+  /** CloudFormation stack name; also the prefix of every resource name (`<stackName>-high`, `<stackName>-tasks`...). */
+  stackName: z.string().regex(STACK_NAME, 'must start with a letter and contain 1-40 letters, digits or "-"').optional(),
+  /** API authorization: `iam` (SigV4, default) or `none` (anyone with the URL can submit tasks). */
+  authMode: z.enum(AUTH_MODES).optional(),
+  /** Maximum concurrency of each priority's event source mapping (Lambda's minimum is 2). */
+  concurrency: perPriority(int(MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY)).optional(),
+  /** Messages per consumer invocation, per priority. */
+  batchSize: perPriority(int(1, 10_000)).optional(),
+  /** Seconds the event source mapping may wait to fill a batch, per priority. */
+  maxBatchingWindowSeconds: perPriority(int(0, 300)).optional(),
+  /** Consumer Lambda timeout. */
+  consumerTimeoutSeconds: int(MIN_CONSUMER_TIMEOUT_SECONDS, MAX_LAMBDA_TIMEOUT_SECONDS).optional(),
+  /** Visibility timeout of the three priority queues; must be >= consumerTimeoutSeconds. */
+  queueVisibilityTimeoutSeconds: int(0, 43_200).optional(),
+  /** Visibility a consumer holds on a claimed message (heartbeats renew it every lease/3). */
+  leaseSeconds: int(3, 900).optional(),
+  /** Memory of the consumer function. */
+  consumerMemoryMiB: int(128, 10_240).optional(),
+  /** Days a finished task stays readable before DynamoDB TTL removes it. */
+  retentionDays: int(1, 3650).optional(),
+  /** Powertools log level of the functions. */
+  logLevel: z
+    .preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), z.enum(LOG_LEVELS))
+    .optional(),
+  /** Retention of the functions' and the API's log groups. */
+  logRetentionDays: z
+    .int()
+    .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), {
+      message: `must be one of ${LOG_RETENTION_DAYS.join(', ')}`,
+    })
+    .optional(),
+  /** Email subscribed to an SNS topic that every alarm notifies. No topic when unset. */
+  alarmEmail: z.email().optional(),
+  /** Alarm when the oldest message of a priority queue is older than this. */
+  oldestMessageAgeAlarmSeconds: int(60, 1_209_600).optional(),
+  /** DynamoDB deletion protection on the task table. */
+  deletionProtection: z.boolean().optional(),
+  /** Keep the task table and the dead-letter queues when the stack is deleted. */
+  retainData: z.boolean().optional(),
+  /** Default route throttling of the HTTP API (requests per second, burst). */
+  throttling: z
+    .strictObject({ rateLimit: int(1, 10_000).optional(), burstLimit: int(1, 5_000).optional() })
+    .optional(),
+  /** Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards). */
+  dashboard: z.boolean().optional(),
+});
+
+/** Configuration as written by a user (cdk.json or `KajStackProps.config`). */
+export type KajConfigInput = z.input<typeof configSchema>;
+
+/** Configuration with every default applied and every rule checked. */
+export interface KajConfig {
+  readonly stackName: string;
+  readonly authMode: AuthMode;
+  readonly concurrency: Readonly<Record<Priority, number>>;
+  readonly batchSize: Readonly<Record<Priority, number>>;
+  readonly maxBatchingWindowSeconds: Readonly<Record<Priority, number>>;
+  readonly consumerTimeoutSeconds: number;
+  readonly queueVisibilityTimeoutSeconds: number;
+  readonly leaseSeconds: number;
+  readonly consumerMemoryMiB: number;
+  readonly retentionDays: number;
+  readonly logLevel: LogLevel;
+  readonly logRetentionDays: number;
+  readonly alarmEmail: string | undefined;
+  readonly oldestMessageAgeAlarmSeconds: number;
+  readonly deletionProtection: boolean;
+  readonly retainData: boolean;
+  readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
+  readonly dashboard: boolean;
+}
+
+const perPriorityDefault = (v: number): Record<Priority, number> => ({ high: v, normal: v, low: v });
+
+/** The configuration a plain `cdk deploy` gets. */
+export const DEFAULT_CONFIG: KajConfig = {
+  stackName: 'kaj',
+  authMode: 'iam',
+  concurrency: { ...DEFAULTS.concurrency },
+  batchSize: perPriorityDefault(DEFAULTS.batchSize),
+  maxBatchingWindowSeconds: perPriorityDefault(DEFAULTS.maxBatchingWindowSeconds),
+  consumerTimeoutSeconds: DEFAULTS.consumerTimeoutSeconds,
+  queueVisibilityTimeoutSeconds: DEFAULTS.queueVisibilityTimeoutSeconds,
+  leaseSeconds: DEFAULTS.leaseSeconds,
+  consumerMemoryMiB: 256,
+  retentionDays: DEFAULTS.retentionDays,
+  logLevel: 'INFO',
+  logRetentionDays: 30,
+  alarmEmail: undefined,
+  oldestMessageAgeAlarmSeconds: 900,
+  deletionProtection: true,
+  retainData: true,
+  throttling: { rateLimit: 100, burstLimit: 200 },
+  dashboard: true,
+};
+
+/** Known top-level keys, for single-key context overrides. */
+export const CONFIG_KEYS = Object.keys(configSchema.shape) as (keyof KajConfigInput)[];
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Merges `over` onto `base`; nested plain objects (per-priority settings, throttling) key by key. */
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v === undefined) continue;
+    const prev = out[k];
+    out[k] = isPlainObject(prev) && isPlainObject(v) ? { ...prev, ...v } : v;
+  }
+  return out;
+}
+
+/** A command-line context value is a string: read it as JSON when it is JSON. */
+function coerceCliValue(v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  try {
+    return JSON.parse(v) as unknown;
+  } catch {
+    return v;
+  }
+}
+
+/**
+ * Collects the raw configuration from a construct node's context:
+ * `kaj:config` (object or JSON string) merged with single `kaj:<key>` overrides.
+ */
+export function readContextConfig(node: Node): Record<string, unknown> {
+  let base: Record<string, unknown> = {};
+  const raw: unknown = node.tryGetContext(CONFIG_CONTEXT_KEY);
+  if (raw !== undefined) {
+    const value = coerceCliValue(raw);
+    if (!isPlainObject(value)) {
+      throw new InvalidConfigError(CONFIG_CONTEXT_KEY, [
+        { key: CONFIG_CONTEXT_KEY, message: 'must be an object (or a JSON object string)' },
+      ]);
+    }
+    base = value;
+  }
+  const all = node.getAllContext() as Record<string, unknown>;
+  for (const [ctxKey, value] of Object.entries(all)) {
+    if (!ctxKey.startsWith(CONFIG_CONTEXT_PREFIX) || ctxKey === CONFIG_CONTEXT_KEY) continue;
+    const key = ctxKey.slice(CONFIG_CONTEXT_PREFIX.length);
+    if (!(CONFIG_KEYS as string[]).includes(key)) {
+      throw new InvalidConfigError(ctxKey, [
+        { key: ctxKey, message: `is not a Kaj setting (known: ${CONFIG_KEYS.join(', ')})` },
+      ]);
+    }
+    base = merge(base, { [key]: coerceCliValue(value) });
+  }
+  return base;
+}
+
+function describe(issue: z.core.$ZodIssue): { key: string; message: string } {
+  if (issue.code === 'unrecognized_keys') {
+    const key = [...issue.path, issue.keys[0] ?? ''].join('.');
+    return { key, message: `is not a Kaj setting (known: ${CONFIG_KEYS.join(', ')})` };
+  }
+  const key = issue.path.length > 0 ? issue.path.join('.') : CONFIG_CONTEXT_KEY;
+  const got = 'input' in issue && issue.input !== undefined ? ` (got ${JSON.stringify(issue.input)})` : '';
+  return { key, message: `is invalid: ${issue.message}${got}` };
+}
+
+/**
+ * Validates raw configuration layers and applies the defaults.
+ * @param layers later layers override earlier ones
+ * @throws InvalidConfigError naming the key(s) at fault
+ */
+export function parseConfig(...layers: readonly unknown[]): KajConfig {
+  let merged: Record<string, unknown> = {};
+  for (const layer of layers) {
+    if (layer === undefined) continue;
+    if (!isPlainObject(layer)) {
+      throw new InvalidConfigError(CONFIG_CONTEXT_KEY, [{ key: CONFIG_CONTEXT_KEY, message: 'must be an object' }]);
+    }
+    merged = merge(merged, layer);
+  }
+  const parsed = configSchema.safeParse(merged, { reportInput: true });
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(describe);
+    throw new InvalidConfigError(problems[0]?.key ?? CONFIG_CONTEXT_KEY, problems);
+  }
+  const c = parsed.data;
+  const d = DEFAULT_CONFIG;
+  const config: KajConfig = {
+    stackName: c.stackName ?? d.stackName,
+    authMode: c.authMode ?? d.authMode,
+    concurrency: { ...d.concurrency, ...stripUndefined(c.concurrency) },
+    batchSize: { ...d.batchSize, ...stripUndefined(c.batchSize) },
+    maxBatchingWindowSeconds: { ...d.maxBatchingWindowSeconds, ...stripUndefined(c.maxBatchingWindowSeconds) },
+    consumerTimeoutSeconds: c.consumerTimeoutSeconds ?? d.consumerTimeoutSeconds,
+    queueVisibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds ?? d.queueVisibilityTimeoutSeconds,
+    leaseSeconds: c.leaseSeconds ?? d.leaseSeconds,
+    consumerMemoryMiB: c.consumerMemoryMiB ?? d.consumerMemoryMiB,
+    retentionDays: c.retentionDays ?? d.retentionDays,
+    logLevel: c.logLevel ?? d.logLevel,
+    logRetentionDays: c.logRetentionDays ?? d.logRetentionDays,
+    alarmEmail: c.alarmEmail ?? d.alarmEmail,
+    oldestMessageAgeAlarmSeconds: c.oldestMessageAgeAlarmSeconds ?? d.oldestMessageAgeAlarmSeconds,
+    deletionProtection: c.deletionProtection ?? d.deletionProtection,
+    retainData: c.retainData ?? d.retainData,
+    throttling: { ...d.throttling, ...stripUndefined(c.throttling) },
+    dashboard: c.dashboard ?? d.dashboard,
+  };
+  checkRelations(config);
+  return config;
+}
+
+function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
+  if (o === undefined) return {};
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Rules that involve more than one key. */
+function checkRelations(c: KajConfig): void {
+  const problems: { key: string; message: string }[] = [];
+  if (c.queueVisibilityTimeoutSeconds < c.consumerTimeoutSeconds) {
+    problems.push({
+      key: 'queueVisibilityTimeoutSeconds',
+      message:
+        `(${c.queueVisibilityTimeoutSeconds}) must be >= consumerTimeoutSeconds (${c.consumerTimeoutSeconds}): ` +
+        'Lambda refuses an SQS event source whose visibility timeout is shorter than the function timeout',
+    });
+  }
+  for (const p of PRIORITIES) {
+    if (c.batchSize[p] > 10 && c.maxBatchingWindowSeconds[p] < 1) {
+      problems.push({
+        key: `maxBatchingWindowSeconds.${p}`,
+        message: `must be >= 1 when batchSize.${p} (${c.batchSize[p]}) is above 10 (Lambda rule)`,
+      });
+    }
+  }
+  if (c.leaseSeconds > c.queueVisibilityTimeoutSeconds) {
+    problems.push({
+      key: 'leaseSeconds',
+      message: `(${c.leaseSeconds}) must not exceed queueVisibilityTimeoutSeconds (${c.queueVisibilityTimeoutSeconds})`,
+    });
+  }
+  // The functions validate their settings at cold start (shared/config/settings.ts): run the same
+  // check now so that a setting the runtime would refuse fails synth instead of every invocation.
+  try {
+    runtimeSettings({ leaseSeconds: c.leaseSeconds, retentionDays: c.retentionDays });
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push({ key: e.setting, message: `is refused by the function runtime: ${e.message}` });
+  }
+  const first = problems[0];
+  if (first) throw new InvalidConfigError(first.key, problems);
+}
+
+/** Resolves the configuration of a stack: context of `node` (cdk.json / `-c`) then `overrides`. */
+export function resolveConfig(node: Node, overrides?: KajConfigInput): KajConfig {
+  return parseConfig(readContextConfig(node), overrides);
+}

@@ -1,0 +1,114 @@
+import { Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { DEFAULTS, PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import { KajFunction } from './kaj-function.js';
+
+/** Event source mapping settings of one priority. */
+export interface PriorityMappingSettings {
+  /**
+   * Maximum concurrent consumer invocations this priority's mapping may run (2-1000).
+   * Unlike reserved concurrency this caps only this mapping and reserves nothing.
+   */
+  readonly maxConcurrency: number;
+  /** Messages per invocation. */
+  readonly batchSize: number;
+  /** Seconds to wait to fill a batch (0 = invoke as soon as messages arrive). */
+  readonly maxBatchingWindowSeconds: number;
+}
+
+export interface TaskConsumerProps {
+  readonly table: dynamodb.ITable;
+  readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
+  readonly deadLetterQueues: Readonly<Record<Priority, sqs.IQueue>>;
+  /** Mapping settings per priority. */
+  readonly mappings: Readonly<Record<Priority, PriorityMappingSettings>>;
+  readonly environment: Readonly<Record<string, string>>;
+  /**
+   * Function timeout; the queues' visibility timeout must be at least this.
+   * @default Duration.seconds(DEFAULTS.consumerTimeoutSeconds)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Memory in MiB.
+   * @default 256
+   */
+  readonly memorySize?: number;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/**
+ * The consumer: one function, one SQS event source mapping per priority queue, each with its own
+ * maximum concurrency, batch size and batching window, and partial batch responses
+ * (ReportBatchItemFailures) so one failed task doesn't redeliver its whole batch.
+ */
+export class TaskConsumer extends Construct {
+  public readonly handler: KajFunction;
+  /** The event source mapping of each priority. */
+  public readonly mappings: Readonly<Record<Priority, EventSourceMapping>>;
+
+  constructor(scope: Construct, id: string, props: TaskConsumerProps) {
+    super(scope, id);
+    this.handler = new KajFunction(this, 'Handler', {
+      entryName: 'consumer',
+      description: 'Kaj consumer: runs the tasks of the three priority queues',
+      timeout: props.timeout ?? Duration.seconds(DEFAULTS.consumerTimeoutSeconds),
+      ...(props.memorySize !== undefined ? { memorySize: props.memorySize } : {}),
+      environment: props.environment,
+      logRetention: props.logRetention,
+    });
+    const role = this.handler.executionRole;
+    const queueArns = PRIORITIES.map((p) => props.queues[p].queueArn);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'TaskTableItems',
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.table.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'LeaseAndRequeue',
+        actions: ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'],
+        resources: queueArns,
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'DeadLetter',
+        actions: ['sqs:SendMessage'],
+        resources: PRIORITIES.map((p) => props.deadLetterQueues[p].queueArn),
+      }),
+    );
+
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'PollQueues',
+        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+        resources: queueArns,
+      }),
+    );
+
+    const mappings = {} as Record<Priority, EventSourceMapping>;
+    for (const p of PRIORITIES) {
+      const s = props.mappings[p];
+      const cap = p.charAt(0).toUpperCase() + p.slice(1);
+      // What SqsEventSource does, keeping a handle on the mapping. The mapping polls with the
+      // function's role; its permissions are granted above (PollQueues), without GetQueueUrl.
+      mappings[p] = this.handler.addEventSourceMapping(`${cap}Mapping`, {
+        eventSourceArn: props.queues[p].queueArn,
+        batchSize: s.batchSize,
+        ...(s.maxBatchingWindowSeconds > 0
+          ? { maxBatchingWindow: Duration.seconds(s.maxBatchingWindowSeconds) }
+          : {}),
+        maxConcurrency: s.maxConcurrency,
+        reportBatchItemFailures: true,
+      });
+    }
+    this.mappings = mappings;
+  }
+}

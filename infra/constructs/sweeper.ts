@@ -1,0 +1,81 @@
+import { Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { KajFunction } from './kaj-function.js';
+
+export interface OutboxSweeperProps {
+  readonly table: dynamodb.ITable;
+  /** ARN of the outbox GSI; the sweeper may Query that index and nothing else. */
+  readonly outboxIndexArn: string;
+  readonly queues: readonly sqs.IQueue[];
+  readonly deadLetterQueues: readonly sqs.IQueue[];
+  readonly environment: Readonly<Record<string, string>>;
+  readonly logRetention: logs.RetentionDays;
+  /**
+   * How often the sweeper runs.
+   * @default events.Schedule.rate(Duration.minutes(1))
+   */
+  readonly schedule?: events.Schedule;
+}
+
+/**
+ * The outbox sweeper: every minute, sends the messages the table says are due (delays beyond SQS's
+ * 15 minutes, submits whose send was not confirmed, dead letters not yet written).
+ *
+ * No reserved concurrency (it would fail to deploy on new accounts whose concurrency quota is 10);
+ * an overlapping run is harmless because every outbox write is conditional.
+ */
+export class OutboxSweeper extends Construct {
+  public readonly handler: KajFunction;
+  public readonly rule: events.Rule;
+
+  constructor(scope: Construct, id: string, props: OutboxSweeperProps) {
+    super(scope, id);
+    this.handler = new KajFunction(this, 'Handler', {
+      entryName: 'sweeper',
+      description: 'Kaj sweeper: sends the outbox entries that are due',
+      timeout: Duration.seconds(55),
+      environment: props.environment,
+      logRetention: props.logRetention,
+    });
+    const role = this.handler.executionRole;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueryOutbox',
+        actions: ['dynamodb:Query'],
+        resources: [props.outboxIndexArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'TaskTableItems',
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.table.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SendDue',
+        actions: ['sqs:SendMessage'],
+        resources: [...props.queues, ...props.deadLetterQueues].map((q) => q.queueArn),
+      }),
+    );
+
+    this.rule = new events.Rule(this, 'Schedule', {
+      description: 'Runs the Kaj outbox sweeper',
+      schedule: props.schedule ?? events.Schedule.rate(Duration.minutes(1)),
+      targets: [
+        new targets.LambdaFunction(this.handler, {
+          // A missed run is covered by the next one a minute later: don't pile retries up.
+          retryAttempts: 0,
+          maxEventAge: Duration.minutes(1),
+        }),
+      ],
+    });
+  }
+}

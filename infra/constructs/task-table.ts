@@ -1,0 +1,60 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { Construct } from 'constructs';
+import { TABLE_SCHEMA } from '../../shared/config/resources.js';
+
+export interface TaskTableProps {
+  /** Table name, from `resourceNames(stackName).table`. */
+  readonly tableName: string;
+  /**
+   * DynamoDB deletion protection: the table can't be deleted by any API call until it is turned off.
+   * @default true
+   */
+  readonly deletionProtection?: boolean;
+  /**
+   * What happens to the table (and every task in it) when the stack is deleted.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The task table: one item per task, keyed by `TABLE_SCHEMA.partitionKey`, on-demand billing,
+ * point-in-time recovery, TTL on finished tasks, and the sparse `outbox` GSI the sweeper queries.
+ *
+ * Encryption uses the AWS managed key `aws/dynamodb` rather than the default AWS owned key: no key
+ * to manage and no monthly key fee either, but every use of the key shows in the account's
+ * CloudTrail and the key is visible in KMS (DynamoDB caches table keys, so KMS request charges are
+ * negligible). A customer managed key would cost $1/month at rest and is not needed here.
+ *
+ * The GSI projects ALL attributes: the sweeper can act on an outbox entry (re-send the message with
+ * its priority, delay and payload) from the Query alone, without a GetItem per entry. The price is
+ * that an item's GSI copy is written whenever it enters or leaves the outbox — acceptable because
+ * the index is sparse (items are in it only while a message is pending) and items are small.
+ */
+export class TaskTable extends Construct {
+  public readonly table: dynamodb.Table;
+  /** ARN of the outbox GSI (for a Query grant scoped to that index only). */
+  public readonly outboxIndexArn: string;
+
+  constructor(scope: Construct, id: string, props: TaskTableProps) {
+    super(scope, id);
+    this.table = new dynamodb.Table(this, 'Table', {
+      tableName: props.tableName,
+      partitionKey: { name: TABLE_SCHEMA.partitionKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      deletionProtection: props.deletionProtection ?? true,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: TABLE_SCHEMA.outboxIndex.name,
+      partitionKey: { name: TABLE_SCHEMA.outboxIndex.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_SCHEMA.outboxIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+    this.outboxIndexArn = `${this.table.tableArn}/index/${TABLE_SCHEMA.outboxIndex.name}`;
+  }
+}

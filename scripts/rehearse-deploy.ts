@@ -1,0 +1,518 @@
+/**
+ * Deploy rehearsal without an AWS account: `npm run rehearse:deploy`.
+ *
+ * Starts moto (`python3 -m moto.server`) on a free local port, points the real CDK CLI at it with
+ * dummy credentials, and runs the whole life cycle a user runs:
+ *   cdk bootstrap → cdk deploy (create) → check → cdk deploy (update) → check → cdk destroy → check
+ *   → delete what the stack retains (the documented teardown).
+ * Checks read the deployed resources back through the AWS SDK. Prints timings; exits non-zero on any
+ * failure; always stops moto.
+ *
+ * What moto does not emulate is reported as NOT EMULATED (never as a pass): see docs/deploy.md.
+ *
+ * Environment:
+ *   KAJ_REHEARSAL_KEEP=1   keep the scratch folder (cdk.out, moto.log) for inspection
+ *   KAJ_REHEARSAL_PYTHON   python interpreter (default python3)
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  CloudFormationClient,
+  DescribeStackResourcesCommand,
+  DescribeStacksCommand,
+  type StackResource,
+} from '@aws-sdk/client-cloudformation';
+import {
+  DeleteTableCommand,
+  DescribeContinuousBackupsCommand,
+  DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+  UpdateTableCommand,
+} from '@aws-sdk/client-dynamodb';
+import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DEFAULT_CONFIG } from '../infra/config.js';
+import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
+import { DEFAULTS, ENV, PRIORITIES, type Priority, TABLE_SCHEMA, resourceNames } from '../shared/config/resources.js';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ACCOUNT = '000000000000';
+const REGION = 'us-east-1';
+const STACK = 'kaj-rehearsal';
+const NAMES = resourceNames(STACK);
+/** The update changes these settings, so that the second deploy really updates resources. */
+const UPDATED_HIGH_CONCURRENCY = DEFAULT_CONFIG.concurrency.high + 2;
+const UPDATED_LOG_LEVEL = 'DEBUG';
+
+// ---------------------------------------------------------------------------------------------
+// Results and timings
+
+type Outcome = 'PASS' | 'FAIL' | 'NOT EMULATED';
+const results: { phase: string; name: string; outcome: Outcome; detail: string }[] = [];
+const timings: [string, number][] = [];
+let phase = 'setup';
+
+function record(name: string, outcome: Outcome, detail = ''): void {
+  results.push({ phase, name, outcome, detail });
+  const mark = outcome === 'PASS' ? 'ok  ' : outcome === 'FAIL' ? 'FAIL' : 'n/e ';
+  console.log(`  [${mark}] ${name}${detail ? ` — ${detail}` : ''}`);
+}
+
+/** A check moto can answer: pass or fail. */
+function check(name: string, ok: boolean, detail = ''): void {
+  record(name, ok ? 'PASS' : 'FAIL', detail);
+}
+
+/**
+ * A check of a property moto drops silently. `present` = moto reported the property at all;
+ * if it did, it must be right.
+ */
+function checkIfEmulated(name: string, present: boolean, ok: boolean, detail = ''): void {
+  if (!present) record(name, 'NOT EMULATED', 'moto does not keep this property');
+  else check(name, ok, detail);
+}
+
+async function timed<T>(label: string, f: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await f();
+  } finally {
+    timings.push([label, (performance.now() - start) / 1000]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = REPO_ROOT): Promise<void> {
+  console.log(`\n$ ${[path.basename(command), ...args].join(' ')}`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(command)} ${args[0]} exited with ${code ?? signal}`)),
+    );
+  });
+}
+
+async function waitForMoto(endpoint: string, moto: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (moto.exitCode !== null) {
+      throw new Error(`moto exited with ${moto.exitCode}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    }
+    try {
+      const res = await fetch(`${endpoint}/moto-api/`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`moto did not answer on ${endpoint} within 60 s`);
+}
+
+async function stopMoto(moto: ChildProcess | undefined): Promise<void> {
+  if (!moto || moto.exitCode !== null || moto.signalCode !== null) return;
+  const exited = new Promise<void>((r) => moto.once('exit', () => r()));
+  moto.kill('SIGTERM');
+  const timer = setTimeout(() => moto.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS access
+
+interface Clients {
+  readonly endpoint: string;
+  readonly cfn: CloudFormationClient;
+  readonly sqs: SQSClient;
+  readonly ddb: DynamoDBClient;
+}
+
+function clients(endpoint: string): Clients {
+  const common = {
+    endpoint,
+    region: REGION,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  };
+  return {
+    endpoint,
+    cfn: new CloudFormationClient(common),
+    // The stack's queue URLs name the real SQS host: keep requests on the emulator.
+    sqs: new SQSClient({ ...common, useQueueUrlAsEndpoint: false }),
+    ddb: new DynamoDBClient(common),
+  };
+}
+
+/** Minimal SigV4 signer (GET, empty body) for the Lambda REST API. */
+function signedGet(url: URL, service: string): Record<string, string> {
+  const amzDate = new Date().toISOString().replace(/[:-]|\.\d{3}/g, '');
+  const date = amzDate.slice(0, 8);
+  const scope = `${date}/${REGION}/${service}/aws4_request`;
+  const enc = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const query = [...url.searchParams.entries()]
+    .map(([k, v]) => `${enc(k)}=${enc(v)}`)
+    .sort()
+    .join('&');
+  const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+  const canonical = ['GET', url.pathname.split('/').map(enc).join('/'), query, `host:${url.host}`, `x-amz-date:${amzDate}`, '', 'host;x-amz-date', sha('')].join('\n');
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha(canonical)].join('\n');
+  let key: Buffer = createHmac('sha256', 'AWS4test').update(date).digest();
+  for (const part of [REGION, service, 'aws4_request']) key = createHmac('sha256', key).update(part).digest();
+  const signature = createHmac('sha256', key).update(toSign).digest('hex');
+  return {
+    'x-amz-date': amzDate,
+    authorization: `AWS4-HMAC-SHA256 Credential=test/${scope}, SignedHeaders=host;x-amz-date, Signature=${signature}`,
+  };
+}
+
+/**
+ * Lambda API read, as a SigV4-signed REST call: the project has no @aws-sdk/client-lambda
+ * dependency, and the rehearsal only needs two GETs.
+ */
+async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, any>> {
+  const url = new URL(apiPath, c.endpoint);
+  const res = await fetch(url, { headers: signedGet(url, 'lambda') });
+  const body = await res.text();
+  if (!res.ok) throw new Error(`GET ${apiPath}: ${res.status} ${body.slice(0, 300)}`);
+  return JSON.parse(body) as Record<string, any>;
+}
+
+async function stackResources(c: Clients): Promise<StackResource[]> {
+  const out = await c.cfn.send(new DescribeStackResourcesCommand({ StackName: STACK }));
+  return out.StackResources ?? [];
+}
+
+async function queueAttributes(c: Clients, url: string): Promise<Record<string, string>> {
+  const out = await c.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+  return out.Attributes ?? {};
+}
+
+async function queueExists(c: Clients, name: string): Promise<boolean> {
+  try {
+    await c.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+    return true;
+  } catch (e) {
+    if ((e as Error).name.includes('NonExistentQueue') || (e as Error).name === 'QueueDoesNotExist') return false;
+    throw e;
+  }
+}
+
+async function tableExists(c: Clients, name: string): Promise<boolean> {
+  try {
+    await c.ddb.send(new DescribeTableCommand({ TableName: name }));
+    return true;
+  } catch (e) {
+    if ((e as Error).name === 'ResourceNotFoundException') return false;
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+interface Expected {
+  readonly concurrency: Readonly<Record<Priority, number>>;
+  readonly logLevel: string;
+}
+
+async function checkDeployed(c: Clients, templateFile: string, expected: Expected): Promise<void> {
+  // Stack and outputs.
+  const stacks = await c.cfn.send(new DescribeStacksCommand({ StackName: STACK }));
+  const stack = stacks.Stacks?.[0];
+  check('stack is complete', /_COMPLETE$/.test(stack?.StackStatus ?? '') && !/ROLLBACK/.test(stack?.StackStatus ?? ''), stack?.StackStatus);
+  let outputs: KajStackOutputs;
+  try {
+    outputs = parseStackOutputs(stack?.Outputs ?? [], STACK);
+    check('every output key (OUTPUT_KEYS) is present', true);
+  } catch (e) {
+    check('every output key (OUTPUT_KEYS) is present', false, (e as Error).message);
+    return;
+  }
+  check('TableName output', outputs.tableName === NAMES.table, outputs.tableName);
+
+  // What moto created vs what the template asks for.
+  const template = JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string }> };
+  const resources = await stackResources(c);
+  const created = new Set(resources.map((r) => r.LogicalResourceId).filter((id): id is string => id !== undefined));
+  const skipped = new Map<string, number>();
+  for (const [id, r] of Object.entries(template.Resources)) {
+    if (!created.has(id) && r.Type !== 'AWS::CDK::Metadata') skipped.set(r.Type, (skipped.get(r.Type) ?? 0) + 1);
+  }
+  const mustExist = [
+    'AWS::SQS::Queue',
+    'AWS::DynamoDB::Table',
+    'AWS::Lambda::Function',
+    'AWS::Lambda::EventSourceMapping',
+    'AWS::IAM::Role',
+    'AWS::IAM::Policy',
+    'AWS::Events::Rule',
+    'AWS::Logs::LogGroup',
+  ];
+  for (const type of mustExist) check(`every ${type} was created`, !skipped.has(type), skipped.has(type) ? `${skipped.get(type)} missing` : '');
+  for (const [type, n] of skipped) {
+    if (!mustExist.includes(type)) record(`${type} (${n})`, 'NOT EMULATED', 'moto skipped the resource type silently');
+  }
+
+  // Queues.
+  for (const p of PRIORITIES) {
+    const q = await queueAttributes(c, outputs.queueUrls[p]);
+    const dlq = await queueAttributes(c, outputs.dlqUrls[p]);
+    const redrive = JSON.parse(q.RedrivePolicy ?? '{}') as { deadLetterTargetArn?: string; maxReceiveCount?: number | string };
+    check(
+      `${p}: redrive to its own DLQ after ${DEFAULTS.maxReceiveCount} receives`,
+      redrive.deadLetterTargetArn === outputs.dlqArns[p] && Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount,
+      q.RedrivePolicy,
+    );
+    check(
+      `${p}: visibility timeout ${DEFAULTS.queueVisibilityTimeoutSeconds} s`,
+      Number(q.VisibilityTimeout) === DEFAULTS.queueVisibilityTimeoutSeconds,
+      q.VisibilityTimeout,
+    );
+    check(`${p}: retention`, Number(q.MessageRetentionPeriod) === DEFAULTS.queueRetentionSeconds && Number(dlq.MessageRetentionPeriod) === DEFAULTS.dlqRetentionSeconds);
+    check(`${p}: SSE-SQS on queue and DLQ`, q.SqsManagedSseEnabled === 'true' && dlq.SqsManagedSseEnabled === 'true');
+    const allow = JSON.parse(dlq.RedriveAllowPolicy ?? 'null') as { redrivePermission?: string; sourceQueueArns?: string[] } | null;
+    checkIfEmulated(
+      `${p}: DLQ redrive allow policy (byQueue, its own queue only)`,
+      allow !== null,
+      allow?.redrivePermission === 'byQueue' && allow.sourceQueueArns?.length === 1 && allow.sourceQueueArns[0] === outputs.queueArns[p],
+    );
+  }
+
+  // Table.
+  const table = (await c.ddb.send(new DescribeTableCommand({ TableName: outputs.tableName }))).Table;
+  check('table: partition key', table?.KeySchema?.length === 1 && table.KeySchema[0]?.AttributeName === TABLE_SCHEMA.partitionKey);
+  check('table: on-demand', table?.BillingModeSummary?.BillingMode === 'PAY_PER_REQUEST');
+  check('table: deletion protection', table?.DeletionProtectionEnabled === true);
+  const gsi = table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === TABLE_SCHEMA.outboxIndex.name);
+  check(
+    'table: outbox GSI (pk, sk, ALL)',
+    gsi?.KeySchema?.[0]?.AttributeName === TABLE_SCHEMA.outboxIndex.partitionKey &&
+      gsi.KeySchema[1]?.AttributeName === TABLE_SCHEMA.outboxIndex.sortKey &&
+      gsi.Projection?.ProjectionType === 'ALL',
+  );
+  checkIfEmulated('table: SSE with the AWS managed key', table?.SSEDescription !== undefined, table?.SSEDescription?.SSEType === 'KMS');
+  const ttl = (await c.ddb.send(new DescribeTimeToLiveCommand({ TableName: outputs.tableName }))).TimeToLiveDescription;
+  checkIfEmulated(
+    `table: TTL on ${TABLE_SCHEMA.ttlAttribute}`,
+    ttl?.TimeToLiveStatus === 'ENABLED' || ttl?.AttributeName !== undefined,
+    ttl?.AttributeName === TABLE_SCHEMA.ttlAttribute,
+  );
+  const backups = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: outputs.tableName }))).ContinuousBackupsDescription;
+  const pitr = backups?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
+  checkIfEmulated('table: point-in-time recovery', pitr === 'ENABLED', true, pitr);
+
+  // Event source mappings (Lambda API).
+  const mappingIds = resources.filter((r) => r.ResourceType === 'AWS::Lambda::EventSourceMapping').map((r) => r.PhysicalResourceId ?? '');
+  check('three event source mappings', mappingIds.length === PRIORITIES.length, String(mappingIds.length));
+  const functionArns = new Set<string>();
+  for (const id of mappingIds) {
+    const m = await lambdaGet(c, `/2015-03-31/event-source-mappings/${encodeURIComponent(id)}`);
+    const p = PRIORITIES.find((x) => outputs.queueArns[x] === m.EventSourceArn);
+    functionArns.add(String(m.FunctionArn));
+    if (!p) {
+      check(`mapping ${id} reads a priority queue`, false, String(m.EventSourceArn));
+      continue;
+    }
+    check(
+      `${p} mapping: ReportBatchItemFailures, batch ${DEFAULT_CONFIG.batchSize[p]}, max concurrency ${expected.concurrency[p]}, enabled`,
+      (m.FunctionResponseTypes as string[] | undefined)?.includes('ReportBatchItemFailures') === true &&
+        m.BatchSize === DEFAULT_CONFIG.batchSize[p] &&
+        m.ScalingConfig?.MaximumConcurrency === expected.concurrency[p] &&
+        m.State === 'Enabled',
+      JSON.stringify({ FunctionResponseTypes: m.FunctionResponseTypes, BatchSize: m.BatchSize, ScalingConfig: m.ScalingConfig, State: m.State }),
+    );
+  }
+  check('one consumer function behind the three mappings', functionArns.size === 1);
+
+  // Functions.
+  const fnIds = resources.filter((r) => r.ResourceType === 'AWS::Lambda::Function').map((r) => r.PhysicalResourceId ?? '');
+  check('three functions', fnIds.length === 3, String(fnIds.length));
+  for (const name of fnIds) {
+    const f = await lambdaGet(c, `/2015-03-31/functions/${encodeURIComponent(name)}/configuration`);
+    const env = (f.Environment?.Variables ?? {}) as Record<string, string>;
+    const short = name.replace(`${STACK}-`, '').replace(/Handler.*/, '');
+    check(
+      `${short}: nodejs22.x, index.handler, environment wired to the stack's resources`,
+      f.Runtime === 'nodejs22.x' &&
+        f.Handler === 'index.handler' &&
+        env[ENV.tableName] === outputs.tableName &&
+        PRIORITIES.every((p) => env[ENV.queueUrl(p)] === outputs.queueUrls[p] && env[ENV.dlqUrl(p)] === outputs.dlqUrls[p]) &&
+        env[ENV.logLevel] === expected.logLevel &&
+        env.NODE_OPTIONS === '--enable-source-maps',
+      `${f.Runtime} ${ENV.logLevel}=${env[ENV.logLevel]}`,
+    );
+    if (short === 'Consumer') check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
+    checkIfEmulated(`${short}: arm64`, Array.isArray(f.Architectures) && f.Architectures[0] !== 'x86_64', (f.Architectures as string[])[0] === 'arm64');
+  }
+}
+
+async function checkDestroyed(c: Clients): Promise<void> {
+  let gone = false;
+  try {
+    const s = await c.cfn.send(new DescribeStacksCommand({ StackName: STACK }));
+    gone = s.Stacks?.[0]?.StackStatus === 'DELETE_COMPLETE';
+  } catch (e) {
+    gone = /does not exist/.test((e as Error).message);
+  }
+  check('stack deleted', gone);
+  for (const p of PRIORITIES) {
+    check(`${p} queue deleted with the stack`, !(await queueExists(c, NAMES.queues[p])));
+    check(`${p} DLQ retained (dead tasks survive cdk destroy)`, await queueExists(c, NAMES.deadLetterQueues[p]));
+  }
+  check('task table retained', await tableExists(c, NAMES.table));
+}
+
+/** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
+async function deleteRetained(c: Clients): Promise<void> {
+  await c.ddb.send(new UpdateTableCommand({ TableName: NAMES.table, DeletionProtectionEnabled: false }));
+  await c.ddb.send(new DeleteTableCommand({ TableName: NAMES.table }));
+  for (const p of PRIORITIES) {
+    const { QueueUrl } = await c.sqs.send(new GetQueueUrlCommand({ QueueName: NAMES.deadLetterQueues[p] }));
+    await c.sqs.send(new DeleteQueueCommand({ QueueUrl }));
+  }
+  check('table deleted after turning deletion protection off', !(await tableExists(c, NAMES.table)));
+  for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const scratch = mkdtempSync(path.join(tmpdir(), 'kaj-rehearsal-'));
+  const home = path.join(scratch, 'home');
+  mkdirSync(home);
+  const logFile = path.join(scratch, 'moto.log');
+  let moto: ChildProcess | undefined;
+  const stop = () => {
+    void stopMoto(moto).then(() => process.exit(130));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+
+  try {
+    const port = await freePort();
+    // moto routes S3 virtual-host requests only for "localhost", not for 127.0.0.1.
+    const endpoint = `http://localhost:${port}`;
+    const c = clients(endpoint);
+
+    await timed('start moto', async () => {
+      const log = openSync(logFile, 'w');
+      moto = spawn(process.env.KAJ_REHEARSAL_PYTHON ?? 'python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], {
+        env: { ...process.env, MOTO_ACCOUNT_ID: ACCOUNT },
+        stdio: ['ignore', log, log],
+      });
+      closeSync(log);
+      await waitForMoto(endpoint, moto, logFile);
+    });
+    console.log(`moto ${endpoint} (pid ${moto?.pid}); scratch ${scratch}`);
+
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      HOME: home,
+      CDK_HOME: home,
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_REGION: REGION,
+      AWS_DEFAULT_REGION: REGION,
+      CDK_DISABLE_CLI_TELEMETRY: 'true',
+      NPM_CONFIG_UPDATE_NOTIFIER: 'false',
+      AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE: '1',
+      NODE_NO_WARNINGS: '1',
+    };
+    for (const k of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_DEFAULT_PROFILE', 'AWS_CONFIG_FILE', 'AWS_SHARED_CREDENTIALS_FILE']) delete env[k];
+    const cdk = path.join(REPO_ROOT, 'node_modules', '.bin', 'cdk');
+    const out1 = path.join(scratch, 'cdk.out.create');
+    const out2 = path.join(scratch, 'cdk.out.update');
+    const common = ['--no-notices', '--context', `kaj:stackName=${STACK}`];
+    // moto can't run change sets for the app stack: deploy directly, and pass the bootstrap
+    // version parameter (its SSM-parameter default is not resolved by moto).
+    const deployArgs = ['--require-approval', 'never', '--method=direct', '--parameters', 'BootstrapVersion=/cdk-bootstrap/hnb659fds/version'];
+
+    phase = 'bootstrap';
+    // Run outside the repository (no cdk.json): with an explicit environment, bootstrap needs no
+    // synth of the app, which would bundle the functions for nothing.
+    await timed('cdk bootstrap', () => run(cdk, ['bootstrap', `aws://${ACCOUNT}/${REGION}`, '--no-notices'], env, home));
+
+    phase = 'create';
+    await timed('cdk deploy (create)', () => run(cdk, ['deploy', STACK, ...common, '--output', out1, ...deployArgs], env));
+    console.log('\nChecks after create:');
+    await timed('checks (create)', () =>
+      checkDeployed(c, path.join(out1, `${STACK}.template.json`), { concurrency: DEFAULT_CONFIG.concurrency, logLevel: DEFAULT_CONFIG.logLevel }),
+    );
+
+    phase = 'update';
+    const updated = { ...DEFAULT_CONFIG.concurrency, high: UPDATED_HIGH_CONCURRENCY };
+    await timed('cdk deploy (update)', () =>
+      run(
+        cdk,
+        [
+          'deploy',
+          STACK,
+          ...common,
+          '--context',
+          `kaj:concurrency=${JSON.stringify({ high: UPDATED_HIGH_CONCURRENCY })}`,
+          '--context',
+          `kaj:logLevel=${UPDATED_LOG_LEVEL}`,
+          '--output',
+          out2,
+          ...deployArgs,
+        ],
+        env,
+      ),
+    );
+    console.log(`\nChecks after update (high concurrency ${UPDATED_HIGH_CONCURRENCY}, log level ${UPDATED_LOG_LEVEL}):`);
+    await timed('checks (update)', () => checkDeployed(c, path.join(out2, `${STACK}.template.json`), { concurrency: updated, logLevel: UPDATED_LOG_LEVEL }));
+
+    phase = 'destroy';
+    // Destroy the assembly just deployed: no second synth.
+    await timed('cdk destroy', () => run(cdk, ['destroy', STACK, '--force', '--no-notices', '--app', out2], env));
+    console.log('\nChecks after destroy:');
+    await timed('checks (destroy)', () => checkDestroyed(c));
+
+    phase = 'teardown';
+    console.log('\nDeleting what the stack retains (docs/deploy.md, Teardown):');
+    await timed('delete retained', () => deleteRetained(c));
+  } catch (e) {
+    record(`${phase} step`, 'FAIL', (e as Error).message);
+    if (existsSync(logFile)) console.error(`\nmoto log tail:\n${readFileSync(logFile, 'utf8').slice(-3000)}`);
+  } finally {
+    await stopMoto(moto);
+    if (process.env.KAJ_REHEARSAL_KEEP === '1') console.log(`\nkept ${scratch}`);
+    else rmSync(scratch, { recursive: true, force: true });
+  }
+  timings.push(['total', (performance.now() - started) / 1000]);
+
+  const failed = results.filter((r) => r.outcome === 'FAIL');
+  const notEmulated = results.filter((r) => r.outcome === 'NOT EMULATED');
+  console.log('\nTimings:');
+  for (const [label, s] of timings) console.log(`  ${label.padEnd(22)} ${s.toFixed(1).padStart(6)} s`);
+  console.log(`\nNot emulated by moto (proved by test/infra instead): ${[...new Set(notEmulated.map((r) => r.name))].join('; ') || 'none'}`);
+  console.log(
+    `\nRehearsal: ${results.filter((r) => r.outcome === 'PASS').length} passed, ${failed.length} failed, ${notEmulated.length} not emulated`,
+  );
+  for (const f of failed) console.log(`  FAILED [${f.phase}] ${f.name}: ${f.detail}`);
+  return failed.length === 0 ? 0 : 1;
+}
+
+process.exitCode = await main();

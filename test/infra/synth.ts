@@ -1,0 +1,61 @@
+/** Test helpers: synthesize a Kaj stack exactly as `cdk synth` would (same cdk.json context). */
+import { readFileSync, rmSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App, type CfnElement } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import type { KajConfigInput } from '../../infra/config.js';
+import { KajStack } from '../../infra/kaj-stack.js';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The `context` of cdk.json: feature flags and `kaj:config`. */
+export function cdkJsonContext(): Record<string, unknown> {
+  const cdkJson = JSON.parse(readFileSync(path.join(REPO_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  };
+  return cdkJson.context;
+}
+
+export interface SynthesizedKaj {
+  readonly app: App;
+  readonly stack: KajStack;
+  readonly template: Template;
+  /** Resources of the synthesized template, by logical id. */
+  readonly resources: Record<string, CfnResourceJson>;
+  /** Logical id of a construct's CloudFormation resource. */
+  logicalId(construct: IConstruct): string;
+  /** Deletes the temporary cloud assembly. */
+  dispose(): void;
+}
+
+export interface CfnResourceJson {
+  readonly Type: string;
+  readonly Properties: Record<string, any>;
+  readonly DependsOn?: string | string[];
+  readonly DeletionPolicy?: string;
+  readonly UpdateReplacePolicy?: string;
+}
+
+/**
+ * Builds and synthesizes a stack (bundling the three functions with esbuild: a few seconds).
+ * Call once per test file, in `beforeAll`.
+ */
+export function synthKaj(config?: KajConfigInput, extraContext: Record<string, unknown> = {}): SynthesizedKaj {
+  const app = new App({ context: { ...cdkJsonContext(), ...extraContext } });
+  const stack = new KajStack(app, 'KajTest', config === undefined ? {} : { config });
+  const template = Template.fromStack(stack);
+  const resources = (template.toJSON() as { Resources: Record<string, CfnResourceJson> }).Resources;
+  return {
+    app,
+    stack,
+    template,
+    resources,
+    logicalId: (construct) => {
+      const child = construct.node.defaultChild ?? construct;
+      return stack.resolve((child as CfnElement).logicalId) as string;
+    },
+    dispose: () => rmSync(app.outdir, { recursive: true, force: true }),
+  };
+}
