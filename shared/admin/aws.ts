@@ -168,9 +168,7 @@ export class SqsMessageMover implements MessageMover {
     } catch (err) {
       if (isAccessOrNetwork(err)) throw err;
       throw new NativeMoveUnsupportedError(
-        `this endpoint does not implement SQS message move tasks (ListMessageMoveTasks: ${nameOf(err)}${
-          err instanceof Error && err.message ? `: ${err.message}` : ''
-        }); moto does not, for one. Redrive without --native.`,
+        `this endpoint does not implement SQS message move tasks (ListMessageMoveTasks failed: ${nameOf(err)}); moto, for one, does not. Redrive without --native.`,
         { cause: err },
       );
     }

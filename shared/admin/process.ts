@@ -34,7 +34,7 @@ export interface BatchCounts {
 
 export interface BatchReport extends BatchCounts {
   readonly dryRun: boolean;
-  /** Stopped early by the signal (Ctrl-C): what was selected so far is accounted for. */
+  /** Stopped early by the signal (Ctrl-C): items not started are released and not counted. */
   readonly interrupted: boolean;
   readonly items: ReportItem[];
   readonly scan: ScanStats;
@@ -85,23 +85,24 @@ export async function processDeadLetters(
   const scan = await scanDeadLetters(deps, { ...o, loadRecords: true }, async (page) => {
     counts.selected += page.length;
     const results = new Map<DeadEntry, ItemResult>();
+    // Letters of one task (duplicates) are handled one after the other, so the second sees the first's write.
+    const groups = [...groupBy(page, (e) => e.taskId ?? e.messageId).values()];
     let next = 0;
     const worker = async () => {
-      while (next < page.length) {
-        const e = page[next++] as DeadEntry;
-        if (o.signal?.aborted) {
-          results.set(e, { outcome: 'failed', action: 'none', detail: 'interrupted before it started', deleteLetter: false });
-          continue;
-        }
-        await pacer.take(o.signal);
-        try {
-          results.set(e, await handle(e));
-        } catch (err) {
-          results.set(e, { outcome: 'failed', action: 'error', detail: describe(err), deleteLetter: false });
+      while (next < groups.length) {
+        for (const e of groups[next++] as DeadEntry[]) {
+          if (!o.signal?.aborted) await pacer.take(o.signal);
+          // Interrupted before this one started: it is released untouched and not counted.
+          if (o.signal?.aborted) continue;
+          try {
+            results.set(e, await handle(e));
+          } catch (err) {
+            results.set(e, { outcome: 'failed', action: 'error', detail: describe(err), deleteLetter: false });
+          }
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, page.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(concurrency, groups.length) }, worker));
 
     const toDelete = page.filter((e) => results.get(e)?.deleteLetter === true && !o.dryRun);
     const failedHandles = new Set<string>();
@@ -119,7 +120,11 @@ export async function processDeadLetters(
     }
     const deleted: DeadEntry[] = [];
     for (const e of page) {
-      const r = results.get(e) as ItemResult;
+      const r = results.get(e);
+      if (r === undefined) {
+        counts.selected -= 1;
+        continue;
+      }
       if (r.deleteLetter && !o.dryRun && failedHandles.has(e.receiptHandle)) {
         record(e, {
           outcome: 'failed',

@@ -31,7 +31,15 @@ export type RedrivePlan =
 
 const WAITING: readonly TaskStatus[] = ['queued', 'retrying', 'running'];
 
-export function planRedrive(entry: DeadEntry, record: TaskRecord | null | undefined): RedrivePlan {
+/**
+ * @param sendUnconfirmed whether the record still owes a message whose send nobody confirmed
+ *   (`TaskLifecycle.sendUnconfirmed`): then a crashed redrive left it to finish.
+ */
+export function planRedrive(
+  entry: DeadEntry,
+  record: TaskRecord | null | undefined,
+  sendUnconfirmed: (r: TaskRecord) => boolean = () => false,
+): RedrivePlan {
   if (entry.kind === 'unreadable' || entry.taskId === undefined) {
     return { action: 'leave', reason: 'not a Kaj task message (inspect it; `kaj dlq purge` removes it)' };
   }
@@ -43,7 +51,7 @@ export function planRedrive(entry: DeadEntry, record: TaskRecord | null | undefi
     if (WAITING.includes(record.status)) return { action: 'resend' };
     return { action: 'discard_letter', reason: `task is already ${record.status}` };
   }
-  if ((record.status === 'queued' || record.status === 'retrying') && record.outbox_pk?.startsWith('queue#')) {
+  if ((record.status === 'queued' || record.status === 'retrying') && sendUnconfirmed(record)) {
     return { action: 'resume' };
   }
   if (record.status === 'failed') return { action: 'discard_letter', reason: 'superseded by a newer dead letter of this task' };
@@ -52,7 +60,7 @@ export function planRedrive(entry: DeadEntry, record: TaskRecord | null | undefi
 
 export interface RedriveDeps extends BatchDeps {
   readonly store: TaskStore;
-  readonly lifecycle: Pick<TaskLifecycle, 'outbox' | 'dispatch'>;
+  readonly lifecycle: Pick<TaskLifecycle, 'outbox' | 'dispatch' | 'sendUnconfirmed'>;
   /** New dispatch ids. */
   readonly random: RandomSource;
 }
@@ -78,7 +86,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * 1. one conditional write resets the record (`status = failed` AND the message's dispatch id),
  *    giving it a new dispatch id and an outbox entry: from here on the task will run even if
  *    this process dies (the sweeper sends what the outbox says is owed);
- * 2. the new message is sent to the target queue and the outbox entry cleared (`dispatch`);
+ * 2. the new message is sent to the target queue and the send confirmed in the outbox entry
+ *    (`dispatch`; the entry stays as the task's watchdog);
  * 3. only then the DLQ message is deleted.
  * A re-run after a crash finds the record reset (dispatch id differs) and finishes the job
  * (`resume` or `discard_letter`); the claim's dispatch-id check absorbs any duplicate send.
@@ -93,7 +102,7 @@ async function redriveOne(deps: RedriveDeps, o: RedriveOptions, entry: DeadEntry
   let record =
     entry.record !== undefined ? entry.record : entry.taskId === undefined ? null : ((await deps.store.get(entry.taskId)) ?? null);
   for (let round = 0; round < 3; round += 1) {
-    const plan = planRedrive(entry, record);
+    const plan = planRedrive(entry, record, (r) => deps.lifecycle.sendUnconfirmed(r));
     if (o.dryRun) return dryRunResult(plan);
     try {
       return await carryOut(deps, o, entry, record as TaskRecord, plan);
@@ -179,7 +188,7 @@ export function auditEntry(o: { actor: string; reason?: string }, now: number, a
 
 /** The record write of a redrive: failed → queued via the state machine, ready to be sent. */
 export function resetChanges(
-  deps: Pick<RedriveDeps, 'clock' | 'random' | 'lifecycle'>,
+  deps: { readonly clock: RedriveDeps['clock']; readonly random: RandomSource; readonly lifecycle: Pick<TaskLifecycle, 'outbox'> },
   o: Pick<RedriveOptions, 'keepAttempts' | 'actor' | 'reason'>,
   record: TaskRecord,
   target: Priority,

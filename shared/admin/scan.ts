@@ -33,10 +33,18 @@ export interface ScanOptions {
   readonly waitSeconds: number;
   /** A queue is done after this many receives in a row bring nothing new. @default 2 */
   readonly emptyReceivesToStop?: number;
-  /** Read the task record of every selected message (not only where a filter needs it). */
-  readonly loadRecords?: boolean;
-  /** Stop receiving (the current page is finished, held messages are released). */
+  /**
+   * Read task records: `true` for every message, `'moved'` for messages SQS moved (which carry
+   * no details of their own). By default only where a filter needs one.
+   */
+  readonly loadRecords?: boolean | 'moved';
+  /** Stop receiving (pages being handled are finished, held messages are released). */
   readonly signal?: AbortSignal;
+  /**
+   * Pages handed to the handler at once: receiving goes on while earlier pages are handled
+   * (latency hiding). @default 1
+   */
+  readonly pipeline?: number;
 }
 
 export interface ScanStats {
@@ -67,9 +75,20 @@ export async function scanDeadLetters(deps: ScanDeps, o: ScanOptions, onPage: Pa
     /** messageId → latest receipt handle, for everything received and not deleted. */
     const held = new Map<string, string>();
     const seen = new Set<string>();
+    const inFlight = new Set<Promise<void>>();
+    const errors: unknown[] = [];
+    const handOver = (page: DeadEntry[]) => {
+      const p: Promise<void> = onPage(page)
+        .then((deleted) => {
+          for (const d of deleted) held.delete(d.messageId);
+        })
+        .catch((err: unknown) => void errors.push(err))
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    };
     try {
       let empties = 0;
-      while (!o.signal?.aborted && stats.selected < limit) {
+      while (!o.signal?.aborted && stats.selected < limit && errors.length === 0) {
         const messages = await deps.dlq.receive(priority, {
           max: MAX_RECEIVE,
           visibilitySeconds: o.visibilitySeconds,
@@ -84,6 +103,11 @@ export async function scanDeadLetters(deps: ScanDeps, o: ScanOptions, onPage: Pa
         }
         stats.received += fresh.length;
         if (fresh.length === 0) {
+          // Nothing new: done, unless pages still being handled may free up the queue's view.
+          if (inFlight.size > 0) {
+            await Promise.race(inFlight);
+            continue;
+          }
           empties += 1;
           if (empties >= emptyToStop) break;
           continue;
@@ -91,7 +115,9 @@ export async function scanDeadLetters(deps: ScanDeps, o: ScanOptions, onPage: Pa
         empties = 0;
         await Promise.all(
           fresh.map(async (e) => {
-            if (e.taskId !== undefined && (o.loadRecords === true || needsRecord(e, o.filter))) {
+            const wanted =
+              o.loadRecords === true || (o.loadRecords === 'moved' && e.kind === 'moved_by_sqs') || needsRecord(e, o.filter);
+            if (e.taskId !== undefined && wanted) {
               e.record = (await deps.store.get(e.taskId)) ?? null;
             }
           }),
@@ -104,15 +130,17 @@ export async function scanDeadLetters(deps: ScanDeps, o: ScanOptions, onPage: Pa
           stats.selected += 1;
         }
         if (page.length === 0) continue;
-        const deleted = await onPage(page);
-        for (const d of deleted) held.delete(d.messageId);
+        handOver(page);
+        while (inFlight.size >= Math.max(1, o.pipeline ?? 1)) await Promise.race(inFlight);
       }
     } finally {
+      while (inFlight.size > 0) await Promise.race(inFlight);
       if (held.size > 0) {
         await deps.dlq.release(priority, [...held.values()]);
         stats.released += held.size;
       }
     }
+    if (errors.length > 0) throw errors[0];
   }
   return stats;
 }

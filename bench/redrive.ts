@@ -1,0 +1,157 @@
+/**
+ * Redrive throughput of `kaj dlq redrive` on the local stack (embedded emulators).
+ *
+ *   npx tsx bench/redrive.ts [--n 1000] [--runs 3]
+ *
+ * Each run fills the normal DLQ with N dead tasks exactly as the consumer leaves them (a failed
+ * record in the table, a dead letter with kaj attributes in the DLQ), then times
+ * `kaj dlq redrive --local --yes` (the real command, in-process) until the DLQ is empty, and
+ * checks every task ended queued with one new message. Consumers are off, so the figure is the
+ * redrive alone. The emulators run in a child process (as under `npm start`, where the CLI is
+ * another process), so client and emulators do not share one CPU. Prints each run and the
+ * median in tasks/s.
+ */
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { defaultContext } from '../cli/context.js';
+import { runCli } from '../cli/program.js';
+import { startEmulators } from '../local/emulators.js';
+import { startLocalRuntime } from '../local/runtime.js';
+import { SqsTaskQueue } from '../shared/queue/sqs-task-queue.js';
+import { deadLetterOf } from '../shared/task/lifecycle.js';
+import type { TaskRecord } from '../shared/task/model.js';
+
+const { values } = parseArgs({
+  options: { n: { type: 'string', default: '1000' }, runs: { type: 'string', default: '3' }, 'serve-emulators': { type: 'boolean', default: false } },
+});
+if (values['serve-emulators']) {
+  // Child mode: run the embedded emulators until the parent closes stdin.
+  const em = await startEmulators();
+  process.stdout.write(`${JSON.stringify({ sqs: em.sqsEndpoint, dynamodb: em.dynamoEndpoint })}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => void em.stop().then(() => process.exit(0)));
+  await new Promise(() => {});
+}
+const n = Number(values.n);
+const runs = Number(values.runs);
+if (!Number.isInteger(n) || n < 1 || !Number.isInteger(runs) || runs < 1) {
+  process.stderr.write('usage: npx tsx bench/redrive.ts [--n 1000] [--runs 3]\n');
+  process.exit(2);
+}
+
+const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve-emulators'], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
+const endpoints = await new Promise<{ sqs: string; dynamodb: string }>((resolve, reject) => {
+  child.once('exit', (code) => reject(new Error(`emulator process exited (${code})`)));
+  createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as { sqs: string; dynamodb: string }));
+});
+const runtime = await startLocalRuntime({
+  prefix: `bench-redrive-${process.pid}`,
+  port: 0,
+  consumers: false,
+  sweepIntervalMs: 3_600_000,
+  endpoints,
+});
+const dir = mkdtempSync(join(tmpdir(), 'kaj-bench-'));
+mkdirSync(join(dir, '.kaj'));
+writeFileSync(join(dir, '.kaj', 'local.json'), JSON.stringify({ pid: process.pid, endpoints: runtime.endpoints, resources: runtime.resources }));
+const queue = new SqsTaskQueue(runtime.clients.sqs, { queues: runtime.resources.queueUrls, deadLetterQueues: runtime.resources.deadLetterQueueUrls });
+
+async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await fn(items[next++] as T);
+  }));
+}
+
+async function dlqDepth(): Promise<number> {
+  const out = await runtime.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: runtime.resources.deadLetterQueueUrls.normal,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+}
+
+async function fill(run: number): Promise<string[]> {
+  const now = Date.now();
+  const at = new Date(now).toISOString();
+  const ids = Array.from({ length: n }, (_, i) => `t_bench_${run}_${i}`);
+  await pool(ids, 32, async (id) => {
+    const error = { name: 'PermanentError', message: 'provider rejected recipient', retryable: false, code: 'HTTP_400' };
+    const record: TaskRecord = {
+      task_id: id,
+      type: 'send_email',
+      priority: 'normal',
+      status: 'failed',
+      payload: { to: 'ada@example.com', subject: 'hi' },
+      attempts: 1,
+      max_attempts: 6,
+      timeout_seconds: 30,
+      run_at: at,
+      created_at: at,
+      updated_at: at,
+      started_at: at,
+      finished_at: at,
+      last_error: error,
+      history: [{ attempt: 1, outcome: 'failed', finished_at: at, error }],
+      fingerprint: 'bench',
+      lease_token: 1,
+      dispatch_id: `d_${id}`,
+    };
+    await runtime.kaj.store.create(record);
+    await queue.sendDead(deadLetterOf(record, now));
+  });
+  return ids;
+}
+
+const rates: number[] = [];
+try {
+  for (let run = 1; run <= runs; run += 1) {
+    const ids = await fill(run);
+    // The depth attributes settle a moment after the last send / delete.
+    for (let i = 0; (await dlqDepth()) !== n; i += 1) {
+      if (i > 100) throw new Error(`DLQ holds ${await dlqDepth()} messages, expected ${n}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    let out = '';
+    let err = '';
+    const started = performance.now();
+    const code = await runCli(['dlq', 'redrive', '--local', '--yes', '--json'], defaultContext({
+      io: { out: (t) => void (out += t), err: (t) => void (err += t), stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false },
+      cwd: dir,
+      env: {},
+      actor: 'bench',
+    }));
+    const seconds = (performance.now() - started) / 1000;
+    const report = JSON.parse(out || '{}') as { redriven?: number; failed?: number };
+    if (code !== 0 || report.redriven !== n) throw new Error(`run ${run}: exit ${code}, ${out.slice(0, 300)} ${err}`);
+    let left = await dlqDepth();
+    for (let i = 0; left !== 0 && i < 100; i += 1) {
+      await new Promise((r) => setTimeout(r, 50));
+      left = await dlqDepth();
+    }
+    const sample = await runtime.kaj.store.get(ids[Math.floor(n / 2)] as string);
+    if (left !== 0 || sample?.status !== 'queued' || sample.redrive_count !== 1) throw new Error(`run ${run}: DLQ left ${left}, sample ${sample?.status}`);
+    rates.push(n / seconds);
+    process.stdout.write(`run ${run}: ${n} tasks redriven in ${seconds.toFixed(2)} s = ${(n / seconds).toFixed(0)} tasks/s\n`);
+  }
+  const sorted = [...rates].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)] as number;
+  process.stdout.write(`redrive rate (median of ${runs}, N=${n}, embedded emulators, node ${process.version}): ${median.toFixed(0)} tasks/s\n`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+  await runtime.stop(1_000);
+  child.stdin?.end();
+}
+process.exit(0);

@@ -1,0 +1,83 @@
+import { Option, type Command } from 'commander';
+import { collectStats, type StatsSnapshot } from '../../shared/admin/stats.js';
+import { TASK_STATUSES } from '../../shared/task/model.js';
+import { withServices } from '../common.js';
+import type { CliContext } from '../context.js';
+import { json, seconds, table } from '../output.js';
+import { parseWatch } from '../parse.js';
+import type { RunState } from '../program.js';
+
+const OLDEST_NOTE =
+  "OLDEST is '-': SQS's GetQueueAttributes has no age-of-oldest-message attribute (CloudWatch's\n" +
+  'ApproximateAgeOfOldestMessage metric has it), and peeking a message would count as a receive\n' +
+  'towards the redrive policy. --by-status shows the task that has waited longest instead.';
+
+export function registerStats(program: Command, ctx: CliContext, _state: RunState): void {
+  program
+    .command('stats')
+    .description('queue depths per priority (visible, in flight, delayed), DLQ depths, and optionally tasks by status')
+    .option('--by-status', 'also count tasks by status — this SCANS THE WHOLE TABLE (read cost grows with it)')
+    .addOption(new Option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C').preset('5').argParser(parseWatch))
+    .option('--json', 'print JSON (one object per refresh with --watch)')
+    .addHelpText(
+      'after',
+      `
+Columns: VISIBLE ready to run; IN FLIGHT received by a consumer (running, or held by a
+listing); DELAYED sent with a delay (retry backoff, delay_seconds); DLQ dead tasks waiting for
+a redrive or purge (IN FLIGHT there: held by a kaj dlq command right now). Numbers are SQS's
+approximations (ApproximateNumberOfMessages*), which lag by up to a minute on AWS.
+
+${OLDEST_NOTE}`,
+    )
+    .action(async (_o: unknown, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      const watch = o.watch as number | undefined;
+      await withServices(ctx, o, async (s) => {
+        for (;;) {
+          const snap = await collectStats(
+            { inspector: s.inspector, statuses: s.table, clock: ctx.clock },
+            { byStatus: o.byStatus === true },
+          );
+          if (o.json === true) {
+            ctx.io.out(watch === undefined ? json(snap) : `${JSON.stringify(snap)}\n`);
+          } else {
+            if (watch !== undefined && ctx.io.stdoutIsTTY) ctx.io.out('\x1b[2J\x1b[H');
+            ctx.io.out(render(snap, s.target.label, watch));
+          }
+          if (watch === undefined || ctx.signal.aborted) return;
+          await ctx.sleep(watch * 1000, ctx.signal);
+          if (ctx.signal.aborted) return;
+        }
+      });
+    });
+}
+
+function render(snap: StatsSnapshot, label: string, watch: number | undefined): string {
+  let out = `${label} — ${snap.at}${watch === undefined ? '' : ` (every ${watch}s, Ctrl-C to stop)`}\n\n`;
+  out += table(
+    ['QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED', 'OLDEST', 'DLQ', 'DLQ IN FLIGHT'],
+    snap.queues.map((q) => [
+      q.priority,
+      String(q.queue.visible),
+      String(q.queue.inFlight),
+      String(q.queue.delayed),
+      '-',
+      String(q.dlq.visible),
+      String(q.dlq.inFlight),
+    ]),
+  );
+  out += "\nOLDEST: '-' because SQS's GetQueueAttributes has no age of the oldest message (see kaj stats --help).\n";
+  const b = snap.byStatus;
+  if (b !== undefined) {
+    out += `\nTasks by status (table scan, ${b.total} task(s)):\n`;
+    out += table(
+      ['STATUS', 'TASKS'],
+      TASK_STATUSES.map((st) => [st, String(b.counts[st])]),
+    );
+    if (b.discarded > 0) out += `(${b.discarded} failed task(s) discarded by a purge)\n`;
+    out += b.oldestWaiting
+      ? `oldest waiting task: ${b.oldestWaiting.task_id}, due ${seconds(b.oldestWaiting.age_seconds)} ago\n`
+      : 'no task is waiting past its run time\n';
+  }
+  return out;
+}

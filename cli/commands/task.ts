@@ -1,0 +1,47 @@
+import type { Command } from 'commander';
+import { TaskNotCancellableError, TaskNotFoundError } from '../../shared/task/errors.js';
+import { withServices } from '../common.js';
+import type { CliContext } from '../context.js';
+import { CliError } from '../errors.js';
+import { json } from '../output.js';
+import type { RunState } from '../program.js';
+import { recordLines } from './dlq.js';
+
+export function registerTask(program: Command, ctx: CliContext, _state: RunState): void {
+  const task = program.command('task').description('one task: show, cancel');
+
+  task
+    .command('show')
+    .description('show a task record as stored (status, attempts, history, audit, owed messages)')
+    .argument('<task-id>', 'the task id')
+    .option('--json', 'print the whole record as JSON')
+    .action(async (taskId: string, _o: unknown, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await withServices(ctx, o, async (s) => {
+        const r = await s.kaj.store.get(taskId);
+        if (r === undefined) throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
+        ctx.io.out(o.json === true ? json(r) : `${recordLines(r, ctx.clock.now()).join('\n')}\n`);
+      });
+    });
+
+  task
+    .command('cancel')
+    .description('cancel a task: at once if it has not started; a running one gets a cancel request its worker acts on')
+    .argument('<task-id>', 'the task id')
+    .option('--json', 'print the task as JSON afterwards')
+    .action(async (taskId: string, _o: unknown, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await withServices(ctx, o, async (s) => {
+        let r;
+        try {
+          r = await s.kaj.lifecycle.cancel(taskId);
+        } catch (err) {
+          if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError) throw new CliError(err.message, 1, { cause: err });
+          throw err;
+        }
+        const requested = r.status === 'running';
+        if (o.json === true) ctx.io.out(json({ task_id: r.task_id, status: r.status, cancel_requested: requested }));
+        else ctx.io.out(requested ? `task ${r.task_id} is running: cancel requested; its worker stops it at the next heartbeat\n` : `task ${r.task_id} is ${r.status}\n`);
+      });
+    });
+}

@@ -1,0 +1,62 @@
+import { Command, CommanderError } from 'commander';
+import { registerDlq } from './commands/dlq.js';
+import { registerStats } from './commands/stats.js';
+import { registerSubmit } from './commands/submit.js';
+import { registerTask } from './commands/task.js';
+import { defaultContext, type CliContext } from './context.js';
+import { EXIT, UsageError, explain } from './errors.js';
+import { TARGET_HELP } from './target.js';
+
+/** What an action leaves behind for `runCli`. */
+export interface RunState {
+  exitCode: number;
+}
+
+const EXIT_HELP = `
+Exit status: 0 success; 1 failure (or some items of a batch failed); 2 usage error; 130 interrupted.
+Set KAJ_DEBUG=1 to print stack traces of unexpected errors.`;
+
+/** The `kaj` command tree, writing through `ctx.io` and never calling process.exit. */
+export function buildProgram(ctx: CliContext, state: RunState): Command {
+  const program = new Command('kaj')
+    .description('Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit.')
+    .option('--local', 'the Kaj that `npm start` runs in this directory')
+    .option('--stack <name>', 'a deployed Kaj stack (CloudFormation outputs)')
+    .option('--endpoint-url <url>', 'with --stack: one endpoint for all AWS services (LocalStack)')
+    .option('--region <region>', 'with --stack: AWS region (default: AWS_REGION / your profile)')
+    .option('--profile <name>', 'with --stack: AWS profile (default: AWS_PROFILE / default chain)')
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({
+      writeOut: (s) => ctx.io.out(s),
+      writeErr: (s) => ctx.io.err(s),
+      outputError: (s, write) => write(s.startsWith('error:') ? `kaj: ${s}` : s),
+    })
+    .addHelpText('after', `\n${TARGET_HELP}\n${EXIT_HELP}`);
+  registerStats(program, ctx, state);
+  registerDlq(program, ctx, state);
+  registerTask(program, ctx, state);
+  registerSubmit(program, ctx, state);
+  return program;
+}
+
+/** Runs `kaj` with these arguments (without `node kaj`); returns the exit code. */
+export async function runCli(argv: readonly string[], ctx: CliContext = defaultContext()): Promise<number> {
+  const state: RunState = { exitCode: EXIT.ok };
+  const program = buildProgram(ctx, state);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return state.exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander has printed its message (or the help) already.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+      return EXIT.usage;
+    }
+    const { message, exitCode } = explain(err);
+    ctx.io.err(`kaj: ${exitCode === EXIT.usage ? 'error: ' : ''}${message}\n`);
+    if (err instanceof UsageError) ctx.io.err('(add --help for usage)\n');
+    if (ctx.env.KAJ_DEBUG && err instanceof Error && err.stack) ctx.io.err(`${err.stack}\n`);
+    return exitCode;
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * Which deployment `kaj` talks to: `--local` (a running `npm start`), `--stack NAME` (a deployed
+ * CloudFormation stack, read through its outputs), or `--stack NAME --endpoint-url URL`
+ * (LocalStack: one endpoint for every service).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+import { parseStackOutputs } from '../infra/outputs.js';
+import type { AdminResources } from '../shared/admin/aws.js';
+import { CliError, UsageError } from './errors.js';
+
+/** Same path as `LOCAL_STATE_FILE` in local/runtime.ts (not imported: that module starts emulators' code). */
+export const LOCAL_STATE_PATH = '.kaj/local.json';
+
+export interface TargetFlags {
+  readonly stack?: string;
+  readonly local?: boolean;
+  readonly endpointUrl?: string;
+  readonly region?: string;
+  readonly profile?: string;
+}
+
+export interface Target {
+  readonly kind: 'local' | 'stack';
+  /** For messages: `local (npm start, pid 123)`, `stack kaj-prod`. */
+  readonly label: string;
+  readonly resources: AdminResources;
+  readonly apiUrl?: string;
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBClient;
+  /**
+   * The endpoint answers receives exactly (the embedded emulator): one empty short poll means
+   * the queue is empty. On AWS, receives sample and need a long poll.
+   */
+  readonly exactReceives: boolean;
+  close(): void;
+}
+
+export const TARGET_HELP = `Target (one is required):
+  --local                 the Kaj that \`npm start\` runs in this directory (reads ${LOCAL_STATE_PATH})
+  --stack NAME            a deployed stack, found with CloudFormation DescribeStacks and the
+                          usual AWS credential chain (--profile, --region, or AWS_* variables)
+  --stack NAME --endpoint-url URL
+                          a stack deployed to LocalStack (one endpoint for all services)`;
+
+const priorityRecord = z.object({ high: z.string(), normal: z.string(), low: z.string() });
+const localStateSchema = z.object({
+  pid: z.number().int(),
+  apiUrl: z.string().optional(),
+  endpoints: z.object({ sqs: z.string(), dynamodb: z.string() }),
+  resources: z.object({
+    tableName: z.string(),
+    queueUrls: priorityRecord,
+    queueArns: priorityRecord,
+    deadLetterQueueUrls: priorityRecord,
+    deadLetterQueueArns: priorityRecord,
+  }),
+});
+
+export function checkTargetFlags(f: TargetFlags): void {
+  if (f.local === true && f.stack !== undefined) throw new UsageError('give either --local or --stack NAME, not both');
+  if (f.local === true && (f.endpointUrl !== undefined || f.region !== undefined || f.profile !== undefined)) {
+    throw new UsageError('--endpoint-url, --region and --profile go with --stack NAME, not with --local');
+  }
+  if (f.local !== true && f.stack === undefined) {
+    throw new UsageError(
+      f.endpointUrl !== undefined
+        ? '--endpoint-url needs --stack NAME (the LocalStack stack to read the resources from)'
+        : 'no target: give --local (a running `npm start`), --stack NAME (a deployed stack), or --stack NAME --endpoint-url URL (LocalStack)',
+    );
+  }
+  if (f.endpointUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(f.endpointUrl)) {
+    throw new UsageError(`--endpoint-url must be an http(s) URL, got "${f.endpointUrl}"`);
+  }
+  if (f.stack !== undefined && !/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(f.stack) && !f.stack.startsWith('arn:')) {
+    throw new UsageError(`--stack must be a CloudFormation stack name, got "${f.stack}"`);
+  }
+}
+
+export async function resolveTarget(
+  f: TargetFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): Promise<Target> {
+  checkTargetFlags(f);
+  if (f.local === true) return localTarget(cwd);
+  return stackTarget(f, env);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function localTarget(cwd: string): Target {
+  const file = resolve(cwd, LOCAL_STATE_PATH);
+  if (!existsSync(file)) {
+    throw new CliError(`no local Kaj is running here: ${file} does not exist.\n  Start one with \`npm start\` in ${cwd} (then run kaj --local from the same directory).`);
+  }
+  let state: z.infer<typeof localStateSchema>;
+  try {
+    state = localStateSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  } catch (err) {
+    throw new CliError(`${file} is not a state file written by \`npm start\`: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+  }
+  if (!isAlive(state.pid)) {
+    throw new CliError(`the local Kaj (npm start, pid ${state.pid}) is not running any more (stale ${LOCAL_STATE_PATH}).\n  Start it again with \`npm start\`.`);
+  }
+  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+  const sqs = new SQSClient({ region: 'us-east-1', endpoint: state.endpoints.sqs, credentials, maxAttempts: 2 });
+  const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: state.endpoints.dynamodb, credentials, maxAttempts: 2 });
+  const r = state.resources;
+  return {
+    kind: 'local',
+    label: `local (npm start, pid ${state.pid})`,
+    resources: {
+      tableName: r.tableName,
+      queueUrls: r.queueUrls,
+      queueArns: r.queueArns,
+      dlqUrls: r.deadLetterQueueUrls,
+      dlqArns: r.deadLetterQueueArns,
+    },
+    ...(state.apiUrl === undefined ? {} : { apiUrl: state.apiUrl }),
+    sqs,
+    dynamodb,
+    exactReceives: true,
+    close: () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    },
+  };
+}
+
+async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string | undefined>>): Promise<Target> {
+  const stack = f.stack as string;
+  const region = f.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (f.endpointUrl !== undefined ? 'us-east-1' : undefined);
+  // LocalStack accepts any key; use its conventional one when nothing else is configured.
+  const useTestKeys =
+    f.endpointUrl !== undefined && f.profile === undefined && env.AWS_ACCESS_KEY_ID === undefined && env.AWS_PROFILE === undefined;
+  const config = {
+    ...(region === undefined ? {} : { region }),
+    ...(f.profile === undefined ? {} : { profile: f.profile }),
+    ...(f.endpointUrl === undefined ? {} : { endpoint: f.endpointUrl }),
+    ...(useTestKeys ? { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } } : {}),
+  };
+  const cfn = new CloudFormationClient(config);
+  let outputs;
+  try {
+    const out = await cfn.send(new DescribeStacksCommand({ StackName: stack }));
+    const s = out.Stacks?.[0];
+    if (s === undefined) throw new CliError(`stack ${stack} not found`);
+    outputs = parseStackOutputs(s.Outputs ?? [], `stack ${stack}`);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    if (err instanceof Error && /does not exist/.test(err.message)) {
+      throw new CliError(`stack ${stack} does not exist${region === undefined ? '' : ` in ${region}`} (check --region / --profile)`, 1, { cause: err });
+    }
+    if (err instanceof Error && /is it a Kaj stack/.test(err.message)) throw new CliError(err.message, 1, { cause: err });
+    throw err;
+  } finally {
+    cfn.destroy();
+  }
+  const sqs = new SQSClient(config);
+  const dynamodb = new DynamoDBClient(config);
+  return {
+    kind: 'stack',
+    label: `stack ${stack}${region === undefined ? '' : ` (${region})`}${f.endpointUrl === undefined ? '' : ` at ${f.endpointUrl}`}`,
+    resources: {
+      tableName: outputs.tableName,
+      queueUrls: outputs.queueUrls,
+      queueArns: outputs.queueArns,
+      dlqUrls: outputs.dlqUrls,
+      dlqArns: outputs.dlqArns,
+    },
+    apiUrl: outputs.apiUrl,
+    sqs,
+    dynamodb,
+    exactReceives: false,
+    close: () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    },
+  };
+}

@@ -1,0 +1,222 @@
+/**
+ * The `kaj` command line in-process: usage errors, targets, --help and --json everywhere,
+ * stats, task show/cancel, submit. Plus: moto lacks StartMessageMoveTask, and --native says so.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureResources } from '../../../local/bootstrap.js';
+import { motoAvailable, startMoto } from '../../../local/emulators.js';
+import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import { DynamoTaskTable, SqsMessageMover } from '../../../shared/admin/aws.js';
+import { NativeMoveUnsupportedError } from '../../../shared/admin/errors.js';
+import { nativeRedrive } from '../../../shared/admin/native.js';
+import { realSleep } from '../../../shared/admin/pacer.js';
+import { DynamoTaskStore } from '../../../shared/store/dynamo-task-store.js';
+import { systemClock } from '../../../shared/runtime/clock.js';
+import { cryptoRandom } from '../../../shared/runtime/random.js';
+import { kajRunner, localStateDir, Scenario, untilStatus } from './harness.js';
+
+const scenario = new Scenario();
+scenario.broken = false;
+let runtime: LocalRuntime;
+let state: { dir: string; remove(): void };
+let kaj: ReturnType<typeof kajRunner>;
+
+beforeAll(async () => {
+  runtime = await startLocalRuntime({
+    registry: scenario.registry(),
+    prefix: `cli-${process.pid}-${Date.now()}`.slice(0, 40),
+    port: 0,
+    waitTimeSeconds: 1,
+  });
+  state = localStateDir(runtime);
+  kaj = kajRunner(state.dir, { registry: async () => scenario.registry() });
+});
+
+afterAll(async () => {
+  await runtime?.stop(2_000);
+  state?.remove();
+});
+
+describe('kaj usage errors (exit 2, a clear message, nothing on stdout)', () => {
+  it.each([
+    [[], /Usage: kaj/],
+    [['dlq', 'list'], /no target: give --local .*--stack NAME/],
+    [['dlq', 'list', '--local', '--stack', 'x'], /either --local or --stack/],
+    [['stats', '--endpoint-url', 'http://localhost:4566'], /needs --stack NAME/],
+    [['dlq', 'redrive', '--local', '--since', '3x'], /--since <duration>.*invalid/],
+    [['dlq', 'redrive', '--local', '--queue', 'urgent'], /--queue <priority>.*Allowed choices are high, normal, low/],
+    [['dlq', 'redrive', '--local', '--rate', 'fast'], /--rate/],
+    [['dlq', 'redrive', '--local', '--native', '--type', 'fixable'], /--native moves whole DLQs/],
+    [['dlq', 'redrive', '--local'], /refusing to redrive without --yes/],
+    [['dlq', 'purge', '--local', '--type', 'x'], /refusing to purge without --yes/],
+    [['dlq', 'list', '--local', '--limit', '0'], /--limit/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+    [['task', 'show', '--local'], /missing required argument 'task-id'/],
+    [['submit', '--local'], /missing required argument 'type'/],
+    [['submit', 'no_such_type', '--local'], /unknown task type "no_such_type"/],
+    [['submit', 'fixable', '--local', '--payload', '{bad'], /--payload <json>.*not valid JSON/],
+    [['submit', 'fixable', '--local', '--payload', '{"n":"x"}'], /payload\.n/],
+    [['stats', '--local', '--watch', '0'], /--watch/],
+  ])('kaj %j', async (args, message) => {
+    const r = await kaj(args as string[]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(message);
+    expect(r.out).toBe('');
+  });
+});
+
+describe('kaj --help', () => {
+  it.each([
+    [[]],
+    [['stats']],
+    [['dlq']],
+    [['dlq', 'list']],
+    [['dlq', 'show']],
+    [['dlq', 'redrive']],
+    [['dlq', 'purge']],
+    [['task']],
+    [['task', 'show']],
+    [['task', 'cancel']],
+    [['submit']],
+  ])('kaj %j --help', async (path) => {
+    const r = await kaj([...(path as string[]), '--help']);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`Usage: kaj${(path as string[]).length ? ` ${(path as string[]).join(' ')}` : ''}`);
+  });
+
+  it('says what reading a DLQ does to it, and the native trade-off', async () => {
+    const list = (await kaj(['dlq', 'list', '--help'])).out;
+    expect(list).toMatch(/visibility timeout of 30 s/);
+    expect(list).toMatch(/ChangeMessageVisibility 0/);
+    expect(list).toMatch(/ApproximateReceiveCount/);
+    const redrive = (await kaj(['dlq', 'redrive', '--help'])).out;
+    expect(redrive).toMatch(/StartMessageMoveTask/);
+    expect(redrive).toMatch(/moto does not/);
+    expect((await kaj(['stats', '--help'])).out).toMatch(/SCANS THE WHOLE TABLE/);
+  });
+});
+
+describe('kaj targets', () => {
+  it('--local without npm start: a clear message, exit 1', async () => {
+    const r = await kajRunner('/nonexistent-dir')(['stats', '--local']);
+    expect(r).toMatchObject({ code: 1, out: '' });
+    expect(r.err).toMatch(/no local Kaj is running here.*npm start/s);
+    expect(r.err).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('--local with a stale state file: names the dead pid', async () => {
+    const stale = localStateDir(runtime);
+    const file = join(stale.dir, '.kaj', 'local.json');
+    writeFileSync(file, JSON.stringify({ pid: 2 ** 22 + 12345, endpoints: runtime.endpoints, resources: runtime.resources }));
+    const r = await kajRunner(stale.dir)(['stats', '--local']);
+    stale.remove();
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/is not running any more/);
+  });
+
+  it('--stack against an endpoint that is down: a clear message, no stack trace', async () => {
+    const r = await kaj(['stats', '--stack', 'kaj', '--endpoint-url', 'http://127.0.0.1:9']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/cannot reach the endpoint/);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('kaj submit, task show, task cancel, stats', () => {
+  it('submit --json, then task show (--json and text)', async () => {
+    const sub = await kaj(['submit', 'fixable', '--local', '--payload', '{"n":1}', '--priority', 'high', '--json']);
+    expect(sub.code).toBe(0);
+    const { task_id, status, priority, replayed } = JSON.parse(sub.out);
+    expect({ status, priority, replayed }).toEqual({ status: 'queued', priority: 'high', replayed: false });
+    await untilStatus(runtime, [task_id], 'succeeded');
+
+    const shown = await kaj(['task', 'show', task_id, '--local', '--json']);
+    expect(JSON.parse(shown.out)).toMatchObject({ task_id, status: 'succeeded', type: 'fixable', payload: { n: 1 } });
+    expect((await kaj(['task', 'show', task_id, '--local'])).out).toMatch(/status:\s+succeeded/);
+    const missing = await kaj(['task', 'show', 't_nope', '--local']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/task t_nope not found/);
+
+    const again = await kaj(['submit', 'fixable', '--local', '--idempotency-key', 'k1', '--json']);
+    const replay = await kaj(['submit', 'fixable', '--local', '--idempotency-key', 'k1', '--json']);
+    expect(JSON.parse(replay.out)).toMatchObject({ task_id: JSON.parse(again.out).task_id, replayed: true });
+  });
+
+  it('task cancel: a delayed task is cancelled; a finished one cannot be', async () => {
+    const sub = JSON.parse((await kaj(['submit', 'fixable', '--local', '--delay', '600', '--json'])).out);
+    const cancelled = await kaj(['task', 'cancel', sub.task_id, '--local', '--json']);
+    expect(cancelled.code).toBe(0);
+    expect(JSON.parse(cancelled.out)).toEqual({ task_id: sub.task_id, status: 'cancelled', cancel_requested: false });
+
+    const done = JSON.parse((await kaj(['submit', 'fixable', '--local', '--json'])).out);
+    await untilStatus(runtime, [done.task_id], 'succeeded');
+    const refused = await kaj(['task', 'cancel', done.task_id, '--local']);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/succeeded and can no longer be cancelled/);
+  });
+
+  it('stats --json and --by-status', async () => {
+    const r = await kaj(['stats', '--local', '--by-status', '--json']);
+    expect(r.code).toBe(0);
+    const snap = JSON.parse(r.out);
+    expect(snap.queues.map((q: { priority: string }) => q.priority)).toEqual(['high', 'normal', 'low']);
+    expect(snap.queues[0]).toMatchObject({ queue: { visible: expect.any(Number), inFlight: expect.any(Number), delayed: expect.any(Number), oldestAgeSeconds: null }, dlq: { visible: 0 } });
+    expect(snap.byStatus.counts.succeeded).toBeGreaterThanOrEqual(2);
+    expect(snap.byStatus.counts.cancelled).toBeGreaterThanOrEqual(1);
+
+    const text = await kaj(['stats', '--local', '--by-status']);
+    expect(text.out).toMatch(/QUEUE\s+VISIBLE\s+IN FLIGHT\s+DELAYED\s+OLDEST\s+DLQ/);
+    expect(text.out).toMatch(/OLDEST: '-' because/);
+    expect(text.out).toMatch(/succeeded\s+\d+/);
+  });
+
+  it('stats --watch refreshes until Ctrl-C (one JSON line per refresh)', async () => {
+    const controller = new AbortController();
+    let sleeps = 0;
+    const r = await kaj(['stats', '--local', '--watch', '1', '--json'], {
+      signal: controller.signal,
+      sleep: async () => {
+        if (++sleeps === 2) controller.abort();
+      },
+    });
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    for (const l of lines) expect(JSON.parse(l).queues).toHaveLength(3);
+  });
+});
+
+describe.skipIf(!motoAvailable())('--native on moto', () => {
+  it('moto has no StartMessageMoveTask: native redrive refuses before changing anything', async () => {
+    const moto = await startMoto();
+    const creds = { accessKeyId: 'test', secretAccessKey: 'test' };
+    const sqs = new SQSClient({ region: 'us-east-1', endpoint: moto.endpoint, credentials: creds });
+    const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: moto.endpoint, credentials: creds });
+    try {
+      const r = await ensureResources({ sqs, dynamodb }, `cli-moto-${process.pid}`);
+      const store = new DynamoTaskStore(dynamodb, r.tableName);
+      const run = nativeRedrive(
+        {
+          store,
+          failed: new DynamoTaskTable(dynamodb, r.tableName),
+          mover: new SqsMessageMover(sqs, { queueArns: r.queueArns, dlqArns: r.deadLetterQueueArns }),
+          lifecycle: runtime.kaj.lifecycle,
+          clock: systemClock,
+          random: cryptoRandom,
+          sleep: realSleep,
+        },
+        { queues: ['normal'], to: 'original', keepAttempts: false, actor: 'tester', dryRun: false },
+      );
+      await expect(run).rejects.toBeInstanceOf(NativeMoveUnsupportedError);
+      await expect(run).rejects.toThrow(/does not implement SQS message move tasks/);
+    } finally {
+      sqs.destroy();
+      dynamodb.destroy();
+      await moto.stop();
+    }
+  });
+});

@@ -1,0 +1,130 @@
+/** Runs `kaj` in-process against a local runtime, as `kaj --local` would find it. */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+import { defaultContext, type CliContext } from '../../../cli/context.js';
+import { runCli } from '../../../cli/program.js';
+import type { Priority } from '../../../shared/config/resources.js';
+import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
+import type { TaskRecord } from '../../../shared/task/model.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
+
+export interface KajResult {
+  readonly code: number;
+  readonly out: string;
+  readonly err: string;
+}
+
+/** A directory holding `.kaj/local.json` for `runtime`, as `npm start` writes it (this process stands in for it). */
+export function localStateDir(runtime: LocalRuntime): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'kaj-cli-'));
+  mkdirSync(join(dir, '.kaj'));
+  writeFileSync(
+    join(dir, '.kaj', 'local.json'),
+    JSON.stringify({ pid: process.pid, apiUrl: runtime.url, endpoints: runtime.endpoints, resources: runtime.resources }),
+  );
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
+  return async (args: readonly string[], extra: Partial<CliContext> = {}): Promise<KajResult> => {
+    let out = '';
+    let err = '';
+    const code = await runCli(
+      args,
+      defaultContext({
+        io: { out: (t) => void (out += t), err: (t) => void (err += t), stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false },
+        cwd,
+        env: {},
+        actor: 'tester',
+        ...base,
+        ...extra,
+      }),
+    );
+    return { code, out, err };
+  };
+}
+
+/** Task types for the CLI tests: one that always fails for good, one that fails until "fixed". */
+export class Scenario {
+  broken = true;
+  readonly successes = new Map<string, number>();
+  readonly runs = new Map<string, number>();
+
+  registry(): TaskRegistry {
+    const count = (m: Map<string, number>, id: string) => m.set(id, (m.get(id) ?? 0) + 1);
+    return new TaskRegistry([
+      defineTask({
+        type: 'always_broken',
+        schema: z.object({}),
+        handler: async (_p, ctx) => {
+          count(this.runs, ctx.taskId);
+          throw new PermanentError('upstream rejects this forever', { code: 'HTTP_410' });
+        },
+      }),
+      defineTask({
+        type: 'fixable',
+        schema: z.object({ n: z.number().optional() }),
+        handler: async (_p, ctx) => {
+          count(this.runs, ctx.taskId);
+          if (this.broken) throw new PermanentError('config missing: SMTP_HOST', { code: 'CONFIG' });
+          count(this.successes, ctx.taskId);
+          return { ok: true };
+        },
+      }),
+    ]);
+  }
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function submitMany(runtime: LocalRuntime, type: string, n: number, priority: Priority = 'normal'): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const { record } = await runtime.kaj.submitter.submit({ type, payload: {}, priority });
+    ids.push(record.task_id);
+  }
+  return ids;
+}
+
+export async function records(runtime: LocalRuntime, ids: readonly string[]): Promise<TaskRecord[]> {
+  return Promise.all(ids.map(async (id) => (await runtime.kaj.store.get(id)) as TaskRecord));
+}
+
+export async function untilStatus(runtime: LocalRuntime, ids: readonly string[], status: TaskRecord['status']): Promise<TaskRecord[]> {
+  return waitFor(`${ids.length} task(s) to be ${status}`, async () => {
+    const rs = await records(runtime, ids);
+    return rs.every((r) => r.status === status) ? rs : undefined;
+  });
+}
+
+export async function dlqDepth(runtime: LocalRuntime, p: Priority): Promise<{ visible: number; inFlight: number }> {
+  const out = await runtime.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: runtime.resources.deadLetterQueueUrls[p],
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return {
+    visible: Number(out.Attributes?.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+  };
+}
+
+/** Waits until the DLQ of `p` holds exactly `n` messages, all visible (dead letters are written after the failed write). */
+export async function untilDlq(runtime: LocalRuntime, p: Priority, n: number): Promise<void> {
+  await waitFor(`the ${p} DLQ to hold ${n} visible message(s)`, async () => {
+    const d = await dlqDepth(runtime, p);
+    return d.visible === n && d.inFlight === 0 ? true : undefined;
+  });
+}

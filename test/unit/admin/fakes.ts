@@ -1,0 +1,257 @@
+/** Hand-made fakes of the contracts the admin domain runs on. */
+import type { DeadLetterQueues, DlqMessage } from '../../../shared/admin/dead-letters.js';
+import type { Sleep } from '../../../shared/admin/pacer.js';
+import { DEFAULTS, type Priority } from '../../../shared/config/resources.js';
+import { runtimeSettings } from '../../../shared/config/settings.js';
+import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../shared/queue/message.js';
+import type { TaskQueue } from '../../../shared/queue/task-queue.js';
+import { FakeClock } from '../../../shared/runtime/clock.js';
+import { noMetrics, silentLogger } from '../../../shared/runtime/logger.js';
+import { sequenceRandom, type RandomSource } from '../../../shared/runtime/random.js';
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../../shared/store/errors.js';
+import type { TaskChanges, TaskCondition, TaskStore } from '../../../shared/store/task-store.js';
+import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
+import type { TaskRecord } from '../../../shared/task/model.js';
+
+const clone = <T>(x: T): T => structuredClone(x);
+
+/** `TaskStore` in memory, with the contract's condition semantics. */
+export class MemoryTaskStore implements TaskStore {
+  readonly items = new Map<string, TaskRecord>();
+  updates = 0;
+  /** Runs before each update (to inject a concurrent change or a failure). */
+  beforeUpdate: ((taskId: string, changes: TaskChanges) => void | Promise<void>) | undefined;
+
+  async create(record: TaskRecord): Promise<void> {
+    if (this.items.has(record.task_id)) throw new TaskAlreadyExistsError(record.task_id, clone(this.items.get(record.task_id)));
+    this.items.set(record.task_id, clone(record));
+  }
+
+  async get(taskId: string): Promise<TaskRecord | undefined> {
+    const r = this.items.get(taskId);
+    return r === undefined ? undefined : clone(r);
+  }
+
+  async update(taskId: string, changes: TaskChanges, c: TaskCondition): Promise<TaskRecord> {
+    await this.beforeUpdate?.(taskId, changes);
+    const r = this.items.get(taskId);
+    if (r === undefined || !holds(r, c)) throw new ConditionFailedError(taskId, r === undefined ? undefined : clone(r));
+    const next = { ...r, ...clone(changes.set ?? {}) } as Record<string, unknown>;
+    for (const k of changes.remove ?? []) delete next[k];
+    for (const [k, v] of Object.entries(changes.add ?? {})) next[k] = ((next[k] as number | undefined) ?? 0) + (v as number);
+    this.items.set(taskId, next as unknown as TaskRecord);
+    this.updates += 1;
+    return clone(next as unknown as TaskRecord);
+  }
+
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+    return [...this.items.values()]
+      .filter((r) => r.outbox_pk === partition && (r.outbox_due ?? Infinity) <= dueBy)
+      .sort((a, b) => (a.outbox_due ?? 0) - (b.outbox_due ?? 0))
+      .slice(0, limit)
+      .map(clone);
+  }
+}
+
+function holds(r: TaskRecord, c: TaskCondition): boolean {
+  const alternatives: boolean[] = [];
+  if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
+  if (c.orLeaseExpiredBefore !== undefined) alternatives.push(r.status === 'running' && (r.lease_until ?? 0) < c.orLeaseExpiredBefore);
+  if (alternatives.length > 0 && !alternatives.some(Boolean)) return false;
+  if (c.dispatchId !== undefined && r.dispatch_id !== c.dispatchId) return false;
+  if (c.leaseToken !== undefined && r.lease_token !== c.leaseToken) return false;
+  if (c.outboxPending === true && r.outbox_pk === undefined) return false;
+  if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
+  return true;
+}
+
+interface StoredMessage {
+  id: string;
+  body: string;
+  attributes: Record<string, string>;
+  receiveCount: number;
+  invisibleUntil: number;
+  handle: string | undefined;
+  sentAt: number;
+}
+
+/** Three DLQs in memory, with visibility timeouts on the fake clock. */
+export class FakeDlq implements DeadLetterQueues {
+  readonly queues: Record<Priority, StoredMessage[]> = { high: [], normal: [], low: [] };
+  private n = 0;
+  receives = 0;
+  /** Makes the next `delete` throw (a crash or an outage between send and delete). */
+  failNextDelete = 0;
+
+  constructor(private readonly clock: FakeClock) {}
+
+  put(priority: Priority, body: unknown, attributes: Record<string, string> = {}): string {
+    const id = `m${(this.n += 1)}`;
+    this.queues[priority].push({
+      id,
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      attributes,
+      receiveCount: 0,
+      invisibleUntil: 0,
+      handle: undefined,
+      sentAt: this.clock.now(),
+    });
+    return id;
+  }
+
+  putDeadLetter(letter: DeadLetter): string {
+    return this.put(letter.priority, letter, {
+      [A.taskId]: letter.task_id,
+      [A.type]: letter.type,
+      [A.priority]: letter.priority,
+      [A.attempts]: String(letter.attempts),
+      [A.failedAt]: letter.failed_at,
+      [A.error]: letter.last_error?.message ?? letter.reason,
+    });
+  }
+
+  visible(priority: Priority): StoredMessage[] {
+    return this.queues[priority].filter((m) => m.invisibleUntil <= this.clock.now());
+  }
+
+  all(): StoredMessage[] {
+    return [...this.queues.high, ...this.queues.normal, ...this.queues.low];
+  }
+
+  async receive(priority: Priority, o: { max: number; visibilitySeconds: number }): Promise<DlqMessage[]> {
+    this.receives += 1;
+    const out: DlqMessage[] = [];
+    for (const m of this.visible(priority).slice(0, o.max)) {
+      m.receiveCount += 1;
+      m.invisibleUntil = this.clock.now() + o.visibilitySeconds * 1000;
+      m.handle = `${m.id}#${m.receiveCount}`;
+      out.push({ messageId: m.id, receiptHandle: m.handle, body: m.body, attributes: { ...m.attributes }, sentTimestamp: m.sentAt, receiveCount: m.receiveCount });
+    }
+    return out;
+  }
+
+  async release(priority: Priority, handles: readonly string[]): Promise<void> {
+    for (const m of this.queues[priority]) if (m.handle !== undefined && handles.includes(m.handle)) m.invisibleUntil = 0;
+  }
+
+  async delete(priority: Priority, handles: readonly string[]): Promise<string[]> {
+    if (this.failNextDelete > 0) {
+      this.failNextDelete -= 1;
+      throw new Error('injected: the process died before deleting');
+    }
+    const failed: string[] = [];
+    for (const h of handles) {
+      const i = this.queues[priority].findIndex((m) => m.handle === h);
+      if (i < 0) failed.push(h);
+      else this.queues[priority].splice(i, 1);
+    }
+    return failed;
+  }
+}
+
+/** `TaskQueue` that records sends; dead letters go to the FakeDlq. */
+export class FakeTaskQueue implements TaskQueue {
+  readonly sent: { priority: Priority; message: TaskMessage; delaySeconds: number; type: string }[] = [];
+  failNextSends = 0;
+
+  constructor(private readonly dlq: FakeDlq) {}
+
+  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
+    if (this.failNextSends > 0) {
+      this.failNextSends -= 1;
+      throw new Error('injected: SQS unavailable');
+    }
+    this.sent.push({ priority, message: { ...message }, ...options });
+  }
+
+  async sendDead(letter: DeadLetter): Promise<void> {
+    this.dlq.putDeadLetter(letter);
+  }
+
+  async changeVisibility(): Promise<void> {}
+}
+
+/** A sleep that moves the fake clock instead of waiting. */
+export function clockSleep(clock: FakeClock, log: number[] = []): Sleep {
+  return async (ms) => {
+    log.push(ms);
+    clock.advance(ms);
+  };
+}
+
+export interface World {
+  clock: FakeClock;
+  store: MemoryTaskStore;
+  dlq: FakeDlq;
+  queue: FakeTaskQueue;
+  lifecycle: TaskLifecycle;
+  random: RandomSource;
+  sleeps: number[];
+  sleep: Sleep;
+}
+
+export function world(): World {
+  const clock = new FakeClock();
+  const store = new MemoryTaskStore();
+  const dlq = new FakeDlq(clock);
+  const queue = new FakeTaskQueue(dlq);
+  const random = sequenceRandom([0.5]);
+  const lifecycle = new TaskLifecycle({
+    store,
+    queue,
+    clock,
+    random,
+    logger: silentLogger,
+    metrics: noMetrics,
+    settings: runtimeSettings(),
+  });
+  const sleeps: number[] = [];
+  return { clock, store, dlq, queue, lifecycle, random, sleeps, sleep: clockSleep(clock, sleeps) };
+}
+
+let seq = 0;
+
+/** A task that died: its failed record in the store and its dead letter in the DLQ of its priority. */
+export async function deadTask(
+  w: World,
+  o: { type?: string; priority?: Priority; error?: string; id?: string; attempts?: number; diedAt?: number } = {},
+): Promise<TaskRecord> {
+  const now = o.diedAt ?? w.clock.now();
+  const at = new Date(now).toISOString();
+  const id = o.id ?? `t_${(seq += 1).toString().padStart(4, '0')}`;
+  const error = { name: 'PermanentError', message: o.error ?? 'provider rejected recipient', retryable: false, code: 'HTTP_400' };
+  const record: TaskRecord = {
+    task_id: id,
+    type: o.type ?? 'send_email',
+    priority: o.priority ?? 'normal',
+    status: 'failed',
+    payload: { to: 'ada@example.com' },
+    attempts: o.attempts ?? 3,
+    max_attempts: 5,
+    timeout_seconds: 30,
+    run_at: at,
+    created_at: at,
+    updated_at: at,
+    started_at: at,
+    finished_at: at,
+    last_error: error,
+    history: [{ attempt: 1, outcome: 'failed', finished_at: at, error }],
+    fingerprint: 'f',
+    lease_token: 3,
+    dispatch_id: `d_${id}_1`,
+    crashes: 1,
+    expires_at: Math.floor(now / 1000) + DEFAULTS.dlqRetentionSeconds,
+  };
+  await w.store.create(record);
+  w.dlq.putDeadLetter({
+    task_id: id,
+    dispatch_id: record.dispatch_id,
+    type: record.type,
+    priority: record.priority,
+    attempts: record.attempts,
+    reason: error.message,
+    last_error: error,
+    failed_at: at,
+  });
+  return record;
+}

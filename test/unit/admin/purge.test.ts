@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { planPurge, purgeDeadLetters, type PurgeOptions } from '../../../shared/admin/purge.js';
+import { parseDeadEntry } from '../../../shared/admin/dead-letters.js';
+import { PRIORITIES } from '../../../shared/config/resources.js';
+import type { TaskRecord } from '../../../shared/task/model.js';
+import { deadTask, world, type World } from './fakes.js';
+
+const base: PurgeOptions = { queues: PRIORITIES, filter: {}, visibilitySeconds: 30, waitSeconds: 0, emptyReceivesToStop: 1, dryRun: false, actor: 'ops' };
+const run = (w: World, o: Partial<PurgeOptions> = {}) =>
+  purgeDeadLetters({ dlq: w.dlq, store: w.store, clock: w.clock, sleep: w.sleep }, { ...base, ...o });
+const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
+
+describe('planPurge', () => {
+  const entry = parseDeadEntry('normal', {
+    messageId: 'm',
+    receiptHandle: 'h',
+    attributes: {},
+    body: JSON.stringify({ task_id: 't', dispatch_id: 'd1', type: 'x', priority: 'normal', attempts: 1, reason: 'r', failed_at: 'z' }),
+  });
+  const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) => ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+  it.each([
+    ['failed', r('failed'), 'mark'],
+    ['failed and discarded already', r('failed', 'd1', { discarded_at: 'x' }), 'delete'],
+    ['queued (SQS moved its only message)', r('queued'), 'cancel'],
+    ['running', r('running'), 'leave'],
+    ['succeeded', r('succeeded'), 'delete'],
+    ['redriven since', r('queued', 'd2'), 'delete'],
+    ['no record', null, 'delete'],
+  ])('%s → %s', (_n, record, action) => expect(planPurge(entry, record).action).toBe(action));
+});
+
+describe('purgeDeadLetters', () => {
+  it('marks the task discarded with an audit entry (status stays failed), then deletes the letter', async () => {
+    const w = world();
+    const dead = await deadTask(w);
+    const other = await deadTask(w, { type: 'make_thumbnails' });
+    w.clock.advance(5_000);
+    const report = await run(w, { filter: { type: 'send_email' }, reason: 'bad addresses' });
+    expect(report).toMatchObject({ selected: 1, purged: 1, skipped: 0, failed: 0 });
+    const r = await rec(w, dead.task_id);
+    const at = new Date(w.clock.now()).toISOString();
+    expect(r).toMatchObject({ status: 'failed', discarded_at: at, dispatch_id: dead.dispatch_id });
+    expect(r.audit).toEqual([{ action: 'purge', at, by: 'ops', reason: 'bad addresses' }]);
+    expect(r.expires_at).toBe(Math.floor(w.clock.now() / 1000) + 7 * 86_400);
+    expect((await rec(w, other.task_id)).discarded_at).toBeUndefined();
+    expect(w.dlq.all().map((m) => JSON.parse(m.body).task_id)).toEqual([other.task_id]);
+  });
+
+  it('a crash before the delete, then a re-run: one audit entry, letter gone', async () => {
+    const w = world();
+    const dead = await deadTask(w);
+    w.dlq.failNextDelete = 1;
+    expect(await run(w)).toMatchObject({ purged: 0, failed: 1 });
+    expect(await run(w)).toMatchObject({ purged: 1, failed: 0 });
+    expect((await rec(w, dead.task_id)).audit).toHaveLength(1);
+    expect(w.dlq.all()).toHaveLength(0);
+  });
+
+  it('--dry-run changes nothing', async () => {
+    const w = world();
+    await deadTask(w);
+    expect(await run(w, { dryRun: true })).toMatchObject({ dryRun: true, selected: 1, purged: 1 });
+    expect(w.store.updates).toBe(0);
+    expect(w.dlq.visible('normal')).toHaveLength(1);
+  });
+
+  it('cancels a waiting task whose only message SQS moved to the DLQ', async () => {
+    const w = world();
+    const dead = await deadTask(w, { priority: 'high' });
+    await w.store.update(dead.task_id, { set: { status: 'queued' }, remove: ['finished_at'] }, {});
+    w.dlq.queues.high.length = 0;
+    w.dlq.put('high', { task_id: dead.task_id, dispatch_id: dead.dispatch_id });
+    expect(await run(w)).toMatchObject({ purged: 1 });
+    expect(await rec(w, dead.task_id)).toMatchObject({ status: 'cancelled', discarded_at: expect.any(String) });
+  });
+
+  it('deletes obsolete letters and foreign messages without marking anything', async () => {
+    const w = world();
+    const dead = await deadTask(w);
+    await w.store.update(dead.task_id, { set: { status: 'queued', dispatch_id: 'newer' } }, {});
+    w.dlq.put('low', 'garbage');
+    expect(await run(w)).toMatchObject({ selected: 2, purged: 0, skipped: 2 });
+    expect((await rec(w, dead.task_id)).audit).toBeUndefined();
+    expect(w.dlq.all()).toHaveLength(0);
+  });
+});
