@@ -13,8 +13,10 @@ import { parseStackOutputs } from '../infra/outputs.js';
 import type { AdminResources } from '../shared/admin/aws.js';
 import { CliError, UsageError } from './errors.js';
 
-/** Same path as `LOCAL_STATE_FILE` in local/runtime.ts (not imported: that module starts emulators' code). */
-export const LOCAL_STATE_PATH = '.kaj/local.json';
+import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
+
+/** Written by `npm start` (local/main.ts). */
+export const LOCAL_STATE_PATH = LOCAL_STATE_FILE;
 
 export interface TargetFlags {
   readonly stack?: string;

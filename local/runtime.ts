@@ -18,8 +18,7 @@ import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulat
 import { SqsEventSource } from './event-source.js';
 import { createApiServer } from './http-server.js';
 
-/** Where a running `npm start` describes itself (endpoints, resources) for the admin CLI's `--local`. */
-export const LOCAL_STATE_FILE = '.kaj/local.json';
+export { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
 
 export interface LocalRuntimeOptions {
   readonly registry?: TaskRegistry;

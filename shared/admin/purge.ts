@@ -92,14 +92,13 @@ async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Pro
     const common = {
       discarded_at: iso(now),
       updated_at: iso(now),
-      audit: [...(current.audit ?? []), auditEntry(o, now, 'purge')],
       expires_at: Math.floor(now / 1000) + retention,
     };
     try {
       if (plan.action === 'mark') {
         await deps.store.update(
           current.task_id,
-          { set: common, remove: ['outbox_pk', 'outbox_due'] },
+          { set: common, remove: ['outbox_pk', 'outbox_due'], append: { audit: [auditEntry(o, now, 'purge')] } },
           { status: ['failed'], dispatchId: current.dispatch_id },
         );
         return { outcome: 'done', action: plan.action, detail: 'discarded', deleteLetter: true };
@@ -109,6 +108,7 @@ async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Pro
         {
           set: { ...common, status: transition(current.status, 'cancel', current.task_id), finished_at: iso(now) },
           remove: ['outbox_pk', 'outbox_due', 'lease_until'],
+          append: { audit: [auditEntry(o, now, 'purge')] },
         },
         { status: [current.status], dispatchId: current.dispatch_id },
       );

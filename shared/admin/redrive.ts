@@ -156,7 +156,7 @@ async function carryOut(
       // An audit entry (and the count) first, fenced on the same dispatch: the message itself is unchanged.
       const audited = await deps.store.update(
         record.task_id,
-        { set: { audit: [...(record.audit ?? []), auditEntry(o, now, 'redrive')], updated_at: iso(now) }, add: { redrive_count: 1 } },
+        { set: { updated_at: iso(now) }, add: { redrive_count: 1 }, append: { audit: [auditEntry(o, now, 'redrive')] } },
         { status: WAITING, dispatchId: record.dispatch_id },
       );
       // dispatch() sends what an outbox entry says; this one is synthetic (nothing to clear in the table).
@@ -202,11 +202,11 @@ export function resetChanges(
       run_at: iso(now),
       updated_at: iso(now),
       dispatch_id: options.keepDispatchId === true ? record.dispatch_id : deps.random.id(),
-      audit: [...(record.audit ?? []), auditEntry(o, now, 'redrive')],
       ...(o.keepAttempts ? {} : { attempts: 0, crashes: 0 }),
       ...deps.lifecycle.outbox('queue', target, now),
     },
     remove: ['finished_at', 'expires_at', 'discarded_at', 'lease_until', 'cancel_requested'],
     add: { redrive_count: 1 },
+    append: { audit: [auditEntry(o, now, 'redrive')] },
   };
 }

@@ -69,6 +69,10 @@ export class DynamoTaskStore implements TaskStore {
       const n = expr.name(k);
       sets.push(`${n} = if_not_exists(${n}, ${expr.value(0)}) + ${expr.value(v)}`);
     }
+    for (const [k, v] of Object.entries(changes.append ?? {})) {
+      const n = expr.name(k);
+      sets.push(`${n} = list_append(if_not_exists(${n}, ${expr.value([])}), ${expr.value(v)})`);
+    }
     const removes = (changes.remove ?? []).map((k) => expr.name(k));
     const parts: string[] = [];
     if (sets.length > 0) parts.push(`SET ${sets.join(', ')}`);
@@ -131,7 +135,10 @@ function conditionExpression(expr: ExpressionBuilder, c: TaskCondition): string 
       `(${status} = ${expr.value('running')} AND ${expr.name('lease_until')} < ${expr.value(c.orLeaseExpiredBefore)})`,
     );
   }
-  if (alternatives.length > 0) clauses.push(`(${alternatives.join(' OR ')})`);
+  // Parenthesize only a real OR: DynamoDB rejects `((a AND b))` as "redundant parentheses",
+  // which a lone `orLeaseExpiredBefore` (the crash-reclaim fence) used to produce.
+  if (alternatives.length === 1) clauses.push(alternatives[0] as string);
+  if (alternatives.length > 1) clauses.push(`(${alternatives.join(' OR ')})`);
   if (c.dispatchId !== undefined) clauses.push(`${expr.name('dispatch_id')} = ${expr.value(c.dispatchId)}`);
   if (c.leaseToken !== undefined) clauses.push(`${expr.name('lease_token')} = ${expr.value(c.leaseToken)}`);
   if (c.outboxPending === true) clauses.push(`attribute_exists(${expr.name('outbox_pk')})`);

@@ -1,4 +1,4 @@
-import type { TaskRecord, TaskStatus } from '../task/model.js';
+import type { AuditEntry, TaskRecord, TaskStatus } from '../task/model.js';
 
 /**
  * A precondition for an update. All given parts must hold (AND); `status` and
@@ -23,6 +23,8 @@ export interface TaskChanges {
   readonly remove?: readonly (keyof TaskRecord)[];
   /** Atomic increments (a missing attribute counts as 0). */
   readonly add?: Partial<Record<Counter, number>>;
+  /** Atomic appends to list attributes (a missing list counts as empty), so concurrent writers lose nothing. */
+  readonly append?: { readonly audit?: readonly AuditEntry[] };
 }
 
 /**

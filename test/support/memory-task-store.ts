@@ -31,6 +31,7 @@ export class MemoryTaskStore implements TaskStore {
     const next: Record<string, unknown> = { ...current };
     for (const [k, v] of Object.entries(changes.set ?? {})) if (v !== undefined) next[k] = clone(v);
     for (const [k, v] of Object.entries(changes.add ?? {})) next[k] = ((next[k] as number | undefined) ?? 0) + (v ?? 0);
+    for (const [k, v] of Object.entries(changes.append ?? {})) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...clone(v ?? [])];
     for (const k of changes.remove ?? []) delete next[k];
     this.items.set(taskId, next as unknown as TaskRecord);
     return clone(next as unknown as TaskRecord);

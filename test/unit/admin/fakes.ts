@@ -39,6 +39,7 @@ export class MemoryTaskStore implements TaskStore {
     const next = { ...r, ...clone(changes.set ?? {}) } as Record<string, unknown>;
     for (const k of changes.remove ?? []) delete next[k];
     for (const [k, v] of Object.entries(changes.add ?? {})) next[k] = ((next[k] as number | undefined) ?? 0) + (v as number);
+    for (const [k, v] of Object.entries(changes.append ?? {})) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...clone(v ?? [])];
     this.items.set(taskId, next as unknown as TaskRecord);
     this.updates += 1;
     return clone(next as unknown as TaskRecord);
