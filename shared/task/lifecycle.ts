@@ -57,7 +57,8 @@ export class TaskLifecycle {
 
   /**
    * Sends the message a task is owed (its outbox entry). After a queue send the entry stays as
-   * a watchdog, due `watchdogSeconds` after run_at; after a dead letter it is removed.
+   * a watchdog, due `watchdogSeconds` after run_at (claims and heartbeats leave it there);
+   * after a dead letter it is removed.
    * Returns 'deferred' for a delay SQS cannot hold yet (the sweeper sends it later).
    * @throws QueueUnavailableError when the send fails; the entry stays for the sweeper.
    */
@@ -149,7 +150,7 @@ export class TaskLifecycle {
     return this.dispatch(record);
   }
 
-  /** The watchdog of a running task: shortly after its lease would run out. */
+  /** When to look again at a running task whose lease is live: shortly after it would run out. */
   private leaseWatchdog(leaseUntil: number): number {
     return leaseUntil + this.d.settings.outboxGraceSeconds * 1000;
   }
@@ -171,8 +172,8 @@ export class TaskLifecycle {
             lease_until: leaseUntil,
             started_at: iso(now),
             updated_at: iso(now),
-            // The entry (outbox_pk was set when the message was owed) now watches the lease.
-            outbox_due: this.leaseWatchdog(leaseUntil),
+            // The outbox entry stays as it is (due run_at + watchdog): if this worker dies and its
+            // message is lost too, the sweeper finds the task then. Not moving it saves GSI writes.
           },
           add: { attempts: 1, lease_token: 1 },
         },
@@ -245,8 +246,6 @@ export class TaskLifecycle {
             updated_at: iso(now),
             last_error: error,
             history,
-            outbox_pk: outboxKey('queue', current.priority),
-            outbox_due: this.leaseWatchdog(now + this.d.settings.leaseSeconds * 1000),
           },
           add: { attempts: 1, lease_token: 1, crashes: 1 },
         },
@@ -269,12 +268,7 @@ export class TaskLifecycle {
     return this.fenced(record, () =>
       this.d.store.update(
         record.task_id,
-        {
-          set: {
-            lease_until: now + this.d.settings.leaseSeconds * 1000,
-            outbox_due: this.leaseWatchdog(now + this.d.settings.leaseSeconds * 1000),
-          },
-        },
+        { set: { lease_until: now + this.d.settings.leaseSeconds * 1000 } },
         { leaseToken: record.lease_token, status: ['running'] },
       ),
     );

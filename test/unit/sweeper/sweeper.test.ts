@@ -30,13 +30,14 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     const { kaj, queue, clock, store, record } = await queuedAndSent();
     const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error('claim');
-    // Heartbeats keep pushing the watchdog out.
-    clock.advance(40_000);
-    await kaj.lifecycle.heartbeat(c.record);
-    clock.advance(60_000);
-    expect((await kaj.sweep()).sent).toBe(0);
+    // The watchdog (run_at + 1 h) finds it running with a live lease (a long backlog, then a
+    // late claim): it only looks again after the lease.
+    clock.advance(3_600_000);
+    const late = await kaj.lifecycle.heartbeat(c.record);
+    expect(await kaj.sweep()).toMatchObject({ sent: 0, extended: 1 });
+    expect(store.items.get(record.task_id)?.outbox_due).toBe((late.lease_until ?? 0) + 30_000);
     // The worker dies: no heartbeat. Lease (60 s) + grace (30 s) later the sweeper re-sends.
-    clock.advance(30_001);
+    clock.advance(60_000 + 30_000);
     expect(await kaj.sweep()).toMatchObject({ sent: 1 });
     expect(queue.sent).toHaveLength(2);
     const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
