@@ -183,12 +183,11 @@ export class TaskLifecycle {
     } catch (err) {
       if (!(err instanceof ConditionFailedError)) throw err;
       const current = err.current ?? (await this.d.store.get(taskId));
-      return this.afterRejectedClaim(taskId, dispatchId, current, now);
+      return this.afterRejectedClaim(dispatchId, current, now);
     }
   }
 
   private async afterRejectedClaim(
-    taskId: string,
     dispatchId: string,
     current: TaskRecord | undefined,
     now: number,

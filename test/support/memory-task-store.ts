@@ -10,6 +10,10 @@ export class MemoryTaskStore implements TaskStore {
   readonly items = new Map<string, TaskRecord>();
   /** Make the next call(s) of an operation throw. */
   failNext: Partial<Record<'create' | 'get' | 'update' | 'listOutboxDue', Error>> = {};
+  /** Updates applied so far. */
+  updates = 0;
+  /** Runs before each update (to inject a concurrent change or a failure). */
+  beforeUpdate: ((taskId: string, changes: TaskChanges) => void | Promise<void>) | undefined;
 
   async create(record: TaskRecord): Promise<void> {
     this.maybeFail('create');
@@ -26,6 +30,7 @@ export class MemoryTaskStore implements TaskStore {
 
   async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
     this.maybeFail('update');
+    await this.beforeUpdate?.(taskId, changes);
     const current = this.items.get(taskId);
     if (!current || !holds(current, condition)) throw new ConditionFailedError(taskId, current && clone(current));
     const next: Record<string, unknown> = { ...current };
@@ -34,6 +39,7 @@ export class MemoryTaskStore implements TaskStore {
     for (const [k, v] of Object.entries(changes.append ?? {})) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...clone(v ?? [])];
     for (const k of changes.remove ?? []) delete next[k];
     this.items.set(taskId, next as unknown as TaskRecord);
+    this.updates += 1;
     return clone(next as unknown as TaskRecord);
   }
 

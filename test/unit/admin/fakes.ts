@@ -8,63 +8,13 @@ import type { TaskQueue } from '../../../shared/queue/task-queue.js';
 import { FakeClock } from '../../../shared/runtime/clock.js';
 import { noMetrics, silentLogger } from '../../../shared/runtime/logger.js';
 import { sequenceRandom, type RandomSource } from '../../../shared/runtime/random.js';
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../../shared/store/errors.js';
-import type { TaskChanges, TaskCondition, TaskStore } from '../../../shared/store/task-store.js';
 import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 
-const clone = <T>(x: T): T => structuredClone(x);
 
-/** `TaskStore` in memory, with the contract's condition semantics. */
-export class MemoryTaskStore implements TaskStore {
-  readonly items = new Map<string, TaskRecord>();
-  updates = 0;
-  /** Runs before each update (to inject a concurrent change or a failure). */
-  beforeUpdate: ((taskId: string, changes: TaskChanges) => void | Promise<void>) | undefined;
+import { MemoryTaskStore } from '../../support/memory-task-store.js';
 
-  async create(record: TaskRecord): Promise<void> {
-    if (this.items.has(record.task_id)) throw new TaskAlreadyExistsError(record.task_id, clone(this.items.get(record.task_id)));
-    this.items.set(record.task_id, clone(record));
-  }
-
-  async get(taskId: string): Promise<TaskRecord | undefined> {
-    const r = this.items.get(taskId);
-    return r === undefined ? undefined : clone(r);
-  }
-
-  async update(taskId: string, changes: TaskChanges, c: TaskCondition): Promise<TaskRecord> {
-    await this.beforeUpdate?.(taskId, changes);
-    const r = this.items.get(taskId);
-    if (r === undefined || !holds(r, c)) throw new ConditionFailedError(taskId, r === undefined ? undefined : clone(r));
-    const next = { ...r, ...clone(changes.set ?? {}) } as Record<string, unknown>;
-    for (const k of changes.remove ?? []) delete next[k];
-    for (const [k, v] of Object.entries(changes.add ?? {})) next[k] = ((next[k] as number | undefined) ?? 0) + (v as number);
-    for (const [k, v] of Object.entries(changes.append ?? {})) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...clone(v ?? [])];
-    this.items.set(taskId, next as unknown as TaskRecord);
-    this.updates += 1;
-    return clone(next as unknown as TaskRecord);
-  }
-
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
-    return [...this.items.values()]
-      .filter((r) => r.outbox_pk === partition && (r.outbox_due ?? Infinity) <= dueBy)
-      .sort((a, b) => (a.outbox_due ?? 0) - (b.outbox_due ?? 0))
-      .slice(0, limit)
-      .map(clone);
-  }
-}
-
-function holds(r: TaskRecord, c: TaskCondition): boolean {
-  const alternatives: boolean[] = [];
-  if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
-  if (c.orLeaseExpiredBefore !== undefined) alternatives.push(r.status === 'running' && (r.lease_until ?? 0) < c.orLeaseExpiredBefore);
-  if (alternatives.length > 0 && !alternatives.some(Boolean)) return false;
-  if (c.dispatchId !== undefined && r.dispatch_id !== c.dispatchId) return false;
-  if (c.leaseToken !== undefined && r.lease_token !== c.leaseToken) return false;
-  if (c.outboxPending === true && r.outbox_pk === undefined) return false;
-  if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
-  return true;
-}
+export { MemoryTaskStore };
 
 interface StoredMessage {
   id: string;

@@ -1,0 +1,220 @@
+/**
+ * Fault injection for AWS SDK v3 clients, as SDK middleware.
+ *
+ * A {@link FaultInjector} is attached to real clients (`runtime.clients.sqs` / `.dynamodb`, or
+ * any client a test builds); each armed {@link Fault} makes the nth call of one command (among
+ * the calls its `match` accepts) fail with an error shaped like the service's own: `name` set
+ * and `$metadata.httpStatusCode` set, so Kaj's adapters and the SDK classify it as they would
+ * the real thing.
+ *
+ * Where the error is raised decides whether the SDK's own retry sees it:
+ *
+ * - `layer: 'app'` (default): the middleware sits at the `initialize` step, outside the SDK's
+ *   retry middleware (`finalizeRequest`, priority high). The error reaches Kaj exactly once per
+ *   injected call — it stands for "the SDK retried and gave up" (a throttle or outage that
+ *   outlasted `maxAttempts`). No `maxAttempts: 1` is needed, and Kaj's own recovery is tested.
+ * - `layer: 'wire'`: the middleware sits at the `deserialize` step, inside the retry loop, so the
+ *   SDK retries it like a real response. Use it to show that a single transient error is absorbed
+ *   by the SDK, or (with `phase: 'after'`) that the SDK *re-sends a request that had already been
+ *   applied* — a lost response turned into a duplicate, non-idempotent write.
+ *
+ * `phase: 'before'` fails the call before it reaches the service (nothing happened);
+ * `phase: 'after'` lets the service apply it and then replaces the response with the error
+ * (an ambiguous outcome: the caller cannot tell that the write landed).
+ *
+ * @module
+ */
+/** What SDK errors carry besides name and message. */
+export interface MetadataBearer {
+  $metadata: { httpStatusCode?: number; attempts?: number };
+}
+
+export type FaultErrorKind =
+  /** SQS/generic throttling (HTTP 400, `ThrottlingException`): retryable by the SDK. */
+  | 'throttling'
+  /** DynamoDB throttling (HTTP 400, `ProvisionedThroughputExceededException`). */
+  | 'provisioned-throughput'
+  /** HTTP 500 `InternalServerError`. */
+  | 'internal'
+  /** HTTP 503 `ServiceUnavailable`. */
+  | 'unavailable'
+  /** The client gave up waiting (`TimeoutError`, no HTTP status), as NodeHttpHandler reports it. */
+  | 'timeout';
+
+const ERRORS: Record<FaultErrorKind, { name: string; status?: number; message: string }> = {
+  throttling: { name: 'ThrottlingException', status: 400, message: 'Rate exceeded (injected)' },
+  'provisioned-throughput': {
+    name: 'ProvisionedThroughputExceededException',
+    status: 400,
+    message: 'The level of configured provisioned throughput for the table was exceeded (injected)',
+  },
+  internal: { name: 'InternalServerError', status: 500, message: 'Internal server error (injected)' },
+  unavailable: { name: 'ServiceUnavailable', status: 503, message: 'Service unavailable (injected)' },
+  timeout: { name: 'TimeoutError', message: 'Connection timed out after 3000 ms (injected)' },
+};
+
+/** An error as the SDK would surface it for `kind`. */
+export function sdkError(kind: FaultErrorKind): Error & MetadataBearer & { $fault: string } {
+  const spec = ERRORS[kind];
+  const err = new Error(spec.message) as Error & MetadataBearer & { $fault: string };
+  err.name = spec.name;
+  err.$metadata = spec.status === undefined ? { attempts: 1 } : { httpStatusCode: spec.status, attempts: 1 };
+  err.$fault = kind;
+  return err;
+}
+
+export interface FaultSpec {
+  /** SDK command name, with or without the `Command` suffix: `SendMessage`, `UpdateItem`. */
+  readonly command: string;
+  /** Only calls whose input passes this are counted (see the call-site matchers below). */
+  readonly match?: (input: Record<string, unknown>) => boolean;
+  /** Fail the nth matching call (1-based). @default 1 */
+  readonly nth?: number;
+  /** Fail this many consecutive matching calls from the nth on. @default 1 */
+  readonly times?: number;
+  readonly error: FaultErrorKind;
+  /** @default 'before' */
+  readonly phase?: 'before' | 'after';
+}
+
+/** One armed fault: counts what it saw and what it broke. */
+export class Fault {
+  /** Matching calls seen so far. */
+  matched = 0;
+  /** Calls failed so far. */
+  fired = 0;
+  /** Inputs of the calls that were failed, for assertions. */
+  readonly failedInputs: Record<string, unknown>[] = [];
+  constructor(readonly spec: FaultSpec) {}
+
+  get description(): string {
+    const s = this.spec;
+    return `${s.error} on ${s.command} #${s.nth ?? 1}${(s.times ?? 1) > 1 ? `×${s.times}` : ''} (${s.phase ?? 'before'})`;
+  }
+
+  /** Whether this call (already known to be of the right command) is to fail. */
+  take(input: Record<string, unknown>): boolean {
+    if (this.spec.match !== undefined && !this.spec.match(input)) return false;
+    this.matched += 1;
+    const first = this.spec.nth ?? 1;
+    const last = first + (this.spec.times ?? 1) - 1;
+    if (this.matched < first || this.matched > last) return false;
+    this.fired += 1;
+    this.failedInputs.push(input);
+    return true;
+  }
+}
+
+/** The slice of an SDK client this needs. */
+interface StackClient {
+  middlewareStack: {
+    add(
+      mw: (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) => (args: { input: unknown }) => Promise<unknown>,
+      options: { step: 'initialize' | 'deserialize'; name: string; priority?: 'high' | 'normal' | 'low'; override?: boolean },
+    ): void;
+    remove(name: string): boolean;
+  };
+}
+
+let attachments = 0;
+
+/** Holds the armed faults and the middleware that applies them to the clients it is attached to. */
+export class FaultInjector {
+  private faults: Fault[] = [];
+  private readonly detachers: (() => void)[] = [];
+
+  /** Arms a fault; it stays armed (and counting) until {@link clear}. */
+  add(spec: FaultSpec): Fault {
+    const f = new Fault(spec);
+    this.faults.push(f);
+    return f;
+  }
+
+  /** Disarms every fault. */
+  clear(): void {
+    this.faults = [];
+  }
+
+  /**
+   * Adds the injecting middleware to `client` (a DynamoDBDocumentClient shares its base client's
+   * stack, so attaching to the DynamoDBClient covers the document client too).
+   */
+  attach(client: StackClient, { layer = 'app' }: { layer?: 'app' | 'wire' } = {}): this {
+    attachments += 1;
+    const name = `kajFaultInjection${attachments}`;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const command = (context.commandName ?? '').replace(/Command$/, '');
+        const input = (args.input ?? {}) as Record<string, unknown>;
+        const fault = this.faults.find((f) => f.spec.command.replace(/Command$/, '') === command && f.take(input));
+        if (fault === undefined) return next(args);
+        if ((fault.spec.phase ?? 'before') === 'after') await next(args);
+        throw sdkError(fault.spec.error);
+      },
+      layer === 'app'
+        ? { step: 'initialize', name, priority: 'high', override: true }
+        : { step: 'deserialize', name, priority: 'low', override: true },
+    );
+    this.detachers.push(() => client.middlewareStack.remove(name));
+    return this;
+  }
+
+  /** Removes the middleware from every client it was attached to. */
+  detach(): void {
+    for (const d of this.detachers.splice(0)) d();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Call-site matchers: tell Kaj's calls apart by what they write. They look at attribute *names*
+// (ExpressionAttributeNames values), which are the same before and after the document client
+// marshalls the input, and so do not depend on placeholders or on the order of clauses.
+
+/** The attribute names a DynamoDB UpdateItem sets (SET clause), and those it removes. */
+export function updatedAttributes(input: Record<string, unknown>): { set: Set<string>; remove: Set<string> } {
+  const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+  const expr = String(input.UpdateExpression ?? '');
+  const set = new Set<string>();
+  const remove = new Set<string>();
+  const setPart = /SET (.*?)(?: REMOVE |$)/.exec(expr)?.[1] ?? '';
+  for (const m of setPart.matchAll(/(#\w+)\s*=/g)) set.add(names[m[1] ?? ''] ?? '');
+  const removePart = /REMOVE (.*)$/.exec(expr)?.[1] ?? '';
+  for (const m of removePart.matchAll(/#\w+/g)) remove.add(names[m[0]] ?? '');
+  return { set, remove };
+}
+
+/** Which of Kaj's writes an UpdateItem is. */
+export type UpdateKind = 'claim' | 'heartbeat' | 'succeed' | 'retry' | 'fail' | 'cancel' | 'other';
+
+export function updateKind(input: Record<string, unknown>): UpdateKind {
+  const { set } = updatedAttributes(input);
+  if (set.has('result')) return 'succeed';
+  if (set.has('attempts') && set.has('lease_token')) return 'claim'; // fresh claim or reclaim after a crash
+  if (set.has('dispatch_id') && set.has('run_at') && set.has('status')) return 'retry';
+  if (set.has('status') && set.has('last_error') && set.has('finished_at')) return 'fail';
+  if (set.has('cancel_requested') || (set.has('status') && set.has('finished_at'))) return 'cancel';
+  if (set.has('lease_until') && !set.has('status')) return 'heartbeat';
+  return 'other';
+}
+
+/** Matches UpdateItem calls of one kind, optionally for one task. */
+export function isUpdate(kind: UpdateKind, taskId?: () => string | undefined) {
+  return (input: Record<string, unknown>): boolean => {
+    if (updateKind(input) !== kind) return false;
+    if (taskId === undefined) return true;
+    const key = (input.Key ?? {}) as Record<string, unknown>;
+    const raw = key.task_id as unknown;
+    const id = typeof raw === 'string' ? raw : (raw as { S?: string } | undefined)?.S;
+    return id === taskId();
+  };
+}
+
+/** Matches SendMessage calls to one of these queue URLs (and, optionally, of one task type). */
+export function isSendTo(queueUrls: readonly string[], type?: string) {
+  return (input: Record<string, unknown>): boolean => {
+    if (!queueUrls.includes(String(input.QueueUrl))) return false;
+    if (type === undefined) return true;
+    const attrs = (input.MessageAttributes ?? {}) as Record<string, { StringValue?: string }>;
+    return attrs['kaj-type']?.StringValue === type;
+  };
+}
