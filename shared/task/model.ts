@@ -87,23 +87,24 @@ export function outboxKey(target: OutboxTarget, priority: Priority): string {
 }
 
 /** The public view of a task, as the API returns it. Internal bookkeeping stays hidden. */
-export interface TaskView {
-  task_id: string;
-  type: string;
-  status: TaskStatus;
-  priority: Priority;
-  attempts: number;
-  max_attempts: number;
-  run_at: string;
-  created_at: string;
-  updated_at: string;
-  started_at?: string;
-  finished_at?: string;
-  result?: unknown;
-  last_error?: ErrorInfo;
-  cancel_requested?: boolean;
-  history: AttemptRecord[];
-}
+export type TaskView = Pick<
+  TaskRecord,
+  | 'task_id'
+  | 'type'
+  | 'status'
+  | 'priority'
+  | 'attempts'
+  | 'max_attempts'
+  | 'run_at'
+  | 'created_at'
+  | 'updated_at'
+  | 'started_at'
+  | 'finished_at'
+  | 'result'
+  | 'last_error'
+  | 'cancel_requested'
+  | 'history'
+>;
 
 export function toView(r: TaskRecord): TaskView {
   const view: TaskView = {

@@ -1,44 +1,27 @@
 import { ReceiveMessageCommand, ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteResources } from '../../local/bootstrap.js';
-import { startLocalRuntime, type LocalRuntime } from '../../local/runtime.js';
+import type { LocalRuntime } from '../../local/runtime.js';
 import type { TaskView } from '../../shared/task/model.js';
-import { targets } from '../support/targets.js';
+import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
 import { uniquePrefix, waitFor } from '../support/wait.js';
 
 describe.each(targets())('task lifecycle end to end on $name', (target) => {
   let runtime: LocalRuntime;
-  let stopTarget: () => Promise<void>;
+  let stop: () => Promise<void> = async () => {};
   const probe = new TaskProbe();
 
   beforeAll(async () => {
-    const t = await target.start();
-    stopTarget = t.stop;
-    runtime = await startLocalRuntime({
+    ({ runtime, stop } = await startOnTarget(target, {
       registry: testRegistry(probe),
       prefix: uniquePrefix('life'),
       port: 0,
       sweepIntervalMs: 500,
       waitTimeSeconds: 2,
-      ...(t.endpoints ? { endpoints: t.endpoints } : {}),
-    });
+    }));
   });
 
-  afterAll(async () => {
-    if (runtime) {
-      await runtime.stop(5_000);
-      if (runtime.endpoints && target.name !== 'embedded') {
-        const { SQSClient } = await import('@aws-sdk/client-sqs');
-        const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
-        const creds = { accessKeyId: 'test', secretAccessKey: 'test' };
-        const sqs = new SQSClient({ region: 'us-east-1', endpoint: runtime.endpoints.sqs, credentials: creds });
-        const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: runtime.endpoints.dynamodb, credentials: creds });
-        await deleteResources({ sqs, dynamodb }, runtime.resources.prefix);
-      }
-    }
-    await stopTarget?.();
-  });
+  afterAll(() => stop());
 
   async function post(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
     const res = await fetch(`${runtime.url}/api/v1/tasks`, {
@@ -207,28 +190,21 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
 
 describe.each(targets())('priorities under saturation on $name', (target) => {
   let runtime: LocalRuntime;
-  let stopTarget: () => Promise<void>;
+  let stop: () => Promise<void> = async () => {};
   const probe = new TaskProbe();
 
   beforeAll(async () => {
-    const t = await target.start();
-    stopTarget = t.stop;
-    runtime = await startLocalRuntime({
+    ({ runtime, stop } = await startOnTarget(target, {
       registry: testRegistry(probe),
       prefix: uniquePrefix('prio'),
       port: 0,
       batchSize: 1,
       concurrency: { high: 4, normal: 2, low: 1 },
       waitTimeSeconds: 1,
-      consumers: true,
-      ...(t.endpoints ? { endpoints: t.endpoints } : {}),
-    });
+    }));
   });
 
-  afterAll(async () => {
-    await runtime?.stop(5_000);
-    await stopTarget?.();
-  });
+  afterAll(() => stop());
 
   it('starts high-priority tasks sooner than low-priority ones submitted before them', async () => {
     const submit = async (priority: string) => {

@@ -1,4 +1,8 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { deleteResources } from '../../local/bootstrap.js';
 import { motoAvailable, startMoto } from '../../local/emulators.js';
+import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../local/runtime.js';
 
 /**
  * The emulators an integration suite runs against: the embedded ones always; moto when
@@ -33,4 +37,31 @@ export function targets(): Target[] {
     list.push({ name: `endpoint ${external}`, start: async () => ({ endpoints: { sqs: external, dynamodb: external }, stop: async () => {} }) });
   }
   return list;
+}
+
+/**
+ * Starts the local runtime on a target, with everything the suite needs; `stop()` stops the
+ * runtime, deletes the resources it made on a shared endpoint, and stops the target.
+ */
+export async function startOnTarget(
+  target: Target,
+  options: LocalRuntimeOptions,
+): Promise<{ runtime: LocalRuntime; stop(): Promise<void> }> {
+  const t = await target.start();
+  const runtime = await startLocalRuntime({ ...options, ...(t.endpoints ? { endpoints: t.endpoints } : {}) });
+  return {
+    runtime,
+    stop: async () => {
+      await runtime.stop(5_000);
+      if (t.endpoints) {
+        const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+        const sqs = new SQSClient({ region: 'us-east-1', endpoint: t.endpoints.sqs, credentials });
+        const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: t.endpoints.dynamodb, credentials });
+        await deleteResources({ sqs, dynamodb }, runtime.resources.prefix).catch(() => {});
+        sqs.destroy();
+        dynamodb.destroy();
+      }
+      await t.stop();
+    },
+  };
 }
