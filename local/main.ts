@@ -81,13 +81,16 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
 
 `);
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = (signal: string) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // Ctrl-C reaches this process twice (from the terminal, and relayed by the tsx/npm
+      // wrappers): only a deliberate second Ctrl-C, a moment later, forces the exit.
+      if (Date.now() - stoppingSince < 1_500) return;
       process.stderr.write('second signal: exiting now; unfinished tasks return after their lease\n');
       process.exit(130);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     logger.info(`${signal}: stopping consumers, letting running tasks finish (up to 30 s)`);
     rmSync(resolve(LOCAL_STATE_FILE), { force: true });
     void runtime.stop(30_000).then((cutOff) => {
