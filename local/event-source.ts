@@ -1,4 +1,5 @@
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
   type Message,
@@ -34,7 +35,8 @@ export interface EventSourceOptions {
 export class SqsEventSource {
   private stopping = false;
   private readonly receiving = new Set<AbortController>();
-  private readonly invocations = new Set<Promise<void>>();
+  /** Running invocations and the messages each holds (handed back if cut off at stop). */
+  private readonly invocations = new Map<Promise<void>, Message[]>();
   private pollers: Promise<void>[] = [];
   /** Invocations completed; for the local runtime's summary and tests. */
   invocationCount = 0;
@@ -45,7 +47,11 @@ export class SqsEventSource {
     for (let i = 0; i < this.o.maxConcurrency; i += 1) this.pollers.push(this.poll());
   }
 
-  /** Stops polling, lets running invocations finish for up to `graceMs`, and returns how many were still running. */
+  /**
+   * Stops polling, lets running invocations finish for up to `graceMs`, hands the messages of
+   * those still running back to the queue (visibility 0: their tasks come back once their lease
+   * ends, instead of after the queue's long visibility timeout), and returns how many were cut off.
+   */
   async stop(graceMs: number): Promise<number> {
     this.stopping = true;
     for (const c of this.receiving) c.abort();
@@ -56,16 +62,23 @@ export class SqsEventSource {
     const drained = Promise.all(this.pollers).then(() => 'drained' as const);
     const result = await Promise.race([drained, grace]);
     clearTimeout(timer);
-    return result === 'drained' ? 0 : this.invocations.size;
+    if (result === 'drained') return 0;
+    const cutOff = this.invocations.size;
+    await this.release([...this.invocations.values()].flat());
+    return cutOff;
   }
 
   private async poll(): Promise<void> {
     while (!this.stopping) {
       const messages = await this.receive();
-      if (this.stopping && messages.length === 0) return;
+      if (this.stopping) {
+        // A receive that completed as stop() began: start no new work; hand the messages back.
+        await this.release(messages);
+        return;
+      }
       if (messages.length === 0) continue;
       const invocation = this.invoke(messages);
-      this.invocations.add(invocation);
+      this.invocations.set(invocation, messages);
       try {
         await invocation;
       } finally {
@@ -96,6 +109,25 @@ export class SqsEventSource {
       return [];
     } finally {
       this.receiving.delete(controller);
+    }
+  }
+
+  /** Makes messages visible again at once (best effort: otherwise they return after their visibility timeout). */
+  private async release(messages: Message[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      try {
+        await this.o.sqs.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: this.o.queueUrl,
+            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
+          }),
+        );
+      } catch (err) {
+        this.o.logger.warn('event source: could not hand messages back; they return after their visibility timeout', {
+          error: String(err),
+        });
+      }
     }
   }
 

@@ -105,15 +105,13 @@ export class Fault {
   }
 }
 
-/** The slice of an SDK client this needs. */
-interface StackClient {
-  middlewareStack: {
+/** The slice of an SDK client's middleware stack this uses (the SDK's own types are per service). */
+interface StackLike {
     add(
       mw: (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) => (args: { input: unknown }) => Promise<unknown>,
       options: { step: 'initialize' | 'deserialize'; name: string; priority?: 'high' | 'normal' | 'low'; override?: boolean },
     ): void;
     remove(name: string): boolean;
-  };
 }
 
 let attachments = 0;
@@ -139,10 +137,11 @@ export class FaultInjector {
    * Adds the injecting middleware to `client` (a DynamoDBDocumentClient shares its base client's
    * stack, so attaching to the DynamoDBClient covers the document client too).
    */
-  attach(client: StackClient, { layer = 'app' }: { layer?: 'app' | 'wire' } = {}): this {
+  attach(client: { middlewareStack: object }, { layer = 'app' }: { layer?: 'app' | 'wire' } = {}): this {
     attachments += 1;
     const name = `kajFaultInjection${attachments}`;
-    client.middlewareStack.add(
+    const stack = client.middlewareStack as StackLike;
+    stack.add(
       (next, context) => async (args) => {
         const command = (context.commandName ?? '').replace(/Command$/, '');
         const input = (args.input ?? {}) as Record<string, unknown>;
@@ -155,7 +154,7 @@ export class FaultInjector {
         ? { step: 'initialize', name, priority: 'high', override: true }
         : { step: 'deserialize', name, priority: 'low', override: true },
     );
-    this.detachers.push(() => client.middlewareStack.remove(name));
+    this.detachers.push(() => stack.remove(name));
     return this;
   }
 

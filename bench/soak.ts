@@ -1,0 +1,463 @@
+// The pinned AWS SDK warns that releases after January 2027 need Node 22; Kaj supports Node 20 locally.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/**
+ * Soak: many tasks across the three priorities — 30 % failing transiently (1-2 retries), 2 %
+ * poison (a permanent error) — while the worker processes (`local/worker.ts`) are SIGKILLed
+ * every few seconds and restarted. At the end:
+ *
+ * - succeeded + failed = submitted, nothing left queued/running/retrying;
+ * - every failure is a poison task or a crash loop (a task caught in `crashLoopReceives` kills);
+ * - duplicate executions (handler runs whose outcome was never recorded — cut short by a kill —
+ *   and so were redone, counted from an execution log the workers append to, against the
+ *   outcomes in each task's history) are bounded by the kills.
+ *
+ *   npm run soak -- --tasks 20000 [--workers 2] [--kill-every 4] [--moto] [--json]
+ *
+ * Runs on the embedded emulators (this process) or on moto. Exit code 0 when the invariant
+ * held, 1 when it did not.
+ *
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { PRIORITIES, type Priority } from '../shared/config/resources.js';
+import type { TaskRecord, TaskStatus } from '../shared/task/model.js';
+import { Bench, type StartedWorker } from '../test/integration/reliability/harness.js';
+import { embedded, moto, type Target } from '../test/support/targets.js';
+
+export interface SoakOptions {
+  readonly tasks: number;
+  /** Worker processes running at once. */
+  readonly workers: number;
+  /** SIGKILL one worker (round robin) this often, and restart it. 0: never. */
+  readonly killEveryMs: number;
+  /** Stop killing after this many kills. */
+  readonly maxKills: number;
+  readonly leaseSeconds: number;
+  readonly transientRate: number;
+  readonly poisonRate: number;
+  /** Consumer invocations per priority queue in each worker. */
+  readonly concurrency: number;
+  readonly batchSize: number;
+  /** Submits in flight at once. */
+  readonly submitConcurrency: number;
+  /** Most unfinished tasks at once: submission waits above it (keeps the backlog under the watchdog). */
+  readonly maxOutstanding: number;
+  /** Longest handler run, ms (each task sleeps a random share of it). */
+  readonly workMs: number;
+  readonly watchdogSeconds: number;
+  readonly outboxGraceSeconds: number;
+  /** Give up (and report failure) after this long. */
+  readonly timeoutMs: number;
+  readonly target: Target;
+  readonly seed: number;
+  /** Progress lines. */
+  readonly log: (line: string) => void;
+}
+
+export const SOAK_DEFAULTS: Omit<SoakOptions, 'log' | 'target'> = {
+  tasks: 2_000,
+  workers: 2,
+  killEveryMs: 4_000,
+  maxKills: Number.POSITIVE_INFINITY,
+  leaseSeconds: 5,
+  transientRate: 0.3,
+  poisonRate: 0.02,
+  concurrency: 4,
+  batchSize: 10,
+  submitConcurrency: 16,
+  maxOutstanding: 2_000,
+  workMs: 20,
+  watchdogSeconds: 30,
+  outboxGraceSeconds: 2,
+  timeoutMs: 60 * 60_000,
+  seed: 42,
+};
+
+export interface SoakReport {
+  readonly target: string;
+  readonly submitted: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  /** Tasks not in a terminal status at the end (must be 0). */
+  readonly unfinished: number;
+  readonly failedPoison: number;
+  readonly failedCrashLoop: number;
+  /** Failures of tasks that should have succeeded, for another reason than a crash loop (must be 0). */
+  readonly failedOther: number;
+  /** Succeeded tasks whose result came from an attempt other than the one their script succeeds on. */
+  readonly wrongOutcome: number;
+  readonly kills: number;
+  /** Tasks with at least one attempt ended by a worker crash. */
+  readonly tasksHitByKills: number;
+  /** Handler runs in total, and those whose outcome was never recorded (cut short by a kill, so redone). */
+  readonly executions: number;
+  readonly extraRuns: number;
+  readonly maxExtraRunsPerTask: number;
+  /** Handler runs that completed successfully more than once for one task (side effects done twice). */
+  readonly duplicateCompletions: number;
+  /** Upper bound for extra runs: kills × messages one worker can hold (3 queues × concurrency × batch). */
+  readonly extraRunsBound: number;
+  readonly sweptMessages: number;
+  /** Messages visible or delayed on the priority queues after the drain (stranded in-flight ones excluded). */
+  readonly leftoverMessages: number;
+  readonly submitSeconds: number;
+  readonly drainSeconds: number;
+  readonly totalSeconds: number;
+  readonly tasksPerSecond: number;
+  readonly invariantHeld: boolean;
+  readonly problems: readonly string[];
+}
+
+/** A small seeded PRNG (mulberry32), so a soak's workload can be replayed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Script {
+  readonly priority: Priority;
+  readonly fail_attempts: number;
+  readonly poison: boolean;
+  readonly ms: number;
+}
+
+function scripts(o: SoakOptions): Script[] {
+  const rnd = prng(o.seed);
+  return Array.from({ length: o.tasks }, () => {
+    const p = rnd();
+    const priority: Priority = p < 0.2 ? 'high' : p < 0.7 ? 'normal' : 'low';
+    const r = rnd();
+    const poison = r < o.poisonRate;
+    const fail_attempts = !poison && r < o.poisonRate + o.transientRate ? (rnd() < 2 / 3 ? 1 : 2) : 0;
+    return { priority, poison, fail_attempts, ms: Math.floor(rnd() * o.workMs) };
+  });
+}
+
+const FINISHED: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
+  const counts: Record<TaskStatus, number> = { queued: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await bench.doc.send(
+      new ScanCommand({
+        TableName: bench.runtime.resources.tableName,
+        ProjectionExpression: '#s',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of page.Items ?? []) counts[item.status as TaskStatus] += 1;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey !== undefined);
+  return counts;
+}
+
+/** Runs one soak and reports. Never throws for a broken invariant: read `invariantHeld`. */
+export async function runSoak(options: Partial<SoakOptions> & { log?: (line: string) => void } = {}): Promise<SoakReport> {
+  const o: SoakOptions = { ...SOAK_DEFAULTS, target: embedded, log: () => {}, ...options };
+  const workload = scripts(o);
+  const t0 = Date.now();
+  const elapsed = () => ((Date.now() - t0) / 1000).toFixed(1);
+  const bench = await Bench.start(o.target, {
+    tag: 'soak',
+    lease: o.leaseSeconds,
+    sweepIntervalMs: 1_000,
+    settings: { outboxGraceSeconds: o.outboxGraceSeconds, watchdogSeconds: o.watchdogSeconds },
+  });
+  let swept = 0;
+  const problems: string[] = [];
+  try {
+    const workerArgs = ['--concurrency', String(o.concurrency), '--batch-size', String(o.batchSize), '--log-level', 'error'];
+    const slots: (StartedWorker | undefined)[] = await Promise.all(
+      Array.from({ length: o.workers }, (_, i) => bench.startWorker({ label: `w${i}`, args: workerArgs })),
+    );
+    o.log(`[${elapsed()}s] ${o.workers} worker(s) up on ${bench.target}; submitting ${o.tasks} tasks`);
+
+    // --- kill loop: SIGKILL one worker (round robin) every killEveryMs and start a new one in its slot.
+    let kills = 0;
+    let killing = o.killEveryMs > 0;
+    let next = 0;
+    const restarts: Promise<unknown>[] = [];
+    const killer = killing
+      ? setInterval(() => {
+          if (!killing || kills >= o.maxKills) return;
+          const i = next % o.workers;
+          next += 1;
+          const w = slots[i];
+          if (w === undefined || !w.alive()) return;
+          w.kill('SIGKILL');
+          kills += 1;
+          slots[i] = undefined;
+          restarts.push(
+            w.exited
+              .then(() => bench.startWorker({ label: `w${i}`, args: workerArgs, waitReady: false }))
+              .then((fresh) => {
+                slots[i] = fresh;
+              }),
+          );
+        }, o.killEveryMs)
+      : undefined;
+
+    // --- submit, at most maxOutstanding unfinished at once.
+    let finished = 0;
+    const ids: string[] = new Array<string>(o.tasks);
+    let cursor = 0;
+    const submitOne = async (i: number) => {
+      const s = workload[i] as Script;
+      for (let tries = 0; ; tries += 1) {
+        try {
+          const { record } = await bench.runtime.kaj.submitter.submit({
+            type: 'soak',
+            priority: s.priority,
+            payload: { fail_attempts: s.fail_attempts, poison: s.poison, ms: s.ms },
+          });
+          ids[i] = record.task_id;
+          return;
+        } catch (err) {
+          if (tries >= 5) throw err;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    };
+    const submitter = async () => {
+      for (;;) {
+        while (cursor < o.tasks && cursor - finished > o.maxOutstanding) await new Promise((r) => setTimeout(r, 200));
+        if (cursor >= o.tasks) return;
+        const i = cursor;
+        cursor += 1;
+        await submitOne(i);
+      }
+    };
+    const progress = setInterval(() => {
+      void statusCounts(bench)
+        .then((c) => {
+          finished = FINISHED.reduce((n, s) => n + c[s], 0);
+          o.log(
+            `[${elapsed()}s] submitted ${cursor}/${o.tasks}  finished ${finished} (succeeded ${c.succeeded}, failed ${c.failed})  ` +
+              `queued ${c.queued} running ${c.running} retrying ${c.retrying}  kills ${kills}`,
+          );
+        })
+        .catch(() => undefined);
+    }, 3_000);
+    const submitStart = Date.now();
+    await Promise.all(Array.from({ length: o.submitConcurrency }, submitter));
+    const submitSeconds = (Date.now() - submitStart) / 1000;
+    const submittedAt = Date.now();
+    o.log(`[${elapsed()}s] all ${o.tasks} submitted in ${submitSeconds.toFixed(1)}s`);
+
+    // --- drain.
+    const deadline = t0 + o.timeoutMs;
+    for (;;) {
+      const c = await statusCounts(bench);
+      finished = FINISHED.reduce((n, s) => n + c[s], 0);
+      if (finished >= o.tasks) break;
+      if (Date.now() > deadline) {
+        problems.push(`timed out with ${o.tasks - finished} task(s) unfinished`);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+    const drainedAt = Date.now();
+    killing = false;
+    clearInterval(killer);
+    clearInterval(progress);
+    await Promise.allSettled(restarts);
+    o.log(`[${elapsed()}s] drained ${((drainedAt - submittedAt) / 1000).toFixed(1)}s after the last submit; ${kills} kills`);
+    // Let duplicates still on the queue be consumed and dropped before looking at the queues.
+    await new Promise((r) => setTimeout(r, o.leaseSeconds * 1000 + 2_000));
+    await bench.killWorkers();
+
+    // --- verify against the whole table and the execution log.
+    const records = new Map<string, TaskRecord>((await bench.records()).map((r) => [r.task_id, r]));
+    const executions = bench.executions();
+    const starts = new Map<string, number>();
+    const ends = new Map<string, number>();
+    for (const e of executions) {
+      const m = e.event === 'S' ? starts : ends;
+      m.set(e.taskId, (m.get(e.taskId) ?? 0) + 1);
+    }
+    let succeeded = 0;
+    let failed = 0;
+    let cancelled = 0;
+    let unfinished = 0;
+    let failedPoison = 0;
+    let failedCrashLoop = 0;
+    let failedOther = 0;
+    let wrongOutcome = 0;
+    let tasksHitByKills = 0;
+    let extraRuns = 0;
+    let maxExtra = 0;
+    let duplicateCompletions = 0;
+    for (const [i, id] of ids.entries()) {
+      const s = workload[i] as Script;
+      const r = id === undefined ? undefined : records.get(id);
+      if (r === undefined) {
+        unfinished += 1;
+        problems.push(`task #${i} (${id ?? 'never submitted'}) has no record`);
+        continue;
+      }
+      if (r.history.some((h) => h.outcome === 'crashed')) tasksHitByKills += 1;
+      const crashLooped = r.status === 'failed' && r.last_error?.code === 'CRASH';
+      if (r.status === 'succeeded') {
+        succeeded += 1;
+        if (s.poison) wrongOutcome += 1;
+      } else if (r.status === 'failed') {
+        failed += 1;
+        if (r.last_error?.code === 'POISON' && s.poison) failedPoison += 1;
+        else if (crashLooped) failedCrashLoop += 1;
+        else {
+          failedOther += 1;
+          if (failedOther <= 5) problems.push(`task ${id} failed unexpectedly: ${JSON.stringify(r.last_error)}`);
+        }
+      } else if (r.status === 'cancelled') cancelled += 1;
+      else {
+        unfinished += 1;
+        if (unfinished <= 5) problems.push(`task ${id} is still ${r.status}`);
+      }
+      // Runs whose outcome the table recorded (retrying, succeeded, failed): every other run was
+      // cut short by a kill (or its outcome write was lost) and its work was done again.
+      const recorded = r.history.filter((h) => h.outcome !== 'crashed').length;
+      const ran = starts.get(r.task_id) ?? 0;
+      const extra = Math.max(0, ran - recorded);
+      extraRuns += extra;
+      maxExtra = Math.max(maxExtra, extra);
+      duplicateCompletions += Math.max(0, (ends.get(r.task_id) ?? 0) - 1);
+    }
+    let leftoverMessages = 0;
+    for (const p of PRIORITIES) {
+      const a = await bench.runtime.clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: bench.runtime.resources.queueUrls[p],
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
+        }),
+      );
+      leftoverMessages += Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
+    }
+    swept = bench.log.entries
+      .filter((e) => e.message === 'outbox swept')
+      .reduce((n, e) => n + Number((e.fields as { sent?: number } | undefined)?.sent ?? 0), 0);
+
+    const extraRunsBound = kills * 3 * o.concurrency * o.batchSize;
+    if (succeeded + failed + cancelled !== o.tasks) problems.push(`succeeded + failed + cancelled = ${succeeded + failed + cancelled} ≠ ${o.tasks}`);
+    if (unfinished > 0) problems.push(`${unfinished} task(s) not finished`);
+    if (failedOther > 0) problems.push(`${failedOther} unexpected failure(s)`);
+    if (wrongOutcome > 0) problems.push(`${wrongOutcome} poison task(s) succeeded`);
+    if (extraRuns > extraRunsBound) problems.push(`${extraRuns} extra runs exceed the bound ${extraRunsBound}`);
+    if (duplicateCompletions > extraRunsBound) problems.push(`${duplicateCompletions} duplicate completions exceed the bound ${extraRunsBound}`);
+    const totalSeconds = (drainedAt - t0) / 1000;
+    return {
+      target: bench.target,
+      submitted: ids.filter((x) => x !== undefined).length,
+      succeeded,
+      failed,
+      cancelled,
+      unfinished,
+      failedPoison,
+      failedCrashLoop,
+      failedOther,
+      wrongOutcome,
+      kills,
+      tasksHitByKills,
+      executions: [...starts.values()].reduce((a, b) => a + b, 0),
+      extraRuns,
+      maxExtraRunsPerTask: maxExtra,
+      duplicateCompletions,
+      extraRunsBound,
+      sweptMessages: swept,
+      leftoverMessages,
+      submitSeconds,
+      drainSeconds: (drainedAt - submittedAt) / 1000,
+      totalSeconds,
+      tasksPerSecond: o.tasks / ((drainedAt - submitStart) / 1000),
+      invariantHeld: problems.length === 0,
+      problems,
+    };
+  } finally {
+    await bench.stop();
+  }
+}
+
+export function formatReport(r: SoakReport): string {
+  const pct = (n: number) => `${((100 * n) / Math.max(1, r.submitted)).toFixed(1)} %`;
+  return [
+    `soak on ${r.target}: ${r.invariantHeld ? 'INVARIANT HELD' : 'INVARIANT BROKEN'}`,
+    `  tasks        submitted ${r.submitted}  succeeded ${r.succeeded}  failed ${r.failed} (poison ${r.failedPoison}, crash loop ${r.failedCrashLoop}, other ${r.failedOther})  cancelled ${r.cancelled}  unfinished ${r.unfinished}`,
+    `  kills        ${r.kills} SIGKILLs; ${r.tasksHitByKills} task(s) had an attempt cut short (${pct(r.tasksHitByKills)})`,
+    `  executions   ${r.executions} handler runs; ${r.extraRuns} cut short and redone (max ${r.maxExtraRunsPerTask} per task; ${(r.extraRuns / Math.max(1, r.kills)).toFixed(2)} per kill; bound ${r.extraRunsBound})`,
+    `  duplicates   ${r.duplicateCompletions} successful run(s) repeated for an already-completed handler`,
+    `  sweeper      ${r.sweptMessages} message(s) sent by the sweeper; ${r.leftoverMessages} visible/delayed message(s) left after the drain`,
+    `  time         submit ${r.submitSeconds.toFixed(1)} s, drain ${r.drainSeconds.toFixed(1)} s after the last submit, total ${r.totalSeconds.toFixed(1)} s; ${r.tasksPerSecond.toFixed(1)} tasks/s end to end`,
+    ...r.problems.map((p) => `  PROBLEM      ${p}`),
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({
+    options: {
+      tasks: { type: 'string' },
+      workers: { type: 'string' },
+      'kill-every': { type: 'string' },
+      'max-kills': { type: 'string' },
+      lease: { type: 'string' },
+      concurrency: { type: 'string' },
+      'batch-size': { type: 'string' },
+      'max-outstanding': { type: 'string' },
+      watchdog: { type: 'string' },
+      'timeout-min': { type: 'string' },
+      seed: { type: 'string' },
+      moto: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (v.help) {
+    process.stdout.write(`usage: npm run soak -- [--tasks N] [--workers N] [--kill-every S] [--max-kills N] [--lease S]
+                     [--concurrency N] [--batch-size N] [--max-outstanding N] [--watchdog S]
+                     [--timeout-min M] [--seed N] [--moto] [--json]
+defaults: ${JSON.stringify({ ...SOAK_DEFAULTS, killEveryMs: SOAK_DEFAULTS.killEveryMs })}
+`);
+    return;
+  }
+  const num = (raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`not a number >= 0: ${raw}`);
+    return n;
+  };
+  const report = await runSoak({
+    tasks: num(v.tasks, SOAK_DEFAULTS.tasks),
+    workers: num(v.workers, SOAK_DEFAULTS.workers),
+    killEveryMs: num(v['kill-every'], SOAK_DEFAULTS.killEveryMs / 1000) * 1000,
+    maxKills: num(v['max-kills'], SOAK_DEFAULTS.maxKills),
+    leaseSeconds: num(v.lease, SOAK_DEFAULTS.leaseSeconds),
+    concurrency: num(v.concurrency, SOAK_DEFAULTS.concurrency),
+    batchSize: num(v['batch-size'], SOAK_DEFAULTS.batchSize),
+    maxOutstanding: num(v['max-outstanding'], SOAK_DEFAULTS.maxOutstanding),
+    watchdogSeconds: num(v.watchdog, SOAK_DEFAULTS.watchdogSeconds),
+    timeoutMs: num(v['timeout-min'], SOAK_DEFAULTS.timeoutMs / 60_000) * 60_000,
+    seed: num(v.seed, SOAK_DEFAULTS.seed),
+    target: v.moto ? moto : embedded,
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(`${v.json ? JSON.stringify(report, null, 2) : formatReport(report)}\n`);
+  process.exitCode = report.invariantHeld ? 0 : 1;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`soak: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}
