@@ -106,9 +106,16 @@ export class TaskConsumer {
         this.d.logger.warn('write fenced off: lease lost to another worker', fields);
         return 'retry';
       }
+      // Come back soon rather than after the queue's long visibility timeout, backing off with
+      // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
+      const receives = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
+      const backoff = 1 + Math.floor(this.d.random.next() * Math.min(300, 5 * 2 ** (receives - 1)));
+      await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff).catch(() => {});
       this.d.logger.error('infrastructure failure; message left for redelivery', {
         ...fields,
         error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        cause: err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
+        retry_in_seconds: backoff,
       });
       return 'retry';
     }

@@ -74,9 +74,15 @@ export class TaskLifecycle {
         { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
         { delaySeconds: Math.max(0, delayMs) / 1000, type: record.type },
       );
-      await this.confirmSent(record, {
-        set: { outbox_due: Math.max(runAt, now) + this.d.settings.watchdogSeconds * 1000 },
-      }, CLAIMABLE_FRESH);
+      // The watchdog backs off exponentially: the next look is as far away as the task has
+      // already waited (at least watchdogSeconds), so a long backlog or a consumer outage costs
+      // a few extra messages per task (1 h, 2 h, 4 h, …), not one per watchdog period.
+      const waited = Math.max(0, now - runAt);
+      await this.confirmSent(
+        record,
+        { set: { outbox_due: Math.max(runAt, now) + Math.max(this.d.settings.watchdogSeconds * 1000, waited) } },
+        CLAIMABLE_FRESH,
+      );
     } else {
       await this.d.queue.sendDead(deadLetterOf(record, now));
       await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);

@@ -111,11 +111,23 @@ describe('Class: TaskConsumer', () => {
   });
 
   it('leaves the message for redelivery when the store is down, without counting an attempt', async () => {
-    const { kaj, store, record, rec } = await setup();
+    const { kaj, store, record, rec, queue } = await setup();
     store.failNext.update = new StoreUnavailableError('throttled');
     const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(res.batchItemFailures).toEqual([{ itemIdentifier: rec.messageId }]);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0 });
+    // Back in a few seconds (random 0.5 × 5 s on the first receive), not after the queue's 330 s.
+    expect(queue.visibility).toEqual([{ priority: 'normal', receiptHandle: rec.receiptHandle, seconds: 3 }]);
+  });
+
+  it('backs the redelivery off with the receive count, up to 5 minutes', async () => {
+    const { kaj, store, record, queue } = await setup();
+    const msg = { task_id: record.task_id, dispatch_id: record.dispatch_id };
+    for (const receives of [4, 20]) {
+      store.failNext.update = new StoreUnavailableError('throttled');
+      await kaj.processBatch(sqsEvent(sqsRecord(msg, 'normal', receives)), lambdaContext());
+    }
+    expect(queue.visibility.map((v) => v.seconds)).toEqual([1 + Math.floor(0.5 * 40), 1 + Math.floor(0.5 * 300)]);
   });
 
   it('reports only the failed records of a mixed batch', async () => {

@@ -26,6 +26,19 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     expect((await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('claimed');
   });
 
+  it('backs the watchdog off exponentially while a task keeps waiting (a long outage)', async () => {
+    const { kaj, queue, clock, store, record } = await queuedAndSent();
+    const runAt = Date.parse(record.run_at);
+    const resentAt: number[] = [];
+    for (let hour = 1; hour <= 48; hour += 1) {
+      clock.set(runAt + hour * 3_600_000);
+      if ((await kaj.sweep()).sent > 0) resentAt.push(hour);
+    }
+    expect(resentAt).toEqual([1, 2, 4, 8, 16, 32]);
+    expect(queue.sent).toHaveLength(1 + 6);
+    expect(store.items.get(record.task_id)?.outbox_due).toBe(runAt + 64 * 3_600_000);
+  });
+
   it('leaves a running task with a live lease alone, and re-sends once its worker and message are gone', async () => {
     const { kaj, queue, clock, store, record } = await queuedAndSent();
     const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
