@@ -246,16 +246,7 @@ ${LISTING_EFFECTS}`,
           },
         );
         progress.finish();
-        const counts = { selected: report.selected, redriven: report.redriven, skipped: report.skipped, failed: report.failed };
-        if (o.json === true) {
-          ctx.io.out(json({ dry_run: report.dryRun, interrupted: report.interrupted, ...counts, items: report.items }));
-        } else {
-          writeBatchText(ctx, report.items, report.dryRun, report.interrupted);
-          ctx.io.out(
-            `${report.dryRun ? 'dry run: ' : ''}selected ${counts.selected}: ${report.dryRun ? 'would redrive' : 'redriven'} ${counts.redriven}, skipped ${counts.skipped}, failed ${counts.failed}\n`,
-          );
-        }
-        state.exitCode = report.interrupted ? EXIT.interrupted : report.failed > 0 ? EXIT.failure : EXIT.ok;
+        state.exitCode = finishBatch(ctx, o.json === true, report, { key: 'redriven', count: report.redriven, verb: 'redrive' });
       });
     });
 
@@ -319,16 +310,7 @@ ${LISTING_EFFECTS}`,
           },
         );
         progress.finish();
-        const counts = { selected: report.selected, purged: report.purged, skipped: report.skipped, failed: report.failed };
-        if (o.json === true) {
-          ctx.io.out(json({ dry_run: report.dryRun, interrupted: report.interrupted, ...counts, items: report.items }));
-        } else {
-          writeBatchText(ctx, report.items, report.dryRun, report.interrupted);
-          ctx.io.out(
-            `${report.dryRun ? 'dry run: ' : ''}selected ${counts.selected}: ${report.dryRun ? 'would purge' : 'purged'} ${counts.purged}, skipped ${counts.skipped}, failed ${counts.failed}\n`,
-          );
-        }
-        state.exitCode = report.interrupted ? EXIT.interrupted : report.failed > 0 ? EXIT.failure : EXIT.ok;
+        state.exitCode = finishBatch(ctx, o.json === true, report, { key: 'purged', count: report.purged, verb: 'purge' });
       });
     });
 }
@@ -344,6 +326,34 @@ async function dlqDepth(s: Services, queues: readonly Priority[]): Promise<numbe
 
 function countsText(c: Readonly<BatchCounts>, done: string): string {
   return `${done} ${c.done}  skipped ${c.skipped}  failed ${c.failed}`;
+}
+
+interface BatchReport {
+  readonly dryRun: boolean;
+  readonly interrupted: boolean;
+  readonly selected: number;
+  readonly skipped: number;
+  readonly failed: number;
+  readonly items: readonly ReportItem[];
+}
+
+/** Prints a redrive/purge report (JSON or text) and returns the exit code. */
+function finishBatch(
+  ctx: CliContext,
+  asJson: boolean,
+  report: BatchReport,
+  done: { readonly key: 'redriven' | 'purged'; readonly count: number; readonly verb: 'redrive' | 'purge' },
+): number {
+  const counts = { selected: report.selected, [done.key]: done.count, skipped: report.skipped, failed: report.failed };
+  if (asJson) {
+    ctx.io.out(json({ dry_run: report.dryRun, interrupted: report.interrupted, ...counts, items: report.items }));
+  } else {
+    writeBatchText(ctx, report.items, report.dryRun, report.interrupted);
+    ctx.io.out(
+      `${report.dryRun ? 'dry run: ' : ''}selected ${report.selected}: ${report.dryRun ? `would ${done.verb}` : done.key} ${done.count}, skipped ${report.skipped}, failed ${report.failed}\n`,
+    );
+  }
+  return report.interrupted ? EXIT.interrupted : report.failed > 0 ? EXIT.failure : EXIT.ok;
 }
 
 function writeBatchText(ctx: CliContext, items: readonly ReportItem[], dryRun: boolean, interrupted: boolean): void {
