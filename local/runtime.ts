@@ -1,8 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createKajOnAws, type Kaj } from '../shared/app.js';
 import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
@@ -10,7 +9,7 @@ import type { Clock } from '../shared/runtime/clock.js';
 import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
 import type { RandomSource } from '../shared/runtime/random.js';
 import type { TaskRegistry } from '../shared/task/define.js';
-import type { TaskRecord } from '../shared/task/model.js';
+import { outboxKey, type TaskRecord } from '../shared/task/model.js';
 import { isFinished } from '../shared/task/state-machine.js';
 import { registry as defaultRegistry } from '../tasks/index.js';
 import { ensureResources, type LocalResources } from './bootstrap.js';
@@ -182,7 +181,7 @@ async function recoverUnsent(kaj: Kaj, dynamodb: DynamoDBClient, tableName: stri
       // Same dispatch id: the claim still accepts it (and a running task is reclaimed once its lease ends).
       await kaj.lifecycle.dispatchQuietly({
         ...item,
-        outbox_pk: `queue#${item.priority}`,
+        outbox_pk: outboxKey('queue', item.priority),
         run_at: item.status === 'running' ? new Date((item.lease_until ?? 0) + 1000).toISOString() : item.run_at,
       });
       recovered += 1;

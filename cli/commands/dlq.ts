@@ -211,19 +211,9 @@ ${LISTING_EFFECTS}`,
       }
       await withServices(ctx, o, async (s) => {
         const depth = await dlqDepth(s, queues);
-        if (o.dryRun !== true && o.yes !== true) {
-          const to = o.to === 'original' ? 'the queue each died on' : `the ${o.to as string} queue`;
-          const ok = await confirm(
-            ctx,
-            `Redrive dead tasks from the ${describeFilter(filter, queues, o.limit as number | undefined)} (${depth} message(s) there now) to ${to}?`,
-            'redrive',
-          );
-          if (!ok) {
-            ctx.io.err('nothing was changed.\n');
-            state.exitCode = EXIT.failure;
-            return;
-          }
-        }
+        const to = o.to === 'original' ? 'the queue each died on' : `the ${o.to as string} queue`;
+        const question = `Redrive dead tasks from the ${describeFilter(filter, queues, o.limit as number | undefined)} (${depth} message(s) there now) to ${to}?`;
+        if (!(await approved(ctx, state, o, question, 'redrive'))) return;
         const progress = new Progress(ctx.io, o.dryRun === true ? 'checking' : 'redriving', (o.limit as number | undefined) ?? depth);
         const rate = o.rate as number | undefined;
         const report = await redriveDeadLetters(
@@ -278,18 +268,8 @@ ${LISTING_EFFECTS}`,
       const queues = queuesOf(o);
       await withServices(ctx, o, async (s) => {
         const depth = await dlqDepth(s, queues);
-        if (o.dryRun !== true && o.yes !== true) {
-          const ok = await confirm(
-            ctx,
-            `Purge (discard for good) dead tasks from the ${describeFilter(filter, queues, o.limit as number | undefined)} (${depth} message(s) there now)?`,
-            'purge',
-          );
-          if (!ok) {
-            ctx.io.err('nothing was changed.\n');
-            state.exitCode = EXIT.failure;
-            return;
-          }
-        }
+        const question = `Purge (discard for good) dead tasks from the ${describeFilter(filter, queues, o.limit as number | undefined)} (${depth} message(s) there now)?`;
+        if (!(await approved(ctx, state, o, question, 'purge'))) return;
         const progress = new Progress(ctx.io, o.dryRun === true ? 'checking' : 'purging', (o.limit as number | undefined) ?? depth);
         const rate = o.rate as number | undefined;
         const report = await purgeDeadLetters(
@@ -326,6 +306,21 @@ async function dlqDepth(s: Services, queues: readonly Priority[]): Promise<numbe
 
 function countsText(c: Readonly<BatchCounts>, done: string): string {
   return `${done} ${c.done}  skipped ${c.skipped}  failed ${c.failed}`;
+}
+
+/** A batch that changes things goes ahead with --dry-run, --yes, or a yes on the terminal. */
+async function approved(
+  ctx: CliContext,
+  state: RunState,
+  o: { dryRun?: unknown; yes?: unknown },
+  question: string,
+  what: string,
+): Promise<boolean> {
+  if (o.dryRun === true || o.yes === true) return true;
+  if (await confirm(ctx, question, what)) return true;
+  ctx.io.err('nothing was changed.\n');
+  state.exitCode = EXIT.failure;
+  return false;
 }
 
 interface BatchReport {

@@ -69,11 +69,7 @@ export class TaskLifecycle {
       const runAt = Date.parse(record.run_at);
       const delayMs = runAt - now;
       if (delayMs > SQS_DELAY_MS) return 'deferred';
-      await this.d.queue.send(
-        record.priority,
-        { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
-        { delaySeconds: Math.max(0, delayMs) / 1000, type: record.type },
-      );
+      await this.sendMessage(record, Math.max(0, delayMs) / 1000);
       // The watchdog backs off exponentially: the next look is as far away as the task has
       // already waited (at least watchdogSeconds), so a long backlog or a consumer outage costs
       // a few extra messages per task (1 h, 2 h, 4 h, …), not one per watchdog period.
@@ -98,6 +94,15 @@ export class TaskLifecycle {
     if (record.outbox_pk === undefined || record.outbox_due === undefined) return false;
     if (!CLAIMABLE_FRESH.includes(record.status)) return false;
     return record.outbox_due < Date.parse(record.run_at) + this.d.settings.watchdogSeconds * 1000;
+  }
+
+  /** The task's message (its current dispatch) to its priority queue. */
+  private sendMessage(record: TaskRecord, delaySeconds: number): Promise<void> {
+    return this.d.queue.send(
+      record.priority,
+      { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
+      { delaySeconds, type: record.type },
+    );
   }
 
   /** Records that the owed message went out, unless the task moved on meanwhile. */
@@ -130,11 +135,7 @@ export class TaskLifecycle {
         await this.d.store.update(record.task_id, { set: { outbox_due: this.leaseWatchdog(leaseUntil) } }, fence).catch(ignoreConflict);
         return 'extended';
       }
-      await this.d.queue.send(
-        record.priority,
-        { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
-        { delaySeconds: 0, type: record.type },
-      );
+      await this.sendMessage(record, 0);
       this.d.logger.warn('running task lost its worker and its message; message re-sent', {
         task_id: record.task_id,
         lease_expired_ms_ago: now - leaseUntil,
