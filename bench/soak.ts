@@ -222,7 +222,8 @@ export async function runSoak(options: Partial<SoakOptions> & { log?: (line: str
             type: 'soak',
             priority: s.priority,
             payload: { fail_attempts: s.fail_attempts, poison: s.poison, ms: s.ms },
-          });
+          },
+            { owner: 'local' });
           ids[i] = record.task_id;
           return;
         } catch (err) {

@@ -5,6 +5,7 @@ import { handleHttp, type HttpResult } from './api/http.js';
 import { PRIORITIES, type Priority } from './config/resources.js';
 import type { FunctionConfig, RuntimeSettings } from './config/settings.js';
 import { TaskConsumer, type InvocationContext } from './consumer/consumer.js';
+import type { ExclusiveGate } from './consumer/exclusive-gate.js';
 import type { TaskQueue } from './queue/task-queue.js';
 import { SqsTaskQueue } from './queue/sqs-task-queue.js';
 import { systemClock, type Clock } from './runtime/clock.js';
@@ -27,7 +28,19 @@ export interface KajDeps {
   readonly random?: RandomSource;
   readonly logger?: Logger;
   readonly metrics?: Metrics;
+  /** HMAC key for task ids derived from idempotency keys. @default a fixed development key (local and tests only) */
+  readonly idSecret?: string;
+  /** Owner of API requests that carry no IAM identity. @default 'anonymous' */
+  readonly defaultOwner?: string;
+  /** Shared by the handlers of one process. @default processGate */
+  readonly gate?: ExclusiveGate;
 }
+
+/** The owner of requests to `npm start` (no IAM there) unless KAJ_LOCAL_IDENTITY says otherwise. */
+export const LOCAL_OWNER = 'local';
+
+/** Not a secret: what local runs and tests use. A deployment always has its own (KAJ_ID_SECRET). */
+export const DEVELOPMENT_ID_SECRET = 'kaj-development-id-secret';
 
 /** Kaj's services wired together: the composition root shared by the Lambda functions and the local runtime. */
 export interface Kaj {
@@ -48,6 +61,7 @@ export function createKaj(deps: KajDeps): Kaj {
     random: deps.random ?? cryptoRandom,
     logger: deps.logger ?? silentLogger,
     metrics: deps.metrics ?? noMetrics,
+    idSecret: deps.idSecret ?? DEVELOPMENT_ID_SECRET,
   };
   const lifecycle = new TaskLifecycle(d);
   const submitter = new TaskSubmitter(d, lifecycle);
@@ -59,7 +73,8 @@ export function createKaj(deps: KajDeps): Kaj {
     consumer,
     sweeper,
     store: d.store,
-    handleHttp: (event) => handleHttp(event, { submitter, lifecycle, store: d.store, logger: d.logger }),
+    handleHttp: (event) =>
+      handleHttp(event, { submitter, lifecycle, logger: d.logger, defaultOwner: deps.defaultOwner ?? 'anonymous' }),
     processBatch: (event, context) => consumer.processBatch(event, context),
     sweep: (budgetMs) => sweeper.sweep(budgetMs),
   };
@@ -74,7 +89,7 @@ export interface AwsClients {
 export function createKajOnAws(
   config: FunctionConfig,
   registry: TaskRegistry,
-  options: AwsClients & Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics'> = {},
+  options: AwsClients & Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate'> = {},
 ): Kaj {
   const dynamodb = options.dynamodb ?? new DynamoDBClient({});
   const sqs = options.sqs ?? new SQSClient({});
@@ -87,6 +102,7 @@ export function createKajOnAws(
     registry,
     settings: config.settings,
     queueNames,
+    ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
   });
 }
 

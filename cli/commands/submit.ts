@@ -1,3 +1,4 @@
+import { osActor } from '../context.js';
 import { Option, type Command } from 'commander';
 import { PRIORITIES } from '../../shared/config/resources.js';
 import { IdempotencyConflictError, UnknownTaskTypeError, ValidationError } from '../../shared/task/errors.js';
@@ -34,7 +35,7 @@ export function registerSubmit(program: Command, ctx: CliContext, _state: RunSta
               priority: o.priority,
               ...(typeof o.idempotencyKey === 'string' ? { idempotency_key: o.idempotencyKey } : {}),
               ...(typeof o.delay === 'number' ? { delay_seconds: o.delay } : {}),
-            });
+            }, { owner: `operator:${osActor()}` });
           } catch (err) {
             if (err instanceof ValidationError || err instanceof UnknownTaskTypeError) throw new UsageError(err.message);
             if (err instanceof IdempotencyConflictError) throw new CliError(err.message, 1, { cause: err });

@@ -3,7 +3,6 @@ import { DEFAULTS } from '../config/resources.js';
 import { QueueUnavailableError } from '../queue/errors.js';
 import type { Logger } from '../runtime/logger.js';
 import { StoreUnavailableError } from '../store/errors.js';
-import type { TaskStore } from '../store/task-store.js';
 import {
   IdempotencyConflictError,
   PayloadTooLargeError,
@@ -14,14 +13,15 @@ import {
 } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';
 import { toView, type TaskRecord } from '../task/model.js';
-import type { TaskSubmitter } from '../task/submit.js';
+import type { Caller, TaskSubmitter } from '../task/submit.js';
 import { HttpError } from './errors.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
   readonly lifecycle: TaskLifecycle;
-  readonly store: TaskStore;
   readonly logger: Logger;
+  /** The owner of requests that carry no IAM identity: the local identity, or `anonymous` with auth off. */
+  readonly defaultOwner: string;
 }
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string>; body: string };
@@ -40,15 +40,16 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
   const method = event.requestContext.http.method.toUpperCase();
   const path = event.rawPath;
   try {
+    const caller: Caller = { owner: ownerOf(event, d.defaultOwner) };
     if (COLLECTION.test(path)) {
       if (method !== 'POST') throw methodNotAllowed('POST');
-      return await submit(event, d);
+      return await submit(event, d, caller);
     }
     const item = ITEM.exec(path);
     if (item) {
-      const id = decodeURIComponent(item[1] ?? '');
-      if (method === 'GET') return json(200, toView(await find(d.store, id)));
-      if (method === 'DELETE') return await cancel(id, d);
+      const id = decodePathSegment(item[1] ?? '');
+      if (method === 'GET') return json(200, toView(await find(d.lifecycle, id, caller)));
+      if (method === 'DELETE') return await cancel(id, d, caller);
       throw methodNotAllowed('GET, DELETE');
     }
     throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
@@ -57,7 +58,20 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
   }
 }
 
-async function submit(event: APIGatewayProxyEventV2, d: ApiDeps): Promise<HttpResult> {
+/**
+ * The caller's identity as API Gateway's IAM authorizer verified it. An assumed-role session
+ * (`arn:aws:sts::1:assumed-role/Role/session-123`) is owned by its role, so every session of
+ * one role (every Lambda instance of a producer) sees the same tasks.
+ */
+export function ownerOf(event: APIGatewayProxyEventV2, defaultOwner: string): string {
+  const iam = (event.requestContext as { authorizer?: { iam?: { userArn?: unknown } } }).authorizer?.iam;
+  const arn = typeof iam?.userArn === 'string' && iam.userArn !== '' ? iam.userArn : undefined;
+  if (arn === undefined) return defaultOwner;
+  const session = /^(arn:[^:]+:sts::\d+:assumed-role\/[^/]+)\/.+$/.exec(arn);
+  return session?.[1] ?? arn;
+}
+
+async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller): Promise<HttpResult> {
   const contentType = header(event, 'content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
     throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json');
@@ -74,15 +88,15 @@ async function submit(event: APIGatewayProxyEventV2, d: ApiDeps): Promise<HttpRe
   } catch {
     throw new HttpError(400, 'invalid_json', 'request body is not valid JSON');
   }
-  const { record, replayed } = await d.submitter.submit(body);
+  const { record, replayed } = await d.submitter.submit(body, caller);
   const headers: Record<string, string> = { location: `/api/v1/tasks/${record.task_id}` };
   if (replayed) headers['idempotent-replayed'] = 'true';
   return json(replayed ? 200 : 202, accepted(record), headers);
 }
 
-async function cancel(id: string, d: ApiDeps): Promise<HttpResult> {
+async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResult> {
   if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
-  const r = await d.lifecycle.cancel(id);
+  const r = await d.lifecycle.cancel(id, caller.owner);
   if (r.status === 'running') {
     // The worker sees the request at its next heartbeat and aborts the handler.
     return json(202, { task_id: r.task_id, status: r.status, cancel_requested: true });
@@ -90,15 +104,22 @@ async function cancel(id: string, d: ApiDeps): Promise<HttpResult> {
   return json(200, { task_id: r.task_id, status: r.status });
 }
 
-async function find(store: TaskStore, id: string): Promise<TaskRecord> {
+async function find(lifecycle: TaskLifecycle, id: string, caller: Caller): Promise<TaskRecord> {
   if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
-  const r = await store.get(id);
-  if (r === undefined) throw new TaskNotFoundError(id);
-  return r;
+  return lifecycle.find(id, caller.owner);
 }
 
 function accepted(r: TaskRecord) {
   return { task_id: r.task_id, status: r.status, priority: r.priority, run_at: r.run_at, created_at: r.created_at };
+}
+
+/** A malformed escape (`%ff`, `%`) is the client's mistake: 400, not the URIError's 500. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'invalid_path', 'the path is not valid percent-encoded UTF-8');
+  }
 }
 
 function methodNotAllowed(allow: string): HttpError {

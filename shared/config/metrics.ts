@@ -21,4 +21,8 @@ export const METRICS = {
   fencedWrites: 'FencedWrites',
   /** Outbox entries the sweeper had to send. */
   sweptMessages: 'SweptMessages',
+  /** Consumer records left on the queue by an infrastructure failure (not Lambda errors: the batch still answers). */
+  consumerItemFailures: 'ConsumerItemFailures',
+  /** Outbox entries the sweeper could not act on this run. */
+  sweeperItemFailures: 'SweeperItemFailures',
 } as const;

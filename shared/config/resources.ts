@@ -49,8 +49,16 @@ export const DEFAULTS = {
   maxSqsDelaySeconds: 900,
   /** Receives of one message before SQS itself moves it to the DLQ (crash-loop backstop). */
   maxReceiveCount: 10,
-  /** A message received this many times whose task never finished an attempt is declared a crash loop. */
+  /**
+   * Crashes attributed to a task (its worker died while it ran alone — see docs/reliability.md,
+   * "Crash loops") before it is failed. Per type: `defineTask({ crashLimit })`.
+   */
   crashLoopReceives: 3,
+  /**
+   * How often a running task looks for a cancel request (an eventually consistent read, half a
+   * read unit). Tasks shorter than this never pay for it; 0 leaves it to the heartbeat.
+   */
+  cancelPollSeconds: 5,
   /** Main queue retention: long enough to survive a weekend of consumers being down. */
   queueRetentionSeconds: 4 * 24 * 3600,
   dlqRetentionSeconds: 14 * 24 * 3600,
@@ -111,6 +119,8 @@ export const ENV = {
   dlqUrl: (p: Priority) => `KAJ_DLQ_URL_${p.toUpperCase()}`,
   leaseSeconds: 'KAJ_LEASE_SECONDS',
   retentionDays: 'KAJ_RETENTION_DAYS',
+  /** HMAC key for task ids derived from idempotency keys (the API function's only secret). */
+  idSecret: 'KAJ_ID_SECRET',
   logLevel: 'POWERTOOLS_LOG_LEVEL',
 } as const;
 

@@ -11,6 +11,8 @@ export interface RuntimeSettings {
   readonly outboxGraceSeconds: number;
   readonly watchdogSeconds: number;
   readonly crashLoopReceives: number;
+  /** Cancel-request poll period of a running task (0: only at heartbeats). */
+  readonly cancelPollSeconds: number;
   readonly historyLength: number;
   /** The queue visibility timeout: a task timeout must stay below it. */
   readonly queueVisibilityTimeoutSeconds: number;
@@ -26,6 +28,7 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
     outboxGraceSeconds: overrides.outboxGraceSeconds ?? DEFAULTS.outboxGraceSeconds,
     watchdogSeconds: overrides.watchdogSeconds ?? DEFAULTS.watchdogSeconds,
     crashLoopReceives: overrides.crashLoopReceives ?? DEFAULTS.crashLoopReceives,
+    cancelPollSeconds: overrides.cancelPollSeconds ?? DEFAULTS.cancelPollSeconds,
     historyLength: overrides.historyLength ?? DEFAULTS.historyLength,
     queueVisibilityTimeoutSeconds,
   };
@@ -51,6 +54,9 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
   if (!Number.isInteger(s.crashLoopReceives) || s.crashLoopReceives < 1) {
     throw new ConfigError('crashLoopReceives', 'crashLoopReceives must be an integer >= 1');
   }
+  if (!(s.cancelPollSeconds >= 0 && s.cancelPollSeconds <= 900)) {
+    throw new ConfigError('cancelPollSeconds', `cancelPollSeconds must be in [0, 900], got ${s.cancelPollSeconds}`);
+  }
   if (!Number.isInteger(s.historyLength) || s.historyLength < 1) {
     throw new ConfigError('historyLength', 'historyLength must be an integer >= 1');
   }
@@ -63,6 +69,8 @@ export interface FunctionConfig {
   readonly queueUrls: Readonly<Record<Priority, string>>;
   readonly deadLetterQueueUrls: Readonly<Record<Priority, string>>;
   readonly settings: RuntimeSettings;
+  /** KAJ_ID_SECRET: present for the API function, which derives task ids from idempotency keys. */
+  readonly idSecret?: string;
 }
 
 export function loadFunctionConfig(env: Readonly<Record<string, string | undefined>> = process.env): FunctionConfig {
@@ -89,7 +97,14 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
   if (lease !== undefined) overrides.leaseSeconds = lease;
   const retention = num(ENV.retentionDays);
   if (retention !== undefined) overrides.retentionDays = retention;
-  return { tableName: need(ENV.tableName), queueUrls, deadLetterQueueUrls, settings: runtimeSettings(overrides) };
+  const idSecret = env[ENV.idSecret];
+  return {
+    tableName: need(ENV.tableName),
+    queueUrls,
+    deadLetterQueueUrls,
+    settings: runtimeSettings(overrides),
+    ...(idSecret === undefined || idSecret === '' ? {} : { idSecret }),
+  };
 }
 
 /** The inverse of `loadFunctionConfig`, for the CDK stack and the local runtime. */
@@ -108,4 +123,38 @@ export function functionEnvironment(c: {
   if (c.leaseSeconds !== undefined) env[ENV.leaseSeconds] = String(c.leaseSeconds);
   if (c.retentionDays !== undefined) env[ENV.retentionDays] = String(c.retentionDays);
   return env;
+}
+
+/** The settings the README documents as environment variables (the Configuration section). */
+export type EnvironmentSettings = Partial<Pick<RuntimeSettings, 'leaseSeconds' | 'retentionDays'>>;
+
+/**
+ * Reads `KAJ_LEASE_SECONDS` and `KAJ_RETENTION_DAYS` as `loadFunctionConfig` reads them
+ * (unset or empty: the default; else a number), and validates them with `runtimeSettings`,
+ * for runtimes that do not take their resources from the environment (`npm start`).
+ * Returns only the variables that are set, as overrides for `runtimeSettings`.
+ * @throws ConfigError whose `setting` is the variable's name, and whose message names it too.
+ */
+export function settingsFromEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): EnvironmentSettings {
+  const variables = [
+    ['leaseSeconds', ENV.leaseSeconds],
+    ['retentionDays', ENV.retentionDays],
+  ] as const;
+  const out: { leaseSeconds?: number; retentionDays?: number } = {};
+  for (const [setting, name] of variables) {
+    const v = env[name];
+    if (v === undefined || v === '') continue;
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw new ConfigError(name, `${name} must be a number, got "${v}"`);
+    out[setting] = n;
+  }
+  try {
+    runtimeSettings(out);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const name = variables.find(([setting]) => setting === err.setting)?.[1];
+    if (name === undefined) throw err;
+    throw new ConfigError(name, `${name}=${env[name] ?? ''}: ${err.message}`, { cause: err });
+  }
+  return out;
 }

@@ -6,15 +6,21 @@ import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { PermanentError, TaskTimeoutError } from '../retry/errors.js';
 import type { Logger } from '../runtime/logger.js';
-import { resolvePolicy, type AnyTaskDefinition, type TaskContext, type TaskRegistry } from '../task/define.js';
-import { LeaseLostError, TaskCancelledError } from '../task/errors.js';
+import { StoreRejectedError } from '../store/errors.js';
+import { resolvePolicy, type AnyTaskDefinition, type ResolvedPolicy, type TaskContext, type TaskRegistry } from '../task/define.js';
+import { LeaseLostError } from '../task/errors.js';
+import { checkJsonValue } from '../task/json-value.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
 import { UnprocessableMessageError } from './errors.js';
+import { ExclusiveGate, processGate } from './exclusive-gate.js';
+import { Heartbeat } from './heartbeat.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
   readonly registry: TaskRegistry;
+  /** Handlers of this process share it; a task that crashed a worker before runs alone. @default processGate */
+  readonly gate?: ExclusiveGate;
   /** Queue name of each priority, to tell which queue a record came from. */
   readonly queueNames: Readonly<Record<Priority, string>>;
 }
@@ -31,10 +37,10 @@ export const RECORDING_RESERVE_MS = 5_000;
 type Disposition = 'ack' | 'retry';
 
 type RunOutcome =
-  | { kind: 'ok'; value: unknown }
-  | { kind: 'error'; error: unknown }
-  | { kind: 'timeout' }
-  | { kind: 'lease_lost'; error: LeaseLostError };
+  | { readonly kind: 'ok'; readonly value: unknown }
+  | { readonly kind: 'error'; readonly error: unknown }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'lease_lost'; readonly error: LeaseLostError };
 
 /**
  * Processes an SQS batch the way Lambda's event source mapping delivers it, and answers with
@@ -73,6 +79,7 @@ export class TaskConsumer {
     } catch (err) {
       // Not ours to interpret: leave it, and the queue's redrive policy dead-letters it.
       this.d.logger.error('unprocessable message left for the redrive policy', { ...log, error: String(err) });
+      this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       return 'retry';
     }
     const fields = { ...log, task_id: message.task_id, priority };
@@ -97,7 +104,7 @@ export class TaskConsumer {
         case 'crash_loop':
           return 'ack';
         case 'claimed':
-          return await this.run(claim.record, priority, sqsRecord.receiptHandle);
+          return await this.run(claim.record, priority, sqsRecord.receiptHandle, context);
       }
     } catch (err) {
       if (err instanceof LeaseLostError) {
@@ -111,6 +118,7 @@ export class TaskConsumer {
       const receives = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
       const backoff = 1 + Math.floor(this.d.random.next() * Math.min(300, 5 * 2 ** (receives - 1)));
       await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff).catch(() => {});
+      this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       this.d.logger.error('infrastructure failure; message left for redelivery', {
         ...fields,
         error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
@@ -122,8 +130,12 @@ export class TaskConsumer {
   }
 
   /** Runs a claimed task under its timeout with a heartbeat, then records the outcome. */
-  private async run(claimed: TaskRecord, priority: Priority, receiptHandle: string): Promise<Disposition> {
-    const { settings, clock } = this.d;
+  private async run(
+    claimed: TaskRecord,
+    priority: Priority,
+    receiptHandle: string,
+    context: InvocationContext,
+  ): Promise<Disposition> {
     const fields = { task_id: claimed.task_id, type: claimed.type, attempt: claimed.attempts };
     let def: AnyTaskDefinition;
     try {
@@ -141,39 +153,70 @@ export class TaskConsumer {
 
     // Hold the message for one lease (not the queue's long visibility), so a dead worker's
     // task comes back within a lease.
-    await this.holdMessage(priority, receiptHandle, claimed.task_id);
-
+    const holdMessage = () => this.holdMessage(priority, receiptHandle, claimed.task_id);
+    await holdMessage();
     const controller = new AbortController();
-    let current = claimed;
-    let cancelRequested = claimed.cancel_requested === true;
-    let onLeaseLost: (e: LeaseLostError) => void = () => {};
-    const leaseLost = new Promise<RunOutcome>((resolve) => {
-      onLeaseLost = (error) => resolve({ kind: 'lease_lost', error });
-    });
-    let beating = false;
-    const heartbeat = setInterval(() => {
-      if (beating) return;
-      beating = true;
-      void (async () => {
-        try {
-          await this.holdMessage(priority, receiptHandle, claimed.task_id);
-          current = await this.lifecycle.heartbeat(current);
-          if (current.cancel_requested && !cancelRequested) {
-            cancelRequested = true;
-            controller.abort(new TaskCancelledError(claimed.task_id));
-          }
-        } catch (err) {
-          if (err instanceof LeaseLostError) {
-            controller.abort(err);
-            onLeaseLost(err);
-          } else {
-            this.d.logger.warn('heartbeat failed; will try again', { ...fields, error: String(err) });
-          }
-        } finally {
-          beating = false;
+    const heartbeat = new Heartbeat(
+      { lifecycle: this.lifecycle, settings: this.d.settings, logger: this.d.logger, holdMessage, abort: (r) => controller.abort(r) },
+      claimed,
+    );
+    const suspect = this.lifecycle.isSuspect(claimed);
+    const gate = this.d.gate ?? processGate;
+    let run: { outcome: RunOutcome; durationMs: number } | 'no_time';
+    heartbeat.start();
+    try {
+      const attempt = async (): Promise<typeof run> => {
+        if (suspect) {
+          // Waiting for the worker to empty may have used up the invocation: hand it back.
+          if (context.getRemainingTimeInMillis() < claimed.timeout_seconds * 1000 + RECORDING_RESERVE_MS) return 'no_time';
+          heartbeat.update(await this.lifecycle.markSolo(heartbeat.current));
+          this.d.logger.warn('running alone: this task crashed a worker before', { ...fields, crashes: claimed.crashes ?? 0 });
         }
-      })();
-    }, settings.heartbeatSeconds * 1000);
+        const started = this.d.clock.now();
+        const outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
+        return { outcome, durationMs: this.d.clock.now() - started };
+      };
+      run = suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
+    } finally {
+      heartbeat.stop();
+    }
+    if (run === 'no_time') {
+      this.d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
+      return 'retry';
+    }
+    const { outcome, durationMs } = run;
+    this.d.metrics.durationMs(claimed.type, durationMs);
+    // Write with the latest view of the task (the heartbeat may have extended the lease).
+    const record = { ...claimed, lease_until: heartbeat.current.lease_until };
+    if (outcome.kind === 'lease_lost') throw outcome.error;
+    if (heartbeat.cancelRequested) {
+      await this.lifecycle.cancelledWhileRunning(record, durationMs);
+      this.d.logger.info('task cancelled while running', fields);
+      return 'ack';
+    }
+    try {
+      await this.record(record, outcome, policy, durationMs, fields);
+    } catch (err) {
+      if (!(err instanceof StoreRejectedError)) throw err;
+      // The store refused the outcome itself (it can never be written): fail the task with a
+      // short, storable reason instead of retrying the write forever.
+      const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, { code: 'UNSTORABLE' });
+      await this.lifecycle.attemptFailed(record, classifyError(reason), policy, durationMs);
+      this.d.logger.error('outcome refused by the store; task failed', { ...fields, error: err.message });
+    }
+    return 'ack';
+  }
+
+  /** Calls the handler, racing its timeout and the loss of the lease. */
+  private async execute(
+    def: AnyTaskDefinition,
+    payload: unknown,
+    claimed: TaskRecord,
+    priority: Priority,
+    controller: AbortController,
+    heartbeat: Heartbeat,
+    fields: Record<string, unknown>,
+  ): Promise<RunOutcome> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<RunOutcome>((resolve) => {
       timer = setTimeout(() => {
@@ -181,9 +224,7 @@ export class TaskConsumer {
         resolve({ kind: 'timeout' });
       }, claimed.timeout_seconds * 1000);
     });
-    if (cancelRequested) controller.abort(new TaskCancelledError(claimed.task_id));
-
-    const started = clock.now();
+    const leaseLost = heartbeat.leaseLost.then((error): RunOutcome => ({ kind: 'lease_lost', error }));
     const ctx: TaskContext = {
       taskId: claimed.task_id,
       attempt: claimed.attempts,
@@ -192,45 +233,43 @@ export class TaskConsumer {
       signal: controller.signal,
       logger: boundLogger(this.d.logger, fields),
     };
-    let outcome: RunOutcome;
     try {
       const running = Promise.resolve()
-        .then(() => def.handler(parsed.data, ctx))
+        .then(() => def.handler(payload, ctx))
         .then(
           (value): RunOutcome => ({ kind: 'ok', value }),
           (error: unknown): RunOutcome => ({ kind: 'error', error }),
         );
-      outcome = await Promise.race([running, timedOut, leaseLost]);
+      return await Promise.race([running, timedOut, leaseLost]);
     } finally {
-      clearInterval(heartbeat);
       clearTimeout(timer);
     }
-    const durationMs = clock.now() - started;
-    this.d.metrics.durationMs(claimed.type, durationMs);
-    // Write with the latest view of the task (the heartbeat may have refreshed it).
-    const record = { ...claimed, lease_until: current.lease_until };
+  }
 
-    if (outcome.kind === 'lease_lost') throw outcome.error;
-    if (cancelRequested) {
-      await this.lifecycle.cancelledWhileRunning(record, durationMs);
-      this.d.logger.info('task cancelled while running', fields);
-      return 'ack';
-    }
+  /** Records a finished attempt: success (if its result can be stored), retry or death. */
+  private async record(
+    record: TaskRecord,
+    outcome: Exclude<RunOutcome, { kind: 'lease_lost' }>,
+    policy: ResolvedPolicy,
+    durationMs: number,
+    fields: Record<string, unknown>,
+  ): Promise<void> {
+    let failure: Classification;
     if (outcome.kind === 'ok') {
-      const size = Buffer.byteLength(JSON.stringify(outcome.value ?? null));
-      if (size > DEFAULTS.maxResultBytes) {
-        const tooBig = new PermanentError(`result of ${size} bytes exceeds the limit of ${DEFAULTS.maxResultBytes}`);
-        await this.lifecycle.attemptFailed(record, classifyError(tooBig), policy, durationMs);
-        return 'ack';
+      const checked = checkJsonValue(outcome.value, 'result', DEFAULTS.maxResultBytes);
+      if (checked.ok) {
+        const done = await this.lifecycle.succeed(record, checked.value, durationMs);
+        this.d.logger.info(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, { ...fields, duration_ms: durationMs });
+        return;
       }
-      await this.lifecycle.succeed(record, outcome.value, durationMs);
-      this.d.logger.info('task succeeded', { ...fields, duration_ms: durationMs });
-      return 'ack';
+      // One run, one clear reason: an unstorable result is the handler's bug, not an outage.
+      failure = classifyError(new PermanentError(`${checked.path}: ${checked.reason}`, { code: 'UNSTORABLE_RESULT' }));
+    } else {
+      failure =
+        outcome.kind === 'timeout'
+          ? classifyError(new TaskTimeoutError(record.task_id, record.timeout_seconds))
+          : classifyError(outcome.error);
     }
-    const failure =
-      outcome.kind === 'timeout'
-        ? classifyError(new TaskTimeoutError(claimed.task_id, claimed.timeout_seconds))
-        : classifyError(outcome.error);
     const after = await this.lifecycle.attemptFailed(record, failure, policy, durationMs);
     this.d.logger.warn(`task attempt failed; now ${after.status}`, {
       ...fields,
@@ -238,7 +277,6 @@ export class TaskConsumer {
       code: failure.info.code,
       retryable: failure.retryable,
     });
-    return 'ack';
   }
 
   private async holdMessage(priority: Priority, receiptHandle: string, taskId: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { storableText } from '../task/json-value.js';
 import type { ErrorInfo } from '../task/model.js';
 import { PermanentError, RetryableError } from './errors.js';
 
@@ -8,6 +9,13 @@ export interface Classification {
 }
 
 const MAX_MESSAGE = 1000;
+const MAX_NAME = 128;
+/**
+ * The longest wait a `RetryableError` may ask for (12 hours, the largest backoff cap). A larger
+ * or infinite `retryAfterSeconds` is clamped to it: the task still retries, and its record can
+ * always be written (an infinite delay has no date).
+ */
+export const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
 
 /**
  * Decides whether a handler's error is worth another attempt.
@@ -20,9 +28,10 @@ const MAX_MESSAGE = 1000;
 export function classifyError(err: unknown): Classification {
   if (err instanceof PermanentError) return { retryable: false, info: info(err, false, err.code) };
   if (err instanceof RetryableError) {
-    return err.retryAfterSeconds === undefined
-      ? { retryable: true, info: info(err, true, err.code) }
-      : { retryable: true, retryAfterSeconds: err.retryAfterSeconds, info: info(err, true, err.code) };
+    const after = err.retryAfterSeconds;
+    return typeof after === 'number' && after >= 0
+      ? { retryable: true, retryAfterSeconds: Math.min(after, MAX_RETRY_AFTER_SECONDS), info: info(err, true, err.code) }
+      : { retryable: true, info: info(err, true, err.code) };
   }
   const status = httpStatusOf(err);
   if (status !== undefined) {
@@ -41,9 +50,22 @@ function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
-function info(err: unknown, retryable: boolean, code?: string): ErrorInfo {
-  const name = err instanceof Error ? err.name : typeof err;
-  const raw = err instanceof Error ? err.message : String(err);
-  const message = raw.length > MAX_MESSAGE ? `${raw.slice(0, MAX_MESSAGE)}…` : raw;
-  return code === undefined ? { name, message, retryable } : { name, message, retryable, code };
+/**
+ * What is stored of an error: short, well-formed strings only, whatever the handler threw
+ * (a non-string name or code, a message that throws when read, lone surrogates).
+ */
+function info(err: unknown, retryable: boolean, code?: unknown): ErrorInfo {
+  const name = storableText(err instanceof Error && typeof err.name === 'string' ? err.name : typeof err, MAX_NAME);
+  const message = storableText(safeString(() => (err instanceof Error ? err.message : String(err))), MAX_MESSAGE);
+  const c = typeof code === 'string' && code !== '' ? storableText(code, MAX_NAME) : undefined;
+  return c === undefined ? { name, message, retryable } : { name, message, retryable, code: c };
+}
+
+function safeString(read: () => unknown): string {
+  try {
+    const v = read();
+    return typeof v === 'string' ? v : String(v);
+  } catch {
+    return '(the error could not be turned into text)';
+  }
 }

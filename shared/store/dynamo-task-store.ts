@@ -9,8 +9,8 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TABLE_SCHEMA } from '../config/resources.js';
 import type { TaskRecord } from '../task/model.js';
-import { ConditionFailedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
-import type { TaskChanges, TaskCondition, TaskStore } from './task-store.js';
+import { ConditionFailedError, StoreRejectedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from './task-store.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
 
@@ -47,10 +47,10 @@ export class DynamoTaskStore implements TaskStore {
     }
   }
 
-  async get(taskId: string): Promise<TaskRecord | undefined> {
+  async get(taskId: string, options: ReadOptions = {}): Promise<TaskRecord | undefined> {
     try {
       const out = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: { [PK]: taskId }, ConsistentRead: true }),
+        new GetCommand({ TableName: this.tableName, Key: { [PK]: taskId }, ConsistentRead: options.consistent ?? true }),
       );
       return out.Item as TaskRecord | undefined;
     } catch (err) {
@@ -143,6 +143,7 @@ function conditionExpression(expr: ExpressionBuilder, c: TaskCondition): string 
   if (c.leaseToken !== undefined) clauses.push(`${expr.name('lease_token')} = ${expr.value(c.leaseToken)}`);
   if (c.outboxPending === true) clauses.push(`attribute_exists(${expr.name('outbox_pk')})`);
   if (c.outboxPending === false) clauses.push(`attribute_not_exists(${expr.name('outbox_pk')})`);
+  if (c.noCancelRequest === true) clauses.push(`attribute_not_exists(${expr.name('cancel_requested')})`);
   return clauses.join(' AND ');
 }
 
@@ -179,7 +180,26 @@ function itemOf(err: ConditionalCheckFailedException): TaskRecord | undefined {
   return err.Item === undefined ? undefined : (unmarshall(err.Item) as TaskRecord);
 }
 
-function unavailable(err: unknown, operation: string, taskId: string | undefined): StoreUnavailableError {
+/**
+ * Errors DynamoDB (or the client, before sending) gives for a request that can never succeed.
+ * Everything else — throttling, 5xx, network, timeouts — is an outage worth retrying.
+ */
+const REJECTED = new Set(['ValidationException', 'SerializationException', 'ItemCollectionSizeLimitExceededException']);
+
+function unavailable(err: unknown, operation: string, taskId: string | undefined): StoreUnavailableError | StoreRejectedError {
   const name = err instanceof Error ? err.name : 'Error';
+  const message = err instanceof Error ? err.message : String(err);
+  if (REJECTED.has(name) || isMarshallError(err)) {
+    return new StoreRejectedError(`DynamoDB ${operation} rejected: ${name}: ${message}`, { taskId, cause: err });
+  }
   return new StoreUnavailableError(`DynamoDB ${operation} failed: ${name}`, { taskId, cause: err });
+}
+
+/**
+ * The document client marshals before sending and throws plain Errors for values DynamoDB
+ * cannot hold (unsafe integers, NaN, class instances). They have no HTTP metadata.
+ */
+function isMarshallError(err: unknown): boolean {
+  if (!(err instanceof Error) || '$metadata' in err) return false;
+  return /MAX_SAFE_INTEGER|Unsupported type passed|Special numeric value|Number .* is|cannot be converted|marshall/i.test(err.message);
 }

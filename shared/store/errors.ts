@@ -36,3 +36,11 @@ export class ConditionFailedError extends StoreError {
 export class StoreUnavailableError extends StoreError {
   readonly retryable = true;
 }
+
+/**
+ * The store refused the request itself (DynamoDB ValidationException, a value the client cannot
+ * marshal, an item over 400 KB): sending it again can never succeed. Permanent.
+ */
+export class StoreRejectedError extends StoreError {
+  readonly retryable = false;
+}

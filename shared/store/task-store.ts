@@ -14,9 +14,19 @@ export interface TaskCondition {
   readonly leaseToken?: number;
   /** An outbox entry is (true) or is not (false) present. */
   readonly outboxPending?: boolean;
+  /** No cancel request is recorded: an attempt's outcome may land only then (a cancel always wins). */
+  readonly noCancelRequest?: boolean;
 }
 
-export type Counter = 'attempts' | 'lease_token' | 'crashes' | 'redrive_count';
+export interface ReadOptions {
+  /**
+   * Strongly consistent (the default) or eventually consistent (half the read cost; may miss
+   * a write made in the last second or so). Polls that tolerate lag use `false`.
+   */
+  readonly consistent?: boolean;
+}
+
+export type Counter = 'attempts' | 'lease_token' | 'crashes' | 'unattributed_crashes' | 'redrive_count';
 
 export interface TaskChanges {
   readonly set?: Partial<TaskRecord>;
@@ -34,8 +44,11 @@ export interface TaskChanges {
 export interface TaskStore {
   /** Writes a new task. @throws TaskAlreadyExistsError when the id is taken (with the existing record). */
   create(record: TaskRecord): Promise<void>;
-  get(taskId: string): Promise<TaskRecord | undefined>;
-  /** Applies `changes` if `condition` holds; returns the task as written. @throws ConditionFailedError */
+  get(taskId: string, options?: ReadOptions): Promise<TaskRecord | undefined>;
+  /**
+   * Applies `changes` if `condition` holds; returns the task as written.
+   * @throws ConditionFailedError, StoreRejectedError (the request can never succeed), StoreUnavailableError
+   */
   update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord>;
   /** Tasks in one outbox partition whose entry is due at or before `dueBy`, oldest first. */
   listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]>;

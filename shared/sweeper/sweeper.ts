@@ -1,7 +1,7 @@
 import { PRIORITIES } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
-import { outboxKey, type OutboxTarget } from '../task/model.js';
+import { outboxKey, type OutboxTarget, type TaskRecord } from '../task/model.js';
 
 export interface SweepReport {
   /** Messages (and dead letters) sent. */
@@ -11,6 +11,8 @@ export interface SweepReport {
   /** Watchdogs moved on: live leases, or stale entries of finished tasks removed. */
   extended: number;
   failed: number;
+  /** Index entries that no longer matched their task (GSIs lag on AWS; a torn write locally): skipped. */
+  stale: number;
 }
 
 /**
@@ -29,7 +31,7 @@ export class OutboxSweeper {
 
   /** @param budgetMs stop starting new pages after this long (the function's own timeout bounds the rest) */
   async sweep(budgetMs = 50_000): Promise<SweepReport> {
-    const report: SweepReport = { sent: 0, deferred: 0, extended: 0, failed: 0 };
+    const report: SweepReport = { sent: 0, deferred: 0, extended: 0, failed: 0, stale: 0 };
     const started = this.d.clock.now();
     const targets: OutboxTarget[] = ['dlq', 'queue'];
     for (const target of targets) {
@@ -38,9 +40,17 @@ export class OutboxSweeper {
         for (;;) {
           const due = await this.d.store.listOutboxDue(partition, this.d.clock.now(), this.pageSize);
           let progressed = 0;
-          for (const record of due) {
+          for (const entry of due) {
+            const record = entry;
             try {
-              const r = await this.lifecycle.sweepEntry(record);
+              // The index is eventually consistent (and a local torn write can leave a phantom):
+              // act on the item itself, and only if it still owes what the entry says.
+              const current = await this.d.store.get(entry.task_id);
+              if (!stillDue(current, partition, this.d.clock.now())) {
+                report.stale += 1;
+                continue;
+              }
+              const r = await this.lifecycle.sweepEntry(current);
               if (r === 'sent') {
                 report.sent += 1;
                 this.d.metrics.count(METRICS.sweptMessages, record.type);
@@ -49,6 +59,7 @@ export class OutboxSweeper {
               if (r !== 'deferred') progressed += 1;
             } catch (err) {
               report.failed += 1;
+              this.d.metrics.count(METRICS.sweeperItemFailures, undefined);
               this.d.logger.warn('sweeper could not send; will try next run', {
                 task_id: record.task_id,
                 partition,
@@ -61,7 +72,11 @@ export class OutboxSweeper {
         }
       }
     }
-    if (report.sent + report.failed > 0) this.d.logger.info('outbox swept', { ...report });
+    if (report.sent + report.failed + report.stale > 0) this.d.logger.info('outbox swept', { ...report });
     return report;
   }
+}
+
+function stillDue(current: TaskRecord | undefined, partition: string, now: number): current is TaskRecord {
+  return current !== undefined && current.outbox_pk === partition && current.outbox_due !== undefined && current.outbox_due <= now;
 }

@@ -25,6 +25,13 @@ export interface TaskPolicy {
   readonly timeoutSeconds?: number;
   /** Full-jitter backoff: random(0, min(cap, base·2^attempt)). @default base 2 s, cap 300 s */
   readonly backoff?: { readonly baseSeconds?: number; readonly capSeconds?: number };
+  /**
+   * Crashes of a worker attributed to this task (it ran alone when the worker died) before the
+   * task is failed. Raise it for tasks whose workers may legitimately die (spot capacity,
+   * huge inputs); lower it to 1 to fail a task at its first proven crash.
+   * @default the deployment's crashLoopReceives (3)
+   */
+  readonly crashLimit?: number;
 }
 
 export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> extends TaskPolicy {
@@ -64,6 +71,7 @@ export function defineTask<S extends z.ZodType, R>(def: TaskDefinition<S, R>): T
   }
   checkInt(where, 'maxAttempts', def.maxAttempts, 1, DEFAULTS.maxAttemptsLimit);
   checkInt(where, 'timeoutSeconds', def.timeoutSeconds, 1, DEFAULTS.maxTaskTimeoutSeconds);
+  checkInt(where, 'crashLimit', def.crashLimit, 1, 25);
   const base = def.backoff?.baseSeconds;
   const cap = def.backoff?.capSeconds;
   if (base !== undefined && !(base > 0 && base <= 3600)) {

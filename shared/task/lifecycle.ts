@@ -165,7 +165,8 @@ export class TaskLifecycle {
   /**
    * Claims the task a message stands for: one conditional write moves it to `running`,
    * bumps the fencing token and sets the lease. A worker that vanished mid-attempt is
-   * detected here (running, lease expired) and counted as a crash.
+   * detected here (running, lease expired) and counted as a crash. A task with a cancel
+   * request is never claimed: it ends `cancelled` here, without running.
    */
   async claim(taskId: string, dispatchId: string): Promise<ClaimOutcome> {
     const now = this.d.clock.now();
@@ -183,8 +184,9 @@ export class TaskLifecycle {
             // message is lost too, the sweeper finds the task then. Not moving it saves GSI writes.
           },
           add: { attempts: 1, lease_token: 1 },
+          remove: ['solo'],
         },
-        { status: CLAIMABLE_FRESH, dispatchId },
+        { status: CLAIMABLE_FRESH, dispatchId, noCancelRequest: true },
       );
       return { kind: 'claimed', record };
     } catch (err) {
@@ -202,21 +204,63 @@ export class TaskLifecycle {
     if (current === undefined) return { kind: 'drop', reason: 'task not found' };
     if (current.dispatch_id !== dispatchId) return { kind: 'drop', reason: 'superseded by a newer dispatch' };
     if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}` };
+    const leaseUntil = current.lease_until ?? 0;
+    const leaseLive = current.status === 'running' && leaseUntil > now;
+    if (current.cancel_requested === true && !leaseLive) return this.endCancelledUnclaimed(current, now);
     if (current.status !== 'running') {
       // queued/retrying with our dispatch id: the condition raced a concurrent write. Try again shortly.
       return { kind: 'defer', seconds: 1 };
     }
-    const leaseUntil = current.lease_until ?? 0;
-    if (leaseUntil > now) return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1 };
+    if (leaseLive) return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1 };
     return this.reclaimAfterCrash(current, now);
   }
 
-  /** The previous worker's lease ran out without an outcome: it crashed, was killed, or timed out. */
+  /**
+   * A task with a cancel request that nobody runs (not started, or its worker vanished): it
+   * ends `cancelled` instead of being claimed, so its handler never runs again.
+   */
+  private async endCancelledUnclaimed(current: TaskRecord, now: number): Promise<ClaimOutcome> {
+    const wasRunning = current.status === 'running';
+    const changes: TaskChanges = {
+      set: {
+        status: transition(current.status, 'cancel', current.task_id),
+        finished_at: iso(now),
+        updated_at: iso(now),
+        expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
+        ...(wasRunning
+          ? { history: this.trim([...current.history, this.attemptRecord(current, 'cancelled', now, undefined)]) }
+          : {}),
+      },
+      remove: ['lease_until', 'outbox_pk', 'outbox_due', 'solo'],
+    };
+    const condition = wasRunning
+      ? { leaseToken: current.lease_token, orLeaseExpiredBefore: now }
+      : { status: [current.status], dispatchId: current.dispatch_id };
+    try {
+      await this.d.store.update(current.task_id, changes, condition);
+    } catch (err) {
+      if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'task changed while being cancelled' };
+      throw err;
+    }
+    this.d.metrics.count(METRICS.cancelled, current.type);
+    return { kind: 'drop', reason: 'cancel requested; ended cancelled without running' };
+  }
+
+  /**
+   * The previous worker's lease ran out without an outcome: it crashed, was killed, or timed out.
+   * The crash counts against the task only if it ran alone on that worker (`solo`): a worker
+   * killed under ten tasks is no evidence against any one of them. Any crash makes the next
+   * attempt run alone, so a task that really kills its worker is found out within its limit.
+   */
   private async reclaimAfterCrash(current: TaskRecord, now: number): Promise<ClaimOutcome> {
-    const crashes = (current.crashes ?? 0) + 1;
+    const attributed = current.solo === true;
+    const crashes = (current.crashes ?? 0) + (attributed ? 1 : 0);
+    const limit = current.crash_limit ?? this.d.settings.crashLoopReceives;
     const error: ErrorInfo = {
       name: 'WorkerCrashError',
-      message: `the worker stopped during attempt ${current.attempts} (crash, kill or timeout); crashed the worker ${crashes} time(s)`,
+      message: attributed
+        ? `the worker stopped during attempt ${current.attempts}, which ran alone (crash, kill, OOM or timeout); crashed the worker ${crashes} time(s)`
+        : `the worker stopped during attempt ${current.attempts} while running other tasks too (crash, kill, OOM or timeout); the next attempt runs alone`,
       retryable: true,
       code: 'CRASH',
     };
@@ -229,12 +273,16 @@ export class TaskLifecycle {
     };
     const history = this.trim([...current.history, crashed]);
     const fence = { leaseToken: current.lease_token, orLeaseExpiredBefore: now };
+    const counter = attributed ? { crashes: 1 } : { unattributed_crashes: 1 };
     try {
-      if (crashes >= this.d.settings.crashLoopReceives || current.attempts >= current.max_attempts) {
-        const reason = `crashed the worker ${crashes} times`;
+      if (crashes >= limit || current.attempts >= current.max_attempts) {
+        const reason =
+          crashes >= limit
+            ? `crashed the worker ${crashes} times`
+            : `the worker stopped during the last attempt (${current.attempts} of ${current.max_attempts})`;
         const failed = await this.d.store.update(
           current.task_id,
-          this.failChanges(current, { ...error, retryable: false, message: reason }, history, now, { crashes: 1 }),
+          this.failChanges(current, { ...error, retryable: false, message: reason }, history, now, counter),
           fence,
         );
         this.d.metrics.count(METRICS.failed, current.type);
@@ -253,16 +301,38 @@ export class TaskLifecycle {
             last_error: error,
             history,
           },
-          add: { attempts: 1, lease_token: 1, crashes: 1 },
+          add: { attempts: 1, lease_token: 1, ...counter },
+          remove: ['solo'],
         },
         fence,
       );
-      this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes });
+      this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes, attributed });
       return { kind: 'claimed', record };
     } catch (err) {
       if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
       throw err;
     }
+  }
+
+  /** True when the task crashed a worker before: its next attempts run alone on their worker. */
+  isSuspect(record: TaskRecord): boolean {
+    return (record.crashes ?? 0) + (record.unattributed_crashes ?? 0) > 0;
+  }
+
+  /**
+   * Marks the attempt as running alone on its worker (and extends the lease), so that a crash
+   * now is evidence against the task. One extra write, only for tasks that crashed before.
+   * @throws LeaseLostError
+   */
+  async markSolo(record: TaskRecord): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    return this.fenced(record, () =>
+      this.d.store.update(
+        record.task_id,
+        { set: { solo: true, lease_until: now + this.d.settings.leaseSeconds * 1000 } },
+        { leaseToken: record.lease_token, status: ['running'] },
+      ),
+    );
   }
 
   /**
@@ -280,28 +350,60 @@ export class TaskLifecycle {
     );
   }
 
+  /**
+   * Looks for a cancel request on a running attempt: an eventually consistent read (half a read
+   * unit), so it may see a request a second late. The outcome write is what guarantees that a
+   * cancel wins; this only makes the handler's signal fire sooner than the next heartbeat.
+   */
+  async cancelRequested(record: TaskRecord): Promise<boolean> {
+    const current = await this.d.store.get(record.task_id, { consistent: false });
+    return current?.cancel_requested === true && current.lease_token === record.lease_token;
+  }
+
+  /**
+   * Records a successful attempt — unless a cancel request arrived meanwhile: then the task ends
+   * `cancelled` and the result is discarded (a cancel always wins). Returns the task as stored.
+   * @param result the handler's result, already checked by `checkJsonValue`
+   */
   async succeed(record: TaskRecord, result: unknown, durationMs: number): Promise<TaskRecord> {
     const now = this.d.clock.now();
     const attempt: AttemptRecord = this.attemptRecord(record, 'succeeded', now, durationMs);
-    const done = await this.fenced(record, () =>
-      this.d.store.update(
-        record.task_id,
-        {
-          set: {
-            status: transition(record.status, 'succeed', record.task_id),
-            result: result === undefined ? null : result,
-            finished_at: iso(now),
-            updated_at: iso(now),
-            history: this.trim([...record.history, attempt]),
-            expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
-          },
-          remove: ['lease_until', 'cancel_requested', 'outbox_pk', 'outbox_due'],
-        },
-        { leaseToken: record.lease_token, status: ['running'] },
-      ),
-    );
-    this.d.metrics.count(METRICS.succeeded, record.type);
+    const done = await this.settle(record, durationMs, {
+      set: {
+        status: transition(record.status, 'succeed', record.task_id),
+        result: result === undefined ? null : result,
+        finished_at: iso(now),
+        updated_at: iso(now),
+        history: this.trim([...record.history, attempt]),
+        expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
+      },
+      remove: ['lease_until', 'outbox_pk', 'outbox_due', 'solo'],
+    });
+    if (done.status === 'succeeded') this.d.metrics.count(METRICS.succeeded, record.type);
     return done;
+  }
+
+  /**
+   * Writes an attempt's outcome, fenced by the lease and conditioned on no cancel request.
+   * If the condition failed only because a cancel was requested, the attempt ends cancelled.
+   * @throws LeaseLostError when another worker holds the task now
+   */
+  private async settle(record: TaskRecord, durationMs: number, changes: TaskChanges): Promise<TaskRecord> {
+    try {
+      return await this.d.store.update(record.task_id, changes, {
+        leaseToken: record.lease_token,
+        status: ['running'],
+        noCancelRequest: true,
+      });
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      const current = err.current ?? (await this.d.store.get(record.task_id));
+      if (current?.status === 'running' && current.lease_token === record.lease_token && current.cancel_requested === true) {
+        return this.cancelledWhileRunning(record, durationMs);
+      }
+      this.d.metrics.count(METRICS.fencedWrites, record.type);
+      throw new LeaseLostError(record.task_id, record.lease_token, err);
+    }
   }
 
   /**
@@ -318,13 +420,12 @@ export class TaskLifecycle {
     const exhausted = record.attempts >= record.max_attempts;
     if (!failure.retryable || exhausted) {
       const attempt = this.attemptRecord(record, 'failed', now, durationMs, failure.info);
-      const failed = await this.fenced(record, () =>
-        this.d.store.update(
-          record.task_id,
-          this.failChanges(record, failure.info, this.trim([...record.history, attempt]), now),
-          { leaseToken: record.lease_token, status: ['running'] },
-        ),
+      const failed = await this.settle(
+        record,
+        durationMs,
+        this.failChanges(record, failure.info, this.trim([...record.history, attempt]), now),
       );
+      if (failed.status !== 'failed') return failed;
       this.d.metrics.count(METRICS.failed, record.type);
       await this.dispatchQuietly(failed);
       return failed;
@@ -335,24 +436,19 @@ export class TaskLifecycle {
         : fullJitterDelayMs(record.attempts, policy.backoff, this.d.random);
     const runAt = now + delayMs;
     const attempt = this.attemptRecord(record, 'retrying', now, durationMs, failure.info);
-    const retrying = await this.fenced(record, () =>
-      this.d.store.update(
-        record.task_id,
-        {
-          set: {
-            status: transition(record.status, 'retry', record.task_id),
-            run_at: iso(runAt),
-            updated_at: iso(now),
-            last_error: failure.info,
-            history: this.trim([...record.history, attempt]),
-            dispatch_id: this.d.random.id(),
-            ...this.outbox('queue', record.priority, runAt),
-          },
-          remove: ['lease_until'],
-        },
-        { leaseToken: record.lease_token, status: ['running'] },
-      ),
-    );
+    const retrying = await this.settle(record, durationMs, {
+      set: {
+        status: transition(record.status, 'retry', record.task_id),
+        run_at: iso(runAt),
+        updated_at: iso(now),
+        last_error: failure.info,
+        history: this.trim([...record.history, attempt]),
+        dispatch_id: this.d.random.id(),
+        ...this.outbox('queue', record.priority, runAt),
+      },
+      remove: ['lease_until', 'solo'],
+    });
+    if (retrying.status !== 'retrying') return retrying;
     this.d.metrics.count(METRICS.retried, record.type);
     // Send before the caller acknowledges the old message. If the send fails the outbox entry
     // stays and the sweeper sends it: the task is never lost between the two.
@@ -375,7 +471,7 @@ export class TaskLifecycle {
             history: this.trim([...record.history, attempt]),
             expires_at: this.expiresAt(now, this.d.settings.retentionDays * 86_400),
           },
-          remove: ['lease_until', 'outbox_pk', 'outbox_due'],
+          remove: ['lease_until', 'outbox_pk', 'outbox_due', 'solo'],
         },
         { leaseToken: record.lease_token, status: ['running'] },
       ),
@@ -385,14 +481,27 @@ export class TaskLifecycle {
   }
 
   /**
+   * `GET /tasks/{id}`: the task, if `owner` submitted it. Another owner's task is not found
+   * (404, not 403: its existence is not revealed). No owner: an operator, who sees all.
+   * @throws TaskNotFoundError
+   */
+  async find(taskId: string, owner?: string): Promise<TaskRecord> {
+    const r = await this.d.store.get(taskId);
+    if (r === undefined || (owner !== undefined && r.owner !== owner)) throw new TaskNotFoundError(taskId);
+    return r;
+  }
+
+  /**
    * `DELETE /tasks/{id}`: a task that has not started is cancelled at once (its message will
-   * be dropped at claim); a running one gets a cancel request its worker acts on.
+   * be dropped at claim); a running one gets a cancel request its worker acts on within
+   * `cancelPollSeconds`, and whatever its handler does, it ends `cancelled`.
+   * @param owner the caller; omitted for an operator
    * @throws TaskNotFoundError, TaskNotCancellableError
    */
-  async cancel(taskId: string): Promise<TaskRecord> {
+  async cancel(taskId: string, owner?: string): Promise<TaskRecord> {
     for (let round = 0; round < 3; round += 1) {
       const current = await this.d.store.get(taskId);
-      if (current === undefined) throw new TaskNotFoundError(taskId);
+      if (current === undefined || (owner !== undefined && current.owner !== owner)) throw new TaskNotFoundError(taskId);
       if (current.status === 'cancelled') return current;
       if (isFinished(current.status)) throw new TaskNotCancellableError(taskId, current.status);
       const now = this.d.clock.now();
@@ -458,7 +567,7 @@ export class TaskLifecycle {
         // Keep a dead task's record as long as its dead letter can be redriven, and then some.
         expires_at: this.expiresAt(now, DEFAULTS.dlqRetentionSeconds + this.d.settings.retentionDays * 86_400),
       },
-      remove: ['lease_until', 'cancel_requested'],
+      remove: ['lease_until', 'solo'],
       ...(add === undefined ? {} : { add }),
     };
   }
@@ -467,7 +576,7 @@ export class TaskLifecycle {
     record: TaskRecord,
     outcome: AttemptRecord['outcome'],
     now: number,
-    durationMs: number,
+    durationMs: number | undefined,
     error?: ErrorInfo,
   ): AttemptRecord {
     return {
@@ -475,7 +584,7 @@ export class TaskLifecycle {
       outcome,
       ...(record.started_at === undefined ? {} : { started_at: record.started_at }),
       finished_at: iso(now),
-      duration_ms: Math.round(durationMs),
+      ...(durationMs === undefined ? {} : { duration_ms: Math.round(durationMs) }),
       ...(error === undefined ? {} : { error }),
     };
   }

@@ -59,8 +59,19 @@ export interface TaskRecord {
   dispatch_id: string;
   /** Set by DELETE on a running task; the worker's heartbeat sees it and aborts the handler. */
   cancel_requested?: boolean;
-  /** Times the task's worker vanished mid-attempt (crash, kill, timeout). */
+  /**
+   * Crashes attributed to the task: its worker vanished (crash, kill, OOM) while it ran alone
+   * (`solo`). Counted towards `crash_limit`.
+   */
   crashes?: number;
+  /** Times its worker vanished while it ran beside other tasks: not proof against it, not counted. */
+  unattributed_crashes?: number;
+  /** Set on the attempt when it runs alone on its worker (a task that crashed before runs so). */
+  solo?: boolean;
+  /** The type's crash limit when it overrides the deployment's (`defineTask({ crashLimit })`). */
+  crash_limit?: number;
+  /** Who submitted it: the caller's IAM principal, or the local identity. GET/DELETE by others answer 404. */
+  owner?: string;
   /** Outbox partition `${target}#${priority}`; present only while a message is still owed. */
   outbox_pk?: string;
   /** Epoch ms at which the sweeper sends the owed message if nobody confirmed sending it. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { z } from 'zod';
 import { DEFAULTS, PRIORITIES } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
@@ -7,6 +7,7 @@ import type { TaskRegistry } from './define.js';
 import { resolvePolicy } from './define.js';
 import { IdempotencyConflictError, PayloadTooLargeError, ValidationError } from './errors.js';
 import type { LifecycleDeps, TaskLifecycle } from './lifecycle.js';
+import { checkJsonValue } from './json-value.js';
 import type { TaskRecord } from './model.js';
 
 const MAX_DELAY_SECONDS = 365 * 86_400;
@@ -46,18 +47,38 @@ export function validationErrorOf(error: z.ZodError, prefix?: string): Validatio
   return new ValidationError(field, `${field}: ${message}`, { cause: error });
 }
 
+/** Who is asking: the owner every task they submit is recorded under. */
+export interface Caller {
+  /** The IAM principal (role, not session) on AWS; the local identity on `npm start`. */
+  readonly owner: string;
+}
+
+export interface SubmitterDeps extends LifecycleDeps {
+  readonly registry: TaskRegistry;
+  /**
+   * Key of the HMAC that turns an idempotency key into a task id. Secret per deployment, so an
+   * id cannot be derived from a key by anyone else (ids are also checked against the owner).
+   */
+  readonly idSecret: string;
+}
+
 /**
  * Accepts a task. The table write is the commit point: once it succeeds the task will run,
  * even if the send to SQS fails (its outbox entry makes the sweeper send it).
  */
 export class TaskSubmitter {
   constructor(
-    private readonly d: LifecycleDeps & { readonly registry: TaskRegistry },
+    private readonly d: SubmitterDeps,
     private readonly lifecycle: TaskLifecycle,
   ) {}
 
+  /** The id a task submitted by `owner` with this type and idempotency key gets. */
+  idempotentTaskId(owner: string, type: string, key: string): string {
+    return idempotentTaskId(this.d.idSecret, owner, type, key);
+  }
+
   /** @throws ValidationError, UnknownTaskTypeError, IdempotencyConflictError, StoreUnavailableError */
-  async submit(body: unknown): Promise<SubmitResult> {
+  async submit(body: unknown, caller: Caller): Promise<SubmitResult> {
     const parsed = submitRequestSchema.safeParse(body);
     if (!parsed.success) throw validationErrorOf(parsed.error);
     const req = parsed.data;
@@ -65,13 +86,21 @@ export class TaskSubmitter {
       throw new ValidationError('run_at', 'run_at: give either delay_seconds or run_at, not both');
     }
     const def = this.d.registry.get(req.type);
-    const payloadResult = def.schema.safeParse(req.payload ?? {});
+    const raw: unknown = req.payload ?? {};
+    const payloadResult = def.schema.safeParse(raw);
     if (!payloadResult.success) throw validationErrorOf(payloadResult.error as z.ZodError, 'payload');
-    const payload: unknown = payloadResult.data;
-    const payloadBytes = Buffer.byteLength(JSON.stringify(payload ?? null));
-    if (payloadBytes > DEFAULTS.maxPayloadBytes) {
-      throw new PayloadTooLargeError('payload', `payload: ${payloadBytes} bytes exceeds the limit of ${DEFAULTS.maxPayloadBytes}`);
+    // What is stored is the payload as sent (JSON), not the schema's output: the consumer parses
+    // it again before the handler runs, so a schema may transform freely (z.coerce.date() makes
+    // a Date, which no store holds). What is sent must itself be storable: checked here, so the
+    // store never refuses an accepted task (a 422 naming the field instead of a 503 forever).
+    const checked = checkJsonValue(raw, 'payload', DEFAULTS.maxPayloadBytes);
+    if (!checked.ok) {
+      const message = `${checked.path}: ${checked.reason}`;
+      throw checked.path === 'payload' && checked.reason.includes('exceeds the limit')
+        ? new PayloadTooLargeError('payload', message)
+        : new ValidationError(checked.path, message);
     }
+    const payload = checked.value;
 
     const now = this.d.clock.now();
     const runAtMs = req.run_at !== undefined ? Math.max(now, Date.parse(req.run_at)) : now + (req.delay_seconds ?? 0) * 1000;
@@ -81,7 +110,11 @@ export class TaskSubmitter {
     const policy = resolvePolicy(def);
     const createdAt = new Date(now).toISOString();
     const record: TaskRecord = {
-      task_id: req.idempotency_key === undefined ? `t_${this.d.random.id()}` : idempotentTaskId(req.type, req.idempotency_key),
+      task_id:
+        req.idempotency_key === undefined
+          ? `t_${this.d.random.id()}`
+          : this.idempotentTaskId(caller.owner, req.type, req.idempotency_key),
+      owner: caller.owner,
       type: req.type,
       priority: req.priority,
       status: 'queued',
@@ -99,13 +132,17 @@ export class TaskSubmitter {
       ...this.lifecycle.outbox('queue', req.priority, runAtMs),
     };
     if (req.idempotency_key !== undefined) record.idempotency_key = req.idempotency_key;
+    if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
 
     try {
       await this.d.store.create(record);
     } catch (err) {
       if (!(err instanceof TaskAlreadyExistsError) || err.existing === undefined) throw err;
       const existing = err.existing;
-      if (existing.fingerprint !== record.fingerprint) throw new IdempotencyConflictError(existing.task_id);
+      // Ids are per owner already; the check stands guard should two owners ever meet on one id.
+      if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
+        throw new IdempotencyConflictError(existing.task_id);
+      }
       // A replay: finish the enqueue an earlier request may have left undone.
       if (this.lifecycle.sendUnconfirmed(existing)) await this.lifecycle.dispatchQuietly(existing);
       return { record: existing, replayed: true };
@@ -116,9 +153,12 @@ export class TaskSubmitter {
   }
 }
 
-/** Task id for an idempotent submit: keys are scoped per task type. */
-export function idempotentTaskId(type: string, key: string): string {
-  return `t_${createHash('sha256').update(`${type}\n${key}`).digest('hex').slice(0, 32)}`;
+/**
+ * Task id for an idempotent submit: keys are scoped per owner and task type, and the id is an
+ * HMAC under the deployment's secret, so nobody can derive another caller's task id from a key.
+ */
+export function idempotentTaskId(secret: string, owner: string, type: string, key: string): string {
+  return `t_${createHmac('sha256', secret).update(`${owner}\n${type}\n${key}`).digest('hex').slice(0, 32)}`;
 }
 
 /** Hash of what the client asked for, so a replay can be told from a conflicting reuse of a key. */

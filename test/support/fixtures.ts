@@ -1,5 +1,5 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createKaj, type Kaj } from '../../shared/app.js';
+import { createKaj, type Kaj, type KajDeps } from '../../shared/app.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
 import { FakeClock } from '../../shared/runtime/clock.js';
 import { RecordingLogger } from '../../shared/runtime/logger.js';
@@ -7,6 +7,9 @@ import { sequenceRandom } from '../../shared/runtime/random.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { MemoryTaskQueue } from './memory-task-queue.js';
 import { MemoryTaskStore } from './memory-task-store.js';
+
+/** The caller unit tests submit as. */
+export const OWNER = { owner: 'test-owner' } as const;
 
 export const QUEUE_NAMES = { high: 'unit-high', normal: 'unit-normal', low: 'unit-low' } as const;
 
@@ -26,7 +29,12 @@ export class TimerClock extends FakeClock {
 }
 
 /** Kaj over in-memory fakes, a fake clock and a scripted random source. */
-export function unitKaj(registry: TaskRegistry, random = sequenceRandom([0.5]), clock: FakeClock = new FakeClock()): UnitKaj {
+export function unitKaj(
+  registry: TaskRegistry,
+  random = sequenceRandom([0.5]),
+  clock: FakeClock = new FakeClock(),
+  extra: Partial<KajDeps> = {},
+): UnitKaj {
   const store = new MemoryTaskStore();
   const queue = new MemoryTaskQueue();
   const logger = new RecordingLogger();
@@ -39,6 +47,7 @@ export function unitKaj(registry: TaskRegistry, random = sequenceRandom([0.5]), 
     logger,
     settings: runtimeSettings({ leaseSeconds: 60 }),
     queueNames: QUEUE_NAMES,
+    ...extra,
   });
   return { kaj, store, queue, clock, logger };
 }

@@ -1,5 +1,5 @@
 import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 /**
@@ -22,7 +22,12 @@ export class MemoryTaskStore implements TaskStore {
     this.items.set(record.task_id, clone(record));
   }
 
-  async get(taskId: string): Promise<TaskRecord | undefined> {
+  /** Reads made so far, by consistency (the cancel poll uses eventually consistent reads). */
+  reads = { consistent: 0, eventual: 0 };
+
+  async get(taskId: string, options: ReadOptions = {}): Promise<TaskRecord | undefined> {
+    if (options.consistent === false) this.reads.eventual += 1;
+    else this.reads.consistent += 1;
     this.maybeFail('get');
     const r = this.items.get(taskId);
     return r && clone(r);
@@ -72,6 +77,7 @@ function holds(r: TaskRecord, c: TaskCondition): boolean {
   if (c.leaseToken !== undefined && r.lease_token !== c.leaseToken) return false;
   if (c.outboxPending === true && r.outbox_pk === undefined) return false;
   if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
+  if (c.noCancelRequest === true && r.cancel_requested !== undefined) return false;
   return true;
 }
 

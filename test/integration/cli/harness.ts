@@ -91,7 +91,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 export async function submitMany(runtime: LocalRuntime, type: string, n: number, priority: Priority = 'normal'): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 1) {
-    const { record } = await runtime.kaj.submitter.submit({ type, payload: {}, priority });
+    const { record } = await runtime.kaj.submitter.submit({ type, payload: {}, priority }, { owner: 'local' });
     ids.push(record.task_id);
   }
   return ids;

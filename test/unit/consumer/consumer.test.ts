@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
-import { lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
+import { lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj, OWNER } from '../../support/fixtures.js';
 
 /** Handlers whose behaviour each test scripts through `script`. */
 const script: { run: (signal: AbortSignal) => Promise<unknown> } = { run: async () => 'ok' };
@@ -21,7 +21,7 @@ function until(signal: AbortSignal): Promise<never> {
 
 async function setup() {
   const u = unitKaj(registry, undefined, new TimerClock());
-  const { record } = await u.kaj.submitter.submit({ type: 'scripted', payload: {} });
+  const { record } = await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER);
   const msg = u.queue.sent[0]?.message;
   return { ...u, record, rec: sqsRecord(msg) };
 }

@@ -3,13 +3,13 @@ import { z } from 'zod';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { TASK_STATUSES } from '../../../shared/task/model.js';
 import { isFinished } from '../../../shared/task/state-machine.js';
-import { unitKaj } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), handler: async () => ({}) })]);
 
 async function queuedAndSent() {
   const u = unitKaj(registry);
-  const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {} });
+  const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {} }, OWNER);
   return { ...u, record };
 }
 
@@ -55,7 +55,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     expect(queue.sent).toHaveLength(2);
     const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
     expect(again.kind).toBe('claimed');
-    expect(store.items.get(record.task_id)).toMatchObject({ attempts: 2, crashes: 1 });
+    expect(store.items.get(record.task_id)).toMatchObject({ attempts: 2, unattributed_crashes: 1 });
   });
 
   it('extends the watchdog of a running task whose lease is live', async () => {
@@ -69,7 +69,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
 
   it('keeps an entry on every unfinished task and none on a finished one', async () => {
     const { kaj, store, record } = await queuedAndSent();
-    const other = (await kaj.submitter.submit({ type: 'job', payload: {}, delay_seconds: 7200 })).record;
+    const other = (await kaj.submitter.submit({ type: 'job', payload: {}, delay_seconds: 7200 }, OWNER)).record;
     const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error('claim');
     const check = () => {
@@ -92,5 +92,27 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     queue.failNext.send = new Error('sqs down');
     expect(await kaj.sweep()).toMatchObject({ sent: 0, failed: 1 });
     expect(await kaj.sweep()).toMatchObject({ sent: 1, failed: 0 });
+  });
+
+  it('skips an index entry its item no longer matches (a lagging GSI, a torn local write): no duplicate dead letter, no stale send', async () => {
+    const { kaj, queue, clock, store, record } = await queuedAndSent();
+    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await kaj.lifecycle.attemptFailed(c.record, { retryable: false, info: { name: 'E', message: 'boom', retryable: false } }, {
+      maxAttempts: 1,
+      timeoutSeconds: 60,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    }, 1);
+    expect(queue.dead).toHaveLength(1);
+    // The index still shows the entries the item had before (the dead letter owed, and a phantom).
+    const snapshot = { ...store.items.get(record.task_id)!, outbox_pk: 'dlq#normal', outbox_due: 0 };
+    const phantom = { ...snapshot, task_id: 't_gone', outbox_due: 0 };
+    const list = store.listOutboxDue.bind(store);
+    store.listOutboxDue = async (partition, dueBy, limit) =>
+      partition === 'dlq#normal' ? [snapshot, phantom] : list(partition, dueBy, limit);
+    clock.advance(120_000);
+    const report = await kaj.sweep();
+    expect(report).toMatchObject({ sent: 0, stale: 2, failed: 0 });
+    expect(queue.dead).toHaveLength(1);
   });
 });

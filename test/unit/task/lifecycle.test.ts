@@ -5,14 +5,14 @@ import { PermanentError, RetryableError } from '../../../shared/retry/errors.js'
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
 import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from '../../../shared/task/errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { unitKaj } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) })]);
 const policy = resolvePolicy({ maxAttempts: 3 });
 
 async function submitted() {
   const u = unitKaj(registry);
-  const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {} });
+  const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {} }, OWNER);
   return { ...u, record };
 }
 
@@ -47,30 +47,70 @@ describe('Class: TaskLifecycle', () => {
       expect(await kaj.lifecycle.claim('t_missing', 'x')).toEqual({ kind: 'drop', reason: 'task not found' });
     });
 
-    it('reclaims a task whose worker vanished, recording the crash as an attempt', async () => {
+    it('reclaims a task whose worker vanished under several tasks: the crash is recorded, not held against it', async () => {
       const { kaj, record, clock } = await claimed();
       clock.advance(60_001);
       const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
       expect(again.kind).toBe('claimed');
       if (again.kind !== 'claimed') return;
-      expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, crashes: 1, status: 'running' });
+      expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, unattributed_crashes: 1, status: 'running' });
+      expect(again.record.crashes).toBeUndefined();
+      expect(kaj.lifecycle.isSuspect(again.record)).toBe(true);
       expect(again.record.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'crashed' })]);
     });
 
-    it('fails a task that keeps crashing its workers, with the reason, and dead-letters it', async () => {
+    it('holds a crash against the task when it ran alone (solo), and clears solo for the next attempt', async () => {
+      const { kaj, record, clock } = await claimed();
+      await kaj.lifecycle.markSolo(record);
+      clock.advance(60_001);
+      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (again.kind !== 'claimed') throw new Error(again.kind);
+      expect(again.record).toMatchObject({ attempts: 2, crashes: 1 });
+      expect(again.record.solo).toBeUndefined();
+      expect(again.record.unattributed_crashes).toBeUndefined();
+    });
+
+    it('never fails a task for crashes that happened beside other tasks (whole-worker kills)', async () => {
       const u = unitKaj(registry);
-      const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 10 });
+      const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 25 }, OWNER);
       await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      for (let i = 0; i < 10; i += 1) {
+        u.clock.advance(60_001);
+        expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('claimed');
+      }
+      expect(u.store.items.get(record.task_id)).toMatchObject({ status: 'running', unattributed_crashes: 10 });
+    });
+
+    it('fails a task that keeps crashing its workers while alone, with the reason, and dead-letters it', async () => {
+      const u = unitKaj(registry);
+      const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 10 }, OWNER);
+      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (first.kind !== 'claimed') throw new Error(first.kind);
+      await u.kaj.lifecycle.markSolo(first.record);
       let last;
       for (let i = 0; i < 3; i += 1) {
         u.clock.advance(60_001);
         last = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+        if (last.kind === 'claimed') await u.kaj.lifecycle.markSolo(last.record);
       }
       expect(last?.kind).toBe('crash_loop');
       const stored = u.store.items.get(record.task_id);
       expect(stored?.status).toBe('failed');
       expect(stored?.last_error?.message).toBe('crashed the worker 3 times');
       expect(u.queue.dead).toEqual([expect.objectContaining({ task_id: record.task_id, reason: 'crashed the worker 3 times' })]);
+    });
+
+    it('honours a per-type crash limit recorded at submit', async () => {
+      const reg = new TaskRegistry([defineTask({ type: 'fragile', schema: z.object({}), crashLimit: 1, handler: async () => ({}) })]);
+      const u = unitKaj(reg);
+      const { record } = await u.kaj.submitter.submit({ type: 'fragile', payload: {} }, OWNER);
+      expect(record.crash_limit).toBe(1);
+      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (first.kind !== 'claimed') throw new Error(first.kind);
+      await u.kaj.lifecycle.markSolo(first.record);
+      u.clock.advance(60_001);
+      expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('crash_loop');
+      expect(u.store.items.get(record.task_id)?.last_error?.message).toBe('crashed the worker 1 times');
     });
   });
 

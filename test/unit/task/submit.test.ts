@@ -8,9 +8,9 @@ import {
   UnknownTaskTypeError,
   ValidationError,
 } from '../../../shared/task/errors.js';
-import { canonicalJson, fingerprint, idempotentTaskId, submitRequestSchema } from '../../../shared/task/submit.js';
+import { canonicalJson, fingerprint, submitRequestSchema } from '../../../shared/task/submit.js';
 import { QueueUnavailableError } from '../../../shared/queue/errors.js';
-import { unitKaj } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({
@@ -38,7 +38,7 @@ describe('Class: TaskSubmitter', () => {
   describe('Method: submit', () => {
     it('writes a queued task with the type policy and sends its message', async () => {
       const { kaj, store, queue, clock } = unitKaj(registry);
-      const { record, replayed } = await kaj.submitter.submit({ ...valid, priority: 'high' });
+      const { record, replayed } = await kaj.submitter.submit({ ...valid, priority: 'high' }, OWNER);
       expect(replayed).toBe(false);
       expect(record).toMatchObject({
         status: 'queued',
@@ -65,13 +65,13 @@ describe('Class: TaskSubmitter', () => {
     it('keeps the outbox entry when SQS fails, so the task is still accepted and will be swept', async () => {
       const { kaj, store, queue, clock } = unitKaj(registry);
       queue.failNext.send = new QueueUnavailableError('down');
-      const { record } = await kaj.submitter.submit(valid);
+      const { record } = await kaj.submitter.submit(valid, OWNER);
       expect(queue.sent).toHaveLength(0);
       const stored = store.items.get(record.task_id);
       expect(stored?.outbox_pk).toBe('queue#normal');
       expect(stored?.outbox_due).toBe(clock.now() + 30_000);
       clock.advance(30_000);
-      expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, extended: 0, failed: 0 });
+      expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, extended: 0, failed: 0, stale: 0 });
       expect(queue.sent[0]?.message.task_id).toBe(record.task_id);
       expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + 3_600_000);
       // Nothing more is owed until the watchdog.
@@ -82,20 +82,20 @@ describe('Class: TaskSubmitter', () => {
     it('surfaces a store failure (nothing was written)', async () => {
       const { kaj, store, queue } = unitKaj(registry);
       store.failNext.create = new StoreUnavailableError('throttled');
-      await expect(kaj.submitter.submit(valid)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(kaj.submitter.submit(valid, OWNER)).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(store.items.size).toBe(0);
       expect(queue.sent).toHaveLength(0);
     });
 
     it('replays the same request with the same key and refuses a different one', async () => {
       const { kaj, queue } = unitKaj(registry);
-      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k1' });
-      const again = await kaj.submitter.submit({ payload: valid.payload, idempotency_key: 'k1', type: 'send_email', priority: 'normal' });
+      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k1' }, OWNER);
+      const again = await kaj.submitter.submit({ payload: valid.payload, idempotency_key: 'k1', type: 'send_email', priority: 'normal' }, OWNER);
       expect(again.replayed).toBe(true);
       expect(again.record.task_id).toBe(first.record.task_id);
-      expect(first.record.task_id).toBe(idempotentTaskId('send_email', 'k1'));
+      expect(first.record.task_id).toBe(kaj.submitter.idempotentTaskId(OWNER.owner, 'send_email', 'k1'));
       expect(queue.sent).toHaveLength(1);
-      await expect(kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' })).rejects.toBeInstanceOf(
+      await expect(kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' }, OWNER)).rejects.toBeInstanceOf(
         IdempotencyConflictError,
       );
     });
@@ -103,15 +103,15 @@ describe('Class: TaskSubmitter', () => {
     it('completes an enqueue a failed earlier request left undone when the client retries', async () => {
       const { kaj, queue } = unitKaj(registry);
       queue.failNext.send = new QueueUnavailableError('down');
-      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' });
+      const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' }, OWNER);
       expect(queue.sent).toHaveLength(0);
-      await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' });
+      await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' }, OWNER);
       expect(queue.sent.map((s) => s.message.task_id)).toEqual([first.record.task_id]);
     });
 
     it('holds a delay beyond 15 minutes in the table until the sweeper can hand it to SQS', async () => {
       const { kaj, store, queue, clock } = unitKaj(registry);
-      const { record } = await kaj.submitter.submit({ ...valid, delay_seconds: 3600 });
+      const { record } = await kaj.submitter.submit({ ...valid, delay_seconds: 3600 }, OWNER);
       expect(queue.sent).toHaveLength(0);
       expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + (3600 - 900) * 1000);
       clock.advance((3600 - 900) * 1000 - 1);
@@ -137,19 +137,19 @@ describe('Class: TaskSubmitter', () => {
       ['a string', 'body'],
     ])('names the offending field: %j → %s', async (body, field) => {
       const { kaj } = unitKaj(registry);
-      expect(await fieldOf(kaj.submitter.submit(body))).toBe(field);
+      expect(await fieldOf(kaj.submitter.submit(body, OWNER))).toBe(field);
     });
 
     it('rejects an unknown type, listing the known ones', async () => {
       const { kaj } = unitKaj(registry);
-      await expect(kaj.submitter.submit({ type: 'nope' })).rejects.toThrow(UnknownTaskTypeError);
-      await expect(kaj.submitter.submit({ type: 'nope' })).rejects.toThrow(/known types: send_email/);
+      await expect(kaj.submitter.submit({ type: 'nope' }, OWNER)).rejects.toThrow(UnknownTaskTypeError);
+      await expect(kaj.submitter.submit({ type: 'nope' }, OWNER)).rejects.toThrow(/known types: send_email/);
     });
 
     it('rejects a payload over the size limit', async () => {
       const big = defineTask({ type: 'big', schema: z.object({ s: z.string() }), handler: async () => ({}) });
       const { kaj } = unitKaj(new TaskRegistry([big]));
-      await expect(kaj.submitter.submit({ type: 'big', payload: { s: 'x'.repeat(40_000) } })).rejects.toBeInstanceOf(
+      await expect(kaj.submitter.submit({ type: 'big', payload: { s: 'x'.repeat(40_000) } }, OWNER)).rejects.toBeInstanceOf(
         PayloadTooLargeError,
       );
     });

@@ -1,0 +1,117 @@
+import type { RuntimeSettings } from '../config/settings.js';
+import type { Logger } from '../runtime/logger.js';
+import { LeaseLostError, TaskCancelledError } from '../task/errors.js';
+import type { TaskLifecycle } from '../task/lifecycle.js';
+import type { TaskRecord } from '../task/model.js';
+
+export interface HeartbeatDeps {
+  readonly lifecycle: Pick<TaskLifecycle, 'heartbeat' | 'cancelRequested'>;
+  readonly settings: Pick<RuntimeSettings, 'heartbeatSeconds' | 'cancelPollSeconds'>;
+  readonly logger: Logger;
+  /** Extends the message's visibility (best effort: the table's lease is the truth). */
+  readonly holdMessage: () => Promise<void>;
+  /** Called once when the task must stop: a cancel request, or the lease lost to another worker. */
+  readonly abort: (reason: TaskCancelledError | LeaseLostError) => void;
+}
+
+/**
+ * Keeps one running attempt alive and listening, from `start()` until `stop()` (always called
+ * in a `finally`, as sqs-consumer clears its heartbeat):
+ * - every lease/3 it extends the message's visibility and the task's lease (a fenced write that
+ *   also returns the task, so a cancel request is seen there);
+ * - every `cancelPollSeconds` it reads the task (eventually consistent) for a cancel request, so
+ *   a cancel reaches the handler's signal within seconds rather than at the next heartbeat.
+ * A lease lost to another worker aborts the attempt; any other failure is retried next beat.
+ */
+export class Heartbeat {
+  private record: TaskRecord;
+  private beatTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private stopped = false;
+  private cancelSeen: boolean;
+  private lost: LeaseLostError | undefined;
+  private onLost: ((e: LeaseLostError) => void) | undefined;
+  /** Resolves if the lease is lost (never resolves otherwise). */
+  readonly leaseLost: Promise<LeaseLostError>;
+
+  constructor(
+    private readonly d: HeartbeatDeps,
+    claimed: TaskRecord,
+  ) {
+    this.record = claimed;
+    this.cancelSeen = claimed.cancel_requested === true;
+    this.leaseLost = new Promise((resolve) => {
+      this.onLost = resolve;
+    });
+  }
+
+  /** The task as last written by this attempt (the lease as extended). */
+  get current(): TaskRecord {
+    return this.record;
+  }
+
+  get cancelRequested(): boolean {
+    return this.cancelSeen;
+  }
+
+  get leaseLostError(): LeaseLostError | undefined {
+    return this.lost;
+  }
+
+  start(): void {
+    if (this.cancelSeen) this.d.abort(new TaskCancelledError(this.record.task_id));
+    this.beatTimer = setInterval(() => void this.tick(() => this.beat()), this.d.settings.heartbeatSeconds * 1000);
+    const poll = this.d.settings.cancelPollSeconds;
+    if (poll > 0 && poll < this.d.settings.heartbeatSeconds) {
+      this.pollTimer = setInterval(() => void this.tick(() => this.poll()), poll * 1000);
+    }
+  }
+
+  /** Replaces the record after a write made outside the heartbeat (e.g. `markSolo`). */
+  update(record: TaskRecord): void {
+    this.record = record;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.beatTimer);
+    clearInterval(this.pollTimer);
+  }
+
+  /** One request at a time: a slow beat is not overtaken by the next (or by a poll). */
+  private async tick(work: () => Promise<void>): Promise<void> {
+    if (this.busy || this.stopped || this.lost !== undefined) return;
+    this.busy = true;
+    try {
+      await work();
+    } catch (err) {
+      if (err instanceof LeaseLostError) {
+        this.lost = err;
+        this.d.abort(err);
+        this.onLost?.(err);
+      } else {
+        this.d.logger.warn('heartbeat failed; will try again', { task_id: this.record.task_id, error: String(err) });
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async beat(): Promise<void> {
+    await this.d.holdMessage();
+    this.record = await this.d.lifecycle.heartbeat(this.record);
+    if (this.record.cancel_requested === true) this.cancelled();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.cancelSeen) return;
+    if (await this.d.lifecycle.cancelRequested(this.record)) this.cancelled();
+  }
+
+  private cancelled(): void {
+    if (this.cancelSeen) return;
+    this.cancelSeen = true;
+    this.d.abort(new TaskCancelledError(this.record.task_id));
+  }
+}

@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { ExclusiveGate } from '../../../shared/consumer/exclusive-gate.js';
+import { StoreRejectedError } from '../../../shared/store/errors.js';
+import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';
+import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
+
+/**
+ * Issue 8, items 1–3 and the crash-attribution design risk: a cancel always wins, a cancelled
+ * task never runs again, and an outcome the store cannot hold ends the task after one run.
+ */
+const script: { run: (signal: AbortSignal) => Promise<unknown> } = { run: async () => 'ok' };
+let runs = 0;
+const registry = new TaskRegistry([
+  defineTask({
+    type: 'scripted',
+    schema: z.object({}),
+    timeoutSeconds: 100,
+    handler: (_p, ctx) => {
+      runs += 1;
+      return script.run(ctx.signal);
+    },
+  }),
+]);
+
+
+async function setup() {
+  const u = unitKaj(registry, undefined, new TimerClock());
+  const { record } = await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER);
+  const msg = u.queue.sent[0]?.message;
+  return { ...u, record, rec: sqsRecord(msg) };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-03-01T00:00:00Z') });
+  script.run = async () => 'ok';
+  runs = 0;
+});
+afterEach(() => vi.useRealTimers());
+
+describe('Cancel always wins (issue 8, items 1 and 2)', () => {
+  it('a cancel requested while the handler finishes ends the task cancelled, not succeeded, and drops the result', async () => {
+    const { kaj, store, record, rec } = await setup();
+    script.run = async () => ({ sent: true });
+    // The request lands between the handler's return and the success write: no poll or
+    // heartbeat could have seen it; only the outcome write's condition can.
+    store.beforeUpdate = (_id, changes) => {
+      if (changes.set?.status === 'succeeded') {
+        const cur = store.items.get(record.task_id)!;
+        store.items.set(record.task_id, { ...cur, cancel_requested: true });
+      }
+    };
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    const stored = store.items.get(record.task_id);
+    expect(stored?.status).toBe('cancelled');
+    expect(stored?.result).toBeUndefined();
+    expect(stored?.history.at(-1)?.outcome).toBe('cancelled');
+  });
+
+  it('a cancel of a slow task (8 s, DELETE at 2 s) reaches the handler’s signal within the 5 s poll, not at the 20 s heartbeat', async () => {
+    const { kaj, store, record, rec } = await setup();
+    let abortedAt: number | undefined;
+    script.run = (signal) =>
+      new Promise((resolve, reject) => {
+        const t = setTimeout(() => resolve('sent the email'), 8_000);
+        signal.addEventListener('abort', () => {
+          abortedAt = Date.now();
+          clearTimeout(t);
+          reject(signal.reason);
+        });
+      });
+    const started = Date.now();
+    const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).cancel_requested).toBe(true);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await done;
+    expect(abortedAt! - started).toBe(5_000);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled' });
+    expect(store.reads.eventual).toBe(1);
+  });
+
+  it('a task shorter than the poll period pays no read for it', async () => {
+    const { kaj, store, rec } = await setup();
+    script.run = () => new Promise((r) => setTimeout(() => r('ok'), 4_000));
+    const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(4_000);
+    await done;
+    expect(store.reads.eventual).toBe(0);
+  });
+
+  it('a failed attempt under a cancel request ends cancelled instead of retrying', async () => {
+    const { kaj, store, record, rec, queue } = await setup();
+    script.run = async () => {
+      store.items.set(record.task_id, { ...store.items.get(record.task_id)!, cancel_requested: true });
+      throw new Error('transient');
+    };
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(store.items.get(record.task_id)?.status).toBe('cancelled');
+    expect(queue.sent).toHaveLength(1); // no retry message
+  });
+
+  it('a claim of a retrying task that carries a cancel request ends it cancelled without running the handler', async () => {
+    const { kaj, store, record, rec } = await setup();
+    store.items.set(record.task_id, { ...store.items.get(record.task_id)!, status: 'retrying', cancel_requested: true });
+    const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(res.batchItemFailures).toEqual([]);
+    expect(runs).toBe(0);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', attempts: 0 });
+    expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+  });
+
+  it('a running task with a cancel request whose worker vanished ends cancelled at reclaim, not re-run', async () => {
+    const { kaj, store, record, rec } = await setup();
+    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    if (c.kind !== 'claimed') throw new Error(c.kind);
+    await kaj.lifecycle.cancel(record.task_id);
+    vi.advanceTimersByTime(61_000);
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(runs).toBe(0);
+    expect(store.items.get(record.task_id)?.status).toBe('cancelled');
+  });
+});
+
+describe('Results and errors the store cannot hold (issue 8, item 3)', () => {
+  it.each([
+    ['NaN', { total: Number.NaN }, 'result.total: NaN is not a JSON number'],
+    ['a BigInt', { id: 10n }, 'result.id: a BigInt is not JSON'],
+    ['an integer above 2^53', { n: 2 ** 60 }, 'result.n: 1152921504606847000 is beyond'],
+    ['an empty key', { '': 1 }, 'result."": an empty key cannot be stored'],
+    ['a Map', new Map([[1, 2]]), 'result: a Map is not JSON'],
+  ])('fails the task permanently after exactly one run when the result holds %s, naming where', async (_what, value, message) => {
+    const { kaj, store, record, rec, queue } = await setup();
+    script.run = async () => value;
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    const stored = store.items.get(record.task_id);
+    expect(runs).toBe(1);
+    expect(stored?.status).toBe('failed');
+    expect(stored?.last_error).toMatchObject({ retryable: false, code: 'UNSTORABLE_RESULT' });
+    expect(stored?.last_error?.message).toContain(message);
+    expect(queue.dead).toHaveLength(1);
+  });
+
+  it('stores a Date in a result as JSON would: its ISO string', async () => {
+    const { kaj, store, record, rec } = await setup();
+    script.run = async () => ({ at: new Date('2026-01-02T03:04:05Z'), skipped: undefined });
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', result: { at: '2026-01-02T03:04:05.000Z' } });
+    expect(store.items.get(record.task_id)?.result).not.toHaveProperty('skipped');
+  });
+
+  it('retries a RetryableError with retryAfterSeconds: Infinity after the 12 h maximum instead of looping as an outage', async () => {
+    const { kaj, store, record, rec } = await setup();
+    script.run = async () => {
+      throw new RetryableError('come back much later', { retryAfterSeconds: Infinity });
+    };
+    const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(res.batchItemFailures).toEqual([]);
+    const stored = store.items.get(record.task_id);
+    expect(stored?.status).toBe('retrying');
+    expect(Date.parse(stored!.run_at) - Date.now()).toBe(12 * 3600 * 1000);
+  });
+
+  it('stores a well-formed, bounded error whatever the handler threw', async () => {
+    const { kaj, store, record, rec } = await setup();
+    script.run = async () => {
+      const e = new Error(`bad \ud800 surrogate ${'x'.repeat(5000)}`);
+      (e as { code?: unknown }).code = 42;
+      throw e;
+    };
+    await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    const err = store.items.get(record.task_id)?.last_error;
+    expect(err?.message.isWellFormed()).toBe(true);
+    expect(err?.message.length).toBeLessThanOrEqual(1001);
+    expect(err?.code).toBeUndefined();
+  });
+
+  it('fails the task with a short reason when the store refuses the outcome itself (ValidationException), after one run', async () => {
+    const { kaj, store, record, rec } = await setup();
+    let refused = 0;
+    store.beforeUpdate = (_id, changes) => {
+      if (changes.set?.status === 'succeeded') {
+        refused += 1;
+        throw new StoreRejectedError('DynamoDB UpdateItem rejected: ValidationException: Item size has exceeded the maximum allowed size');
+      }
+    };
+    const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
+    expect(res.batchItemFailures).toEqual([]);
+    expect(refused).toBe(1);
+    expect(runs).toBe(1);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'failed', last_error: { code: 'UNSTORABLE', retryable: false } });
+  });
+});
+
+describe('Crash attribution: a task that crashed a worker runs alone', () => {
+  it('marks the attempt solo and runs it with nothing else running in the process', async () => {
+    const gate = new ExclusiveGate();
+    const u = unitKaj(registry, undefined, new TimerClock(), { gate });
+    const a = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
+    const b = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
+    // b crashed a worker before.
+    u.store.items.set(b.task_id, { ...u.store.items.get(b.task_id)!, unattributed_crashes: 1 });
+    let inFlight = 0;
+    let maxBeside = 0;
+    const order: string[] = [];
+    script.run = async () => {
+      inFlight += 1;
+      maxBeside = Math.max(maxBeside, inFlight);
+      order.push(`start@${inFlight}`);
+      await new Promise((r) => setTimeout(r, 1_000));
+      inFlight -= 1;
+      return 'ok';
+    };
+    const done = u.kaj.processBatch(
+      sqsEvent(sqsRecord(u.queue.sent[0]?.message), sqsRecord(u.queue.sent[1]?.message)),
+      lambdaContext(),
+    );
+    await vi.advanceTimersByTimeAsync(3_000);
+    await done;
+    expect(maxBeside).toBe(1);
+    expect(u.store.items.get(a.task_id)?.status).toBe('succeeded');
+    expect(u.store.items.get(b.task_id)).toMatchObject({ status: 'succeeded' });
+    expect(gate.state).toEqual({ shared: 0, exclusive: false, waiting: 0 });
+  });
+});
