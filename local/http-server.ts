@@ -1,20 +1,105 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { HttpResult } from '../shared/api/http.js';
 
 /** API Gateway HTTP API's own payload limit; Kaj's handler enforces its smaller one. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
+/** Request line + headers. Node's default, pinned so that `--max-http-header-size` cannot move it. */
+export const MAX_HEADER_BYTES = 16 * 1024;
+/**
+ * Time a client has to send a whole request (headers and body). Node's default is 300 s, so a
+ * client that sends headers and part of a body and then stalls would hold its connection for five
+ * minutes; API Gateway gives up far sooner. Loopback requests of at most 10 MiB need milliseconds.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+export interface ApiServerOptions {
+  /**
+   * Time to receive a whole request, headers and body; then `408` and the connection is closed.
+   * Not a limit on the handler: the clock stops once the request has arrived.
+   * @default DEFAULT_REQUEST_TIMEOUT_MS
+   */
+  readonly requestTimeoutMs?: number;
+}
 
 /**
  * Serves the API handler over plain HTTP by turning each request into the API Gateway HTTP
  * API (payload 2.0) event the deployed function receives. No auth: it listens on loopback only.
+ *
+ * Every error it answers itself (body too large, headers too large, a stalled or malformed
+ * request) has the API's error shape, `{"error":{"code","message"}}`, like the handler's own.
  */
-export function createApiServer(handler: (event: APIGatewayProxyEventV2) => Promise<HttpResult>): Server {
-  return createServer((req, res) => {
-    void serve(req, res, handler);
+export function createApiServer(
+  handler: (event: APIGatewayProxyEventV2) => Promise<HttpResult>,
+  options: ApiServerOptions = {},
+): Server {
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new RangeError(`requestTimeoutMs must be a positive integer, got ${timeoutMs}`);
+  }
+  // The response being written on each socket: a client error must not be answered over it.
+  const inFlight = new WeakMap<Duplex, ServerResponse>();
+  const server = createServer(
+    {
+      requestTimeout: timeoutMs,
+      headersTimeout: timeoutMs,
+      // Node looks for expired requests only this often (default 30 s, which would stretch a 10 s
+      // timeout to 40 s): check a few times per timeout, at most every second.
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(timeoutMs / 4))),
+      maxHeaderSize: MAX_HEADER_BYTES,
+    },
+    (req, res) => {
+      inFlight.set(req.socket, res);
+      res.once('close', () => {
+        if (inFlight.get(req.socket) === res) inFlight.delete(req.socket);
+      });
+      void serve(req, res, handler);
+    },
+  );
+  // Errors Node's HTTP parser raises before (or instead of) a request: without this listener Node
+  // answers them with an empty body (431, 408, 400).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const res = inFlight.get(socket);
+    // Node's own rule: answer only if no response has started on this socket.
+    if (socket.writable && (res === undefined || !res.headersSent) && err.code !== 'ECONNRESET') {
+      const [status, code, message] = clientErrorAnswer(err);
+      socket.end(rawErrorResponse(status, code, message), () => socket.destroy());
+    } else {
+      socket.destroy();
+    }
   });
+  return server;
 }
+
+function clientErrorAnswer(err: NodeJS.ErrnoException): [number, string, string] {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'headers_too_large', `request line and headers exceed ${MAX_HEADER_BYTES} bytes`];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'request_timeout', 'the request did not arrive in time (headers and body)'];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'payload_too_large', 'chunk extensions are too large'];
+    default:
+      return [400, 'bad_request', 'malformed HTTP request'];
+  }
+}
+
+/** A whole HTTP/1.1 response for a socket that has no ServerResponse; the connection closes after it. */
+function rawErrorResponse(status: number, code: string, message: string): string {
+  const body = JSON.stringify({ error: { code, message } });
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+    'content-type: application/json\r\n' +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    'connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/** The client went away (or timed out) before its body arrived: nobody to answer. */
+class RequestAbortedError extends Error {}
 
 async function serve(
   req: IncomingMessage,
@@ -24,18 +109,20 @@ async function serve(
   try {
     const body = await readBody(req);
     if (body === undefined) {
-      return send(res, { statusCode: 413, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Request Entity Too Large' }) });
+      return send(res, errorResult(413, 'payload_too_large', `request body exceeds the gateway limit of ${GATEWAY_MAX_BODY} bytes`));
     }
     const result = await handler(toEvent(req, body));
     send(res, result);
   } catch (err) {
-    send(res, {
-      statusCode: 500,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ error: { code: 'internal', message: 'local gateway error' } }),
-    });
+    // A timed-out request was already answered (408) by the clientError listener.
+    if (err instanceof RequestAbortedError || res.headersSent || req.socket.destroyed) return;
+    send(res, errorResult(500, 'internal', 'local gateway error'));
     console.error('local gateway error', err);
   }
+}
+
+function errorResult(statusCode: number, code: string, message: string): HttpResult {
+  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code, message } }) };
 }
 
 function readBody(req: IncomingMessage): Promise<string | undefined> {
@@ -49,7 +136,11 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
       else chunks.push(c);
     });
     req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('error', () => reject(new RequestAbortedError('request aborted')));
+    // Without this, a request cut off mid-body (timeout, client gone) would leave the promise pending.
+    req.on('close', () => {
+      if (!req.complete) reject(new RequestAbortedError('request aborted'));
+    });
   });
 }
 
@@ -84,10 +175,20 @@ function toEvent(req: IncomingMessage, body: string): APIGatewayProxyEventV2 {
       stage: '$default',
       time: new Date(now).toUTCString(),
       timeEpoch: now,
-    },
+      // There is no IAM locally. `x-kaj-identity` stands in for the principal API Gateway's IAM
+      // authorizer would pass on AWS, so the owner model can be tried (docs/security.md); the
+      // deployed API never reads the header. Without it, requests are the local identity's.
+      ...(identityOf(headers) === undefined ? {} : { authorizer: { iam: { userArn: identityOf(headers) } } }),
+    } as APIGatewayProxyEventV2['requestContext'],
     ...(body === '' ? {} : { body }),
     isBase64Encoded: false,
   };
+}
+
+/** The local stand-in for a caller's IAM identity: printable ASCII, at most 256 characters. */
+function identityOf(headers: Record<string, string>): string | undefined {
+  const v = headers['x-kaj-identity'];
+  return v !== undefined && /^[\x21-\x7e]{1,256}$/.test(v) ? v : undefined;
 }
 
 function send(res: ServerResponse, result: HttpResult): void {

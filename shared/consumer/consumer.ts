@@ -162,47 +162,64 @@ export class TaskConsumer {
     );
     const suspect = this.lifecycle.isSuspect(claimed);
     const gate = this.d.gate ?? processGate;
-    let run: { outcome: RunOutcome; durationMs: number } | 'no_time';
-    heartbeat.start();
-    try {
-      const attempt = async (): Promise<typeof run> => {
+    // The gate is held until the outcome is written: a solo attempt whose handler has returned
+    // is still the task's until its record says so, and a crash before then is still its own.
+    const attempt = async (): Promise<Disposition> => {
+      let outcome: RunOutcome;
+      let durationMs: number;
+      try {
         if (suspect) {
           // Waiting for the worker to empty may have used up the invocation: hand it back.
-          if (context.getRemainingTimeInMillis() < claimed.timeout_seconds * 1000 + RECORDING_RESERVE_MS) return 'no_time';
+          if (context.getRemainingTimeInMillis() < claimed.timeout_seconds * 1000 + RECORDING_RESERVE_MS) {
+            this.d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
+            return 'retry';
+          }
           heartbeat.update(await this.lifecycle.markSolo(heartbeat.current));
           this.d.logger.warn('running alone: this task crashed a worker before', { ...fields, crashes: claimed.crashes ?? 0 });
         }
         const started = this.d.clock.now();
-        const outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
-        return { outcome, durationMs: this.d.clock.now() - started };
-      };
-      run = suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
+        outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
+        durationMs = this.d.clock.now() - started;
+      } finally {
+        heartbeat.stop();
+      }
+      return this.finish({ ...claimed, lease_until: heartbeat.current.lease_until }, outcome, {
+        policy,
+        durationMs,
+        cancelRequested: heartbeat.cancelRequested,
+        fields,
+      });
+    };
+    heartbeat.start();
+    try {
+      return suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
     } finally {
       heartbeat.stop();
     }
-    if (run === 'no_time') {
-      this.d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
-      return 'retry';
-    }
-    const { outcome, durationMs } = run;
-    this.d.metrics.durationMs(claimed.type, durationMs);
-    // Write with the latest view of the task (the heartbeat may have extended the lease).
-    const record = { ...claimed, lease_until: heartbeat.current.lease_until };
+  }
+
+  /** Records what the attempt came to. `record` is the latest view (the heartbeat extends the lease). */
+  private async finish(
+    record: TaskRecord,
+    outcome: RunOutcome,
+    o: { policy: ResolvedPolicy; durationMs: number; cancelRequested: boolean; fields: Record<string, unknown> },
+  ): Promise<Disposition> {
+    this.d.metrics.durationMs(record.type, o.durationMs);
     if (outcome.kind === 'lease_lost') throw outcome.error;
-    if (heartbeat.cancelRequested) {
-      await this.lifecycle.cancelledWhileRunning(record, durationMs);
-      this.d.logger.info('task cancelled while running', fields);
+    if (o.cancelRequested) {
+      await this.lifecycle.cancelledWhileRunning(record, o.durationMs);
+      this.d.logger.info('task cancelled while running', o.fields);
       return 'ack';
     }
     try {
-      await this.record(record, outcome, policy, durationMs, fields);
+      await this.record(record, outcome, o.policy, o.durationMs, o.fields);
     } catch (err) {
       if (!(err instanceof StoreRejectedError)) throw err;
       // The store refused the outcome itself (it can never be written): fail the task with a
       // short, storable reason instead of retrying the write forever.
       const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, { code: 'UNSTORABLE' });
-      await this.lifecycle.attemptFailed(record, classifyError(reason), policy, durationMs);
-      this.d.logger.error('outcome refused by the store; task failed', { ...fields, error: err.message });
+      await this.lifecycle.attemptFailed(record, classifyError(reason), o.policy, o.durationMs);
+      this.d.logger.error('outcome refused by the store; task failed', { ...o.fields, error: err.message });
     }
     return 'ack';
   }

@@ -1,0 +1,128 @@
+/**
+ * Issue 8 regressions end to end, on the embedded emulators and on moto: a cancel of a running
+ * send_email wins, payloads the store would refuse are 422, unstorable results fail once, the
+ * store maps DynamoDB's ValidationException to a permanent error, and owners are isolated.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { LocalRuntime } from '../../local/runtime.js';
+import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
+import { StoreRejectedError } from '../../shared/store/errors.js';
+import { defineTask, TaskRegistry } from '../../shared/task/define.js';
+import type { TaskView } from '../../shared/task/model.js';
+import { sendEmail } from '../../tasks/send-email.js';
+import { startOnTarget, targets } from '../support/targets.js';
+import { uniquePrefix, waitFor } from '../support/wait.js';
+
+let runs = 0;
+const registry = new TaskRegistry([
+  sendEmail,
+  defineTask({ type: 'amount', schema: z.object({ n: z.number() }), handler: async (p) => ({ n: p.n }) }),
+  defineTask({
+    type: 'bad_result',
+    schema: z.object({}),
+    handler: async () => {
+      runs += 1;
+      return { total: Number.NaN };
+    },
+  }),
+]);
+
+describe.each(targets())('correctness (issue 8) on $name', (target) => {
+  let runtime: LocalRuntime;
+  let stop: () => Promise<void> = async () => {};
+
+  beforeAll(async () => {
+    ({ runtime, stop } = await startOnTarget(target, {
+      registry,
+      prefix: uniquePrefix('fix'),
+      port: 0,
+      sweepIntervalMs: 500,
+      waitTimeSeconds: 1,
+    }));
+  });
+  afterAll(() => stop());
+
+  async function call(method: string, path: string, body?: unknown, identity?: string) {
+    const res = await fetch(`${runtime.url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(identity === undefined ? {} : { 'x-kaj-identity': identity }) },
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+    return { status: res.status, json: (await res.json()) as any };
+  }
+
+  const until = (id: string, statuses: string[], timeoutMs = 30_000) =>
+    waitFor(
+      `task ${id} to reach ${statuses.join('/')}`,
+      async () => {
+        const { json } = await call('GET', `/api/v1/tasks/${id}`);
+        return statuses.includes(json.status) ? (json as TaskView) : undefined;
+      },
+      { timeoutMs },
+    );
+
+  it('item 1: send_email taking 8 s, DELETE after 2 s → cancelled within the 5 s poll, no result stored', async () => {
+    const res = await call('POST', '/api/v1/tasks', {
+      type: 'send_email',
+      payload: { to: 'ada@example.com', subject: 'hi', simulate: { latency_ms: 8000 } },
+    });
+    expect(res.status).toBe(202);
+    const id = res.json.task_id as string;
+    await until(id, ['running']);
+    await new Promise((r) => setTimeout(r, 2_000));
+    const del = await call('DELETE', `/api/v1/tasks/${id}`);
+    expect(del.status).toBe(202);
+    const asked = Date.now();
+    const done = await until(id, ['cancelled', 'succeeded']);
+    expect(done.status).toBe('cancelled');
+    expect(done.result).toBeUndefined();
+    // Seen by the cancel poll (every 5 s) rather than at the heartbeat (every 20 s) or the end (8 s).
+    expect(Date.now() - asked).toBeLessThan(6_500);
+  });
+
+  it('item 4: a payload the store would refuse is 422 naming the field, never 503', async () => {
+    for (const raw of ['{"type":"amount","payload":{"n":1e16}}', '{"type":"amount","payload":{"n":1.5e300}}']) {
+      const res = await call('POST', '/api/v1/tasks', raw);
+      expect(res.status).toBe(422);
+      expect(res.json.error).toMatchObject({ code: 'validation_error', field: 'payload.n' });
+    }
+    const ok = await call('POST', '/api/v1/tasks', { type: 'amount', payload: { n: 2 ** 53 - 1 } });
+    expect(ok.status).toBe(202);
+    expect((await until(ok.json.task_id, ['succeeded'])).result).toEqual({ n: 2 ** 53 - 1 });
+  });
+
+  it('item 3: a result the store cannot hold fails the task after exactly one run, naming the problem', async () => {
+    runs = 0;
+    const res = await call('POST', '/api/v1/tasks', { type: 'bad_result', payload: {} });
+    const done = await until(res.json.task_id, ['failed', 'succeeded']);
+    expect(done.status).toBe('failed');
+    expect(done.attempts).toBe(1);
+    expect(runs).toBe(1);
+    expect(done.last_error).toMatchObject({ code: 'UNSTORABLE_RESULT', retryable: false, message: 'result.total: NaN is not a JSON number' });
+  });
+
+  it('item 3: DynamoDB’s ValidationException (an item over 400 KB) is a permanent StoreRejectedError, not an outage', async () => {
+    const res = await call('POST', '/api/v1/tasks', { type: 'amount', payload: { n: 1 } });
+    const id = res.json.task_id as string;
+    await until(id, ['succeeded']);
+    const store = new DynamoTaskStore(runtime.clients.dynamodb, runtime.config.tableName);
+    const err = await store.update(id, { set: { result: 'x'.repeat(410 * 1024) } }, { status: ['succeeded'] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreRejectedError);
+    expect((err as Error).message).toMatch(/ValidationException/);
+  });
+
+  it('owner model: two identities on the local runtime; the other one gets 404, keys are per owner', async () => {
+    const body = { type: 'amount', payload: { n: 7 }, idempotency_key: 'slip:2026-11:emp-48213' };
+    const a = await call('POST', '/api/v1/tasks', body, 'alice');
+    const b = await call('POST', '/api/v1/tasks', { ...body, payload: { n: 8 } }, 'bob');
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(a.json.task_id).not.toBe(b.json.task_id);
+    expect((await call('GET', `/api/v1/tasks/${a.json.task_id}`, undefined, 'bob')).status).toBe(404);
+    expect((await call('DELETE', `/api/v1/tasks/${a.json.task_id}`, undefined, 'bob')).status).toBe(404);
+    expect((await call('GET', `/api/v1/tasks/${a.json.task_id}`, undefined, 'alice')).status).toBe(200);
+    // Without the header, requests are the local identity's: alice's task is not theirs either.
+    expect((await call('GET', `/api/v1/tasks/${a.json.task_id}`)).status).toBe(404);
+    expect((await runtime.kaj.lifecycle.find(a.json.task_id)).owner).toBe('alice');
+  });
+});
