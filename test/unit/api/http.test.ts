@@ -72,6 +72,32 @@ describe('Function: handleHttp', () => {
     expect(typeof body(r).error.message).toBe('string');
   });
 
+  // Issue 8, item 5: decodeURIComponent threw a URIError on these and the API answered 500 internal.
+  it.each([
+    ['GET', '/api/v1/tasks/%ff'],
+    ['DELETE', '/api/v1/tasks/%ff'],
+    ['GET', '/api/v1/tasks/%'],
+    ['DELETE', '/api/v1/tasks/%'],
+    ['GET', '/api/v1/tasks/%E0%A4%A'],
+    ['GET', '/prod/api/v1/tasks/t_%zz'],
+  ])('malformed percent-encoding in the path: %s %s → 400 invalid_path, not a 500', async (method, path) => {
+    const { kaj, logger } = unitKaj(registry);
+    const r = await kaj.handleHttp(event(method, path));
+    expect(r.statusCode).toBe(400);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(body(r)).toEqual({ error: { code: 'invalid_path', message: expect.any(String) } });
+    expect(logger.entries.filter((e) => e.level === 'error')).toEqual([]);
+  });
+
+  it('a well-formed escape in the id is still decoded before the lookup (404 for an unknown id)', async () => {
+    const { kaj } = unitKaj(registry);
+    const created = body(await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}')));
+    const escaped = `/api/v1/tasks/${String(created.task_id).replace('t_', 't%5F')}`;
+    const r = await kaj.handleHttp(event('GET', escaped));
+    expect(r.statusCode).toBe(200);
+    expect(body(r).task_id).toBe(created.task_id);
+  });
+
   it('answers 503 with Retry-After when the store is down, and writes nothing', async () => {
     const { kaj, store } = unitKaj(registry);
     store.failNext.create = new StoreUnavailableError('throttled');
