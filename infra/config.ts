@@ -92,7 +92,7 @@ export const configSchema = z.strictObject({
       message: `must be one of ${LOG_RETENTION_DAYS.join(', ')}`,
     })
     .optional(),
-  /** Email subscribed to an SNS topic that every alarm notifies. No topic when unset. */
+  /** Email subscribed to the alarm topic every stack has (output AlarmTopicArn). No subscription when unset. */
   alarmEmail: z.email().optional(),
   /** Alarm when the oldest message of a priority queue is older than this. */
   oldestMessageAgeAlarmSeconds: int(60, 1_209_600).optional(),
@@ -106,6 +106,13 @@ export const configSchema = z.strictObject({
     .optional(),
   /** Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards). */
   dashboard: z.boolean().optional(),
+  /**
+   * Encrypt the alarm topic with a customer managed KMS key ($1/month, up to $3 after its yearly
+   * rotations). Off by default: alarm notifications carry alarm names and metric values only, never
+   * task data, and CloudWatch alarms cannot publish to a topic under the AWS managed key `aws/sns`.
+   * @default false
+   */
+  encryptAlarmTopic: z.boolean().optional(),
 });
 
 /** Configuration as written by a user (cdk.json or `KajStackProps.config`). */
@@ -131,6 +138,7 @@ export interface KajConfig {
   readonly retainData: boolean;
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
   readonly dashboard: boolean;
+  readonly encryptAlarmTopic: boolean;
 }
 
 const perPriorityDefault = (v: number): Record<Priority, number> => ({ high: v, normal: v, low: v });
@@ -155,6 +163,7 @@ export const DEFAULT_CONFIG: KajConfig = {
   retainData: true,
   throttling: { rateLimit: 100, burstLimit: 200 },
   dashboard: true,
+  encryptAlarmTopic: false,
 };
 
 /** Known top-level keys, for single-key context overrides. */
@@ -265,6 +274,7 @@ export function parseConfig(...layers: readonly unknown[]): KajConfig {
     retainData: c.retainData ?? d.retainData,
     throttling: { ...d.throttling, ...stripUndefined(c.throttling) },
     dashboard: c.dashboard ?? d.dashboard,
+    encryptAlarmTopic: c.encryptAlarmTopic ?? d.encryptAlarmTopic,
   };
   checkRelations(config);
   return config;

@@ -7,6 +7,7 @@ import { functionEnvironment } from '../shared/config/settings.js';
 import { type KajConfig, type KajConfigInput, resolveConfig } from './config.js';
 import { TaskApi } from './constructs/api.js';
 import { TaskConsumer } from './constructs/consumer.js';
+import { IdSecret } from './constructs/id-secret.js';
 import { LAMBDA_RUNTIME } from './constructs/kaj-function.js';
 import { Observability } from './constructs/observability.js';
 import { OutboxSweeper } from './constructs/sweeper.js';
@@ -34,6 +35,8 @@ export class KajStack extends Stack {
   public readonly names: ResourceNames;
   public readonly taskQueues: TaskQueues;
   public readonly taskTable: TaskTable;
+  /** The key of task ids derived from idempotency keys (the API function's only). */
+  public readonly idSecret: IdSecret;
   public readonly api: TaskApi;
   public readonly consumer: TaskConsumer;
   public readonly sweeper: OutboxSweeper;
@@ -69,10 +72,15 @@ export class KajStack extends Stack {
       deletionProtection: config.deletionProtection,
       removalPolicy: retain,
     });
+    // Retained with the table (retainData): a retained table holds task ids derived under it.
+    this.idSecret = new IdSecret(this, 'IdSecret', {
+      secretName: `${this.stackName}-id-secret`,
+      removalPolicy: retain,
+    });
 
     const { queues, deadLetterQueues } = this.taskQueues;
     // Every function gets the same environment: the runtime's inverse of loadFunctionConfig(),
-    // plus Powertools' settings.
+    // plus Powertools' settings. The API function alone adds KAJ_ID_SECRET (TaskApi).
     const perPriority = (f: (p: Priority) => string) =>
       Object.fromEntries(PRIORITIES.map((p) => [p, f(p)])) as Record<Priority, string>;
     const environment: Record<string, string> = {
@@ -93,6 +101,7 @@ export class KajStack extends Stack {
       table: this.taskTable.table,
       queues: this.taskQueues.allQueues,
       environment,
+      idSecret: this.idSecret.secret,
       authMode: config.authMode,
       throttling: config.throttling,
       logRetention,
@@ -125,10 +134,12 @@ export class KajStack extends Stack {
       deadLetterQueues,
       consumer: this.consumer.handler,
       api: this.api.handler,
+      apiStage: this.api.stage,
       sweeper: this.sweeper.handler,
       oldestMessageAgeThreshold: Duration.seconds(config.oldestMessageAgeAlarmSeconds),
       ...(config.alarmEmail !== undefined ? { alarmEmail: config.alarmEmail } : {}),
       dashboard: config.dashboard,
+      encryptTopic: config.encryptAlarmTopic,
     });
 
     this.addOutputs();
@@ -158,6 +169,11 @@ export class KajStack extends Stack {
       output(OUTPUT_KEYS.dlqUrl[p], dlq.queueUrl, `URL of the ${p} dead-letter queue`);
       output(OUTPUT_KEYS.dlqArn[p], dlq.queueArn, `ARN of the ${p} dead-letter queue`);
     }
+    output(
+      OUTPUT_KEYS.alarmTopicArn,
+      this.observability.alarmTopic.topicArn,
+      'SNS topic every alarm notifies (ALARM and OK): subscribe email, chat or paging endpoints to it',
+    );
   }
 
   /** Stack-wide cdk-nag suppressions, each with its reason and as narrow as cdk-nag allows. */

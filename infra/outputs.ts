@@ -15,6 +15,7 @@ export const OUTPUT_KEYS = {
   queueArn: { high: 'QueueArnHigh', normal: 'QueueArnNormal', low: 'QueueArnLow' },
   dlqUrl: { high: 'DlqUrlHigh', normal: 'DlqUrlNormal', low: 'DlqUrlLow' },
   dlqArn: { high: 'DlqArnHigh', normal: 'DlqArnNormal', low: 'DlqArnLow' },
+  alarmTopicArn: 'AlarmTopicArn',
 } as const satisfies {
   apiUrl: string;
   tableName: string;
@@ -22,9 +23,14 @@ export const OUTPUT_KEYS = {
   queueArn: Record<Priority, string>;
   dlqUrl: Record<Priority, string>;
   dlqArn: Record<Priority, string>;
+  alarmTopicArn: string;
 };
 
-/** Every output key the stack always emits, in a stable order. */
+/**
+ * The output keys the admin CLI requires, in a stable order. The stack also emits
+ * `OUTPUT_KEYS.alarmTopicArn`; it is read when present but not required, so that the CLI still
+ * reads stacks deployed before that output existed.
+ */
 export const ALL_OUTPUT_KEYS: readonly string[] = [
   OUTPUT_KEYS.apiUrl,
   OUTPUT_KEYS.tableName,
@@ -44,6 +50,8 @@ export interface KajStackOutputs {
   readonly queueArns: Readonly<Record<Priority, string>>;
   readonly dlqUrls: Readonly<Record<Priority, string>>;
   readonly dlqArns: Readonly<Record<Priority, string>>;
+  /** Absent on stacks deployed before the alarm topic was always created. */
+  readonly alarmTopicArn?: string;
 }
 
 /** Shape of `Stack.Outputs` in a CloudFormation `DescribeStacks` answer (SDK-agnostic). */
@@ -81,5 +89,6 @@ export function parseStackOutputs(
     queueArns: perPriority(OUTPUT_KEYS.queueArn),
     dlqUrls: perPriority(OUTPUT_KEYS.dlqUrl),
     dlqArns: perPriority(OUTPUT_KEYS.dlqArn),
+    ...(values.has(OUTPUT_KEYS.alarmTopicArn) ? { alarmTopicArn: get(OUTPUT_KEYS.alarmTopicArn) } : {}),
   };
 }

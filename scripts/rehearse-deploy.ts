@@ -1,8 +1,9 @@
 /**
  * Deploy rehearsal without an AWS account: `npm run rehearse:deploy`.
  *
- * Starts moto (`python3 -m moto.server`) on a free local port, points the real CDK CLI at it with
- * dummy credentials, and runs the whole life cycle a user runs:
+ * Starts moto (`python3 test/support/moto_server.py`: moto's server, one request at a time) on a
+ * free local port, points the real CDK CLI at it with dummy credentials, and runs the whole life
+ * cycle a user runs:
  *   cdk bootstrap → cdk deploy (create) → check → cdk deploy (update) → check → cdk destroy → check
  *   → delete what the stack retains (the documented teardown).
  * Checks read the deployed resources back through the AWS SDK. Prints timings; exits non-zero on any
@@ -41,11 +42,16 @@ import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 import { DEFAULTS, ENV, PRIORITIES, type Priority, TABLE_SCHEMA, resourceNames } from '../shared/config/resources.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** moto's server run one request at a time; shared with the integration suites (test/support/moto.ts). */
+const MOTO_LAUNCHER = path.join(REPO_ROOT, 'test', 'support', 'moto_server.py');
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
 const STACK = 'kaj-rehearsal';
 const NAMES = resourceNames(STACK);
-/** The update changes these settings, so that the second deploy really updates resources. */
+/**
+ * The update changes these settings, so that the second deploy really updates resources (and
+ * turns `encryptAlarmTopic` on: the KMS key is added to a deployed stack).
+ */
 const UPDATED_HIGH_CONCURRENCY = DEFAULT_CONFIG.concurrency.high + 2;
 const UPDATED_LOG_LEVEL = 'DEBUG';
 
@@ -163,8 +169,8 @@ function clients(endpoint: string): Clients {
   };
 }
 
-/** Minimal SigV4 signer (GET, empty body) for the Lambda REST API. */
-function signedGet(url: URL, service: string): Record<string, string> {
+/** Minimal SigV4 signer for the few REST/JSON/query calls the project has no SDK client for. */
+function signed(method: string, url: URL, service: string, body = ''): Record<string, string> {
   const amzDate = new Date().toISOString().replace(/[:-]|\.\d{3}/g, '');
   const date = amzDate.slice(0, 8);
   const scope = `${date}/${REGION}/${service}/aws4_request`;
@@ -174,7 +180,7 @@ function signedGet(url: URL, service: string): Record<string, string> {
     .sort()
     .join('&');
   const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-  const canonical = ['GET', url.pathname.split('/').map(enc).join('/'), query, `host:${url.host}`, `x-amz-date:${amzDate}`, '', 'host;x-amz-date', sha('')].join('\n');
+  const canonical = [method, url.pathname.split('/').map(enc).join('/'), query, `host:${url.host}`, `x-amz-date:${amzDate}`, '', 'host;x-amz-date', sha(body)].join('\n');
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha(canonical)].join('\n');
   let key: Buffer = createHmac('sha256', 'AWS4test').update(date).digest();
   for (const part of [REGION, service, 'aws4_request']) key = createHmac('sha256', key).update(part).digest();
@@ -191,10 +197,45 @@ function signedGet(url: URL, service: string): Record<string, string> {
  */
 async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, any>> {
   const url = new URL(apiPath, c.endpoint);
-  const res = await fetch(url, { headers: signedGet(url, 'lambda') });
+  const res = await fetch(url, { headers: signed('GET', url, 'lambda') });
   const body = await res.text();
   if (!res.ok) throw new Error(`GET ${apiPath}: ${res.status} ${body.slice(0, 300)}`);
   return JSON.parse(body) as Record<string, any>;
+}
+
+/** A Secrets Manager call (JSON 1.1 protocol); `undefined` when the secret does not exist. */
+async function secretsManager(c: Clients, action: string, request: Record<string, unknown>): Promise<Record<string, any> | undefined> {
+  const url = new URL('/', c.endpoint);
+  const body = JSON.stringify(request);
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      ...signed('POST', url, 'secretsmanager', body),
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-target': `secretsmanager.${action}`,
+    },
+    body,
+  });
+  const text = await res.text();
+  if (!res.ok && text.includes('ResourceNotFoundException')) return undefined;
+  if (!res.ok) throw new Error(`secretsmanager ${action}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, any>;
+}
+
+/** An SNS topic's attributes (query protocol, XML answer). */
+async function topicAttributes(c: Clients, topicArn: string): Promise<Record<string, string>> {
+  const url = new URL('/', c.endpoint);
+  const body = new URLSearchParams({ Action: 'GetTopicAttributes', Version: '2010-03-31', TopicArn: topicArn }).toString();
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...signed('POST', url, 'sns', body), 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
+  const xml = await res.text();
+  if (!res.ok) throw new Error(`sns GetTopicAttributes: ${res.status} ${xml.slice(0, 300)}`);
+  const attributes: Record<string, string> = {};
+  for (const m of xml.matchAll(/<entry>\s*<key>([^<]*)<\/key>\s*<value>([^<]*)<\/value>\s*<\/entry>/g)) attributes[m[1]!] = m[2]!;
+  return attributes;
 }
 
 async function stackResources(c: Clients): Promise<StackResource[]> {
@@ -233,7 +274,15 @@ async function tableExists(c: Clients, name: string): Promise<boolean> {
 interface Expected {
   readonly concurrency: Readonly<Record<Priority, number>>;
   readonly logLevel: string;
+  /** `encryptAlarmTopic`: the topic is under the stack's own KMS key. */
+  readonly encryptAlarmTopic: boolean;
 }
+
+/** The ID secret's name and what Secrets Manager generates for it (infra/constructs/id-secret.ts). */
+const ID_SECRET_NAME = `${STACK}-id-secret`;
+const ID_SECRET_VALUE = /^[A-Za-z0-9]{64}$/;
+/** Whether moto created the ID secret in the last deploy (moto 5.2.1 has no CloudFormation model for it). */
+let idSecretEmulated = false;
 
 async function checkDeployed(c: Clients, templateFile: string, expected: Expected): Promise<void> {
   // Stack and outputs.
@@ -267,10 +316,47 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     'AWS::IAM::Policy',
     'AWS::Events::Rule',
     'AWS::Logs::LogGroup',
+    'AWS::SNS::Topic',
+    'AWS::KMS::Key',
   ];
-  for (const type of mustExist) check(`every ${type} was created`, !skipped.has(type), skipped.has(type) ? `${skipped.get(type)} missing` : '');
+  const templateTypes = new Set(Object.values(template.Resources).map((r) => r.Type));
+  for (const type of mustExist.filter((t) => templateTypes.has(t))) {
+    check(`every ${type} was created`, !skipped.has(type), skipped.has(type) ? `${skipped.get(type)} missing` : '');
+  }
   for (const [type, n] of skipped) {
     if (!mustExist.includes(type)) record(`${type} (${n})`, 'NOT EMULATED', 'moto skipped the resource type silently');
+  }
+
+  // Alarm topic: every stack has one, and its ARN is an output (the alarms are not emulated).
+  const topics = resources.filter((r) => r.ResourceType === 'AWS::SNS::Topic');
+  check(
+    'one alarm topic, its ARN the AlarmTopicArn output',
+    topics.length === 1 && outputs.alarmTopicArn !== undefined && topics[0]?.PhysicalResourceId === outputs.alarmTopicArn,
+    outputs.alarmTopicArn,
+  );
+  const keys = resources.filter((r) => r.ResourceType === 'AWS::KMS::Key');
+  const topicKey = outputs.alarmTopicArn === undefined ? undefined : (await topicAttributes(c, outputs.alarmTopicArn)).KmsMasterKeyId;
+  if (expected.encryptAlarmTopic) {
+    const keyId = keys[0]?.PhysicalResourceId ?? '';
+    check(
+      'alarm topic encrypted with the stack\'s own KMS key (encryptAlarmTopic)',
+      keys.length === 1 && keyId !== '' && (topicKey === keyId || topicKey?.endsWith(`:key/${keyId}`) === true),
+      `KmsMasterKeyId=${topicKey ?? '-'}`,
+    );
+  } else {
+    check('alarm topic unencrypted and no KMS key (the default)', keys.length === 0 && (topicKey ?? '') === '', `KmsMasterKeyId=${topicKey || '-'}`);
+  }
+
+  // ID secret: generated by Secrets Manager, resolved into the API function's environment by
+  // CloudFormation. moto 5.2.1 has no CloudFormation model for the secret and does not resolve
+  // {{resolve:secretsmanager:…}}: each check below says NOT EMULATED when moto skipped it.
+  idSecretEmulated = resources.some((r) => r.ResourceType === 'AWS::SecretsManager::Secret');
+  let idSecretValue: string | undefined;
+  if (idSecretEmulated) {
+    idSecretValue = (await secretsManager(c, 'GetSecretValue', { SecretId: ID_SECRET_NAME }))?.SecretString as string | undefined;
+    check(`ID secret ${ID_SECRET_NAME}: generated, 64 letters and digits`, ID_SECRET_VALUE.test(idSecretValue ?? ''), `${idSecretValue?.length ?? 0} characters`);
+  } else {
+    record(`ID secret ${ID_SECRET_NAME} (generated, 64 letters and digits)`, 'NOT EMULATED', 'moto has no CloudFormation support for AWS::SecretsManager::Secret');
   }
 
   // Queues.
@@ -362,6 +448,22 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       `${f.Runtime} ${ENV.logLevel}=${env[ENV.logLevel]}`,
     );
     if (short === 'Consumer') check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
+    const idSecret = env[ENV.idSecret];
+    if (short !== 'Api') {
+      check(`${short}: no ${ENV.idSecret} (the API function's only)`, idSecret === undefined);
+    } else if (idSecret === undefined || idSecret === '') {
+      check(`Api: ${ENV.idSecret} set`, false, 'missing: the API function refuses to start without it');
+    } else if (idSecret.startsWith('{{resolve:secretsmanager:')) {
+      // What moto passes through: the reference itself (with "None" for the skipped secret's ARN).
+      check(`Api: ${ENV.idSecret} set (to a secretsmanager dynamic reference)`, true);
+      record(`Api: ${ENV.idSecret} resolved from the ID secret at deploy time`, 'NOT EMULATED', `moto does not resolve dynamic references (got ${idSecret})`);
+    } else {
+      check(
+        `Api: ${ENV.idSecret} resolved from the ID secret at deploy time`,
+        idSecretValue !== undefined ? idSecret === idSecretValue : ID_SECRET_VALUE.test(idSecret),
+        `${idSecret.length} characters`,
+      );
+    }
     checkIfEmulated(`${short}: arm64`, Array.isArray(f.Architectures) && f.Architectures[0] !== 'x86_64', (f.Architectures as string[])[0] === 'arm64');
   }
 }
@@ -380,6 +482,10 @@ async function checkDestroyed(c: Clients): Promise<void> {
     check(`${p} DLQ retained (dead tasks survive cdk destroy)`, await queueExists(c, NAMES.deadLetterQueues[p]));
   }
   check('task table retained', await tableExists(c, NAMES.table));
+  if (idSecretEmulated) {
+    const secret = await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME });
+    check('ID secret retained (retainData, like the table)', secret !== undefined && secret.DeletedDate === undefined);
+  } else record('ID secret retained (retainData, like the table)', 'NOT EMULATED', 'moto never created it');
 }
 
 /** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
@@ -392,6 +498,10 @@ async function deleteRetained(c: Clients): Promise<void> {
   }
   check('table deleted after turning deletion protection off', !(await tableExists(c, NAMES.table)));
   for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
+  if (idSecretEmulated) {
+    await secretsManager(c, 'DeleteSecret', { SecretId: ID_SECRET_NAME, ForceDeleteWithoutRecovery: true });
+    check('ID secret deleted (without recovery window)', (await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME })) === undefined);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -417,7 +527,9 @@ async function main(): Promise<number> {
 
     await timed('start moto', async () => {
       const log = openSync(logFile, 'w');
-      moto = spawn(process.env.KAJ_REHEARSAL_PYTHON ?? 'python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], {
+      // The same launcher as the integration suites: moto's server, one request at a time, so that
+      // its conditional writes are atomic and its reads isolated (see that file).
+      moto = spawn(process.env.KAJ_REHEARSAL_PYTHON ?? 'python3', [MOTO_LAUNCHER, '-H', '127.0.0.1', '-p', String(port)], {
         env: { ...process.env, MOTO_ACCOUNT_ID: ACCOUNT },
         stdio: ['ignore', log, log],
       });
@@ -458,7 +570,11 @@ async function main(): Promise<number> {
     await timed('cdk deploy (create)', () => run(cdk, ['deploy', STACK, ...common, '--output', out1, ...deployArgs], env));
     console.log('\nChecks after create:');
     await timed('checks (create)', () =>
-      checkDeployed(c, path.join(out1, `${STACK}.template.json`), { concurrency: DEFAULT_CONFIG.concurrency, logLevel: DEFAULT_CONFIG.logLevel }),
+      checkDeployed(c, path.join(out1, `${STACK}.template.json`), {
+        concurrency: DEFAULT_CONFIG.concurrency,
+        logLevel: DEFAULT_CONFIG.logLevel,
+        encryptAlarmTopic: DEFAULT_CONFIG.encryptAlarmTopic,
+      }),
     );
 
     phase = 'update';
@@ -474,6 +590,8 @@ async function main(): Promise<number> {
           `kaj:concurrency=${JSON.stringify({ high: UPDATED_HIGH_CONCURRENCY })}`,
           '--context',
           `kaj:logLevel=${UPDATED_LOG_LEVEL}`,
+          '--context',
+          'kaj:encryptAlarmTopic=true',
           '--output',
           out2,
           ...deployArgs,
@@ -481,8 +599,10 @@ async function main(): Promise<number> {
         env,
       ),
     );
-    console.log(`\nChecks after update (high concurrency ${UPDATED_HIGH_CONCURRENCY}, log level ${UPDATED_LOG_LEVEL}):`);
-    await timed('checks (update)', () => checkDeployed(c, path.join(out2, `${STACK}.template.json`), { concurrency: updated, logLevel: UPDATED_LOG_LEVEL }));
+    console.log(`\nChecks after update (high concurrency ${UPDATED_HIGH_CONCURRENCY}, log level ${UPDATED_LOG_LEVEL}, encryptAlarmTopic):`);
+    await timed('checks (update)', () =>
+      checkDeployed(c, path.join(out2, `${STACK}.template.json`), { concurrency: updated, logLevel: UPDATED_LOG_LEVEL, encryptAlarmTopic: true }),
+    );
 
     phase = 'destroy';
     // Destroy the assembly just deployed: no second synth.

@@ -6,8 +6,10 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { ENV } from '../../shared/config/resources.js';
 import type { AuthMode } from '../config.js';
 import { KajFunction } from './kaj-function.js';
 
@@ -41,6 +43,13 @@ export interface TaskApiProps {
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
   readonly environment: Readonly<Record<string, string>>;
+  /**
+   * The deployment's ID secret (`IdSecret`): the function derives task ids from idempotency keys
+   * with it and refuses to start without it. It gets the value as `KAJ_ID_SECRET`, a
+   * `{{resolve:secretsmanager:…}}` dynamic reference CloudFormation resolves at deploy time: the
+   * value is never in the template, and the function's role gets no permission on the secret.
+   */
+  readonly idSecret: secretsmanager.ISecret;
   /**
    * `iam`: every route requires a SigV4-signed request from a principal allowed `execute-api:Invoke`.
    * `none`: no authorization at all (a synth warning says so).
@@ -85,7 +94,11 @@ export class TaskApi extends Construct {
       entryName: 'api',
       description: 'Kaj task API: submit, read and cancel tasks',
       timeout: Duration.seconds(10),
-      environment: props.environment,
+      environment: {
+        ...props.environment,
+        // The whole secret string, current version: `{{resolve:secretsmanager:<ARN>:SecretString:::}}`.
+        [ENV.idSecret]: props.idSecret.secretValue.unsafeUnwrap(),
+      },
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;

@@ -35,6 +35,7 @@ describe('defaults', () => {
     expect(c.authMode).toBe('iam');
     expect(c.deletionProtection).toBe(true);
     expect(c.retainData).toBe(true);
+    expect(c.encryptAlarmTopic).toBe(false);
   });
 
   it('cdk.json ships a valid configuration', () => {
@@ -67,6 +68,7 @@ describe('invalid configuration fails with the key named', () => {
     [{ stackName: 'kaj_prod' }, /"stackName"/],
     [{ throttling: { rateLimit: 0 } }, /"throttling\.rateLimit"/],
     [{ deletionProtection: 'yes' }, /"deletionProtection"/],
+    [{ encryptAlarmTopic: 'kms' }, /"encryptAlarmTopic".*boolean/],
     [{ concurency: { high: 3 } }, /"concurency" is not a Kaj setting/],
     [{ throttling: { burst: 3 } }, /"throttling\.burst" is not a Kaj setting/],
   ])('%j', (config, message) => {
@@ -106,12 +108,14 @@ describe('sources', () => {
       'kaj:alarmEmail': 'ops@example.com',
       'kaj:concurrency': '{"low": 4}',
       'kaj:batchSize': '5',
+      'kaj:encryptAlarmTopic': 'true',
     });
     const c = resolveConfig(app.node);
     expect(c.deletionProtection).toBe(false);
     expect(c.alarmEmail).toBe('ops@example.com');
     expect(c.concurrency).toEqual({ high: 30, normal: 5, low: 4 });
     expect(c.batchSize).toEqual({ high: 5, normal: 5, low: 5 });
+    expect(c.encryptAlarmTopic).toBe(true);
   });
 
   it('a misspelt kaj:<key> context key fails instead of being ignored', () => {
@@ -157,6 +161,12 @@ describe('stack outputs', () => {
     expect(o.tableName).toBe('kaj-tasks');
     expect(o.queueUrls.low).toBe('https://sqs/q-low');
     expect(o.dlqArns.high).toBe('arn:d-high');
+  });
+
+  it('reads the alarm topic ARN, and still reads a stack deployed before that output existed', () => {
+    const arn = 'arn:aws:sns:us-east-1:123456789012:kaj-alarms';
+    expect(parseStackOutputs([...outputs, { OutputKey: OUTPUT_KEYS.alarmTopicArn, OutputValue: arn }]).alarmTopicArn).toBe(arn);
+    expect(parseStackOutputs(outputs).alarmTopicArn).toBeUndefined();
   });
 
   it('names the missing keys', () => {
