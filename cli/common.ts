@@ -12,7 +12,7 @@ import { runtimeSettings } from '../shared/config/settings.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import type { CliContext } from './context.js';
 import { UsageError } from './errors.js';
-import { parseDuration, parsePositiveInt } from './parse.js';
+import { collectTaskIds, parseDuration, parsePositiveInt } from './parse.js';
 import { resolveTarget, type Target, type TargetFlags } from './target.js';
 
 /** How long a listing hides each DLQ message it receives (it releases them right after). */
@@ -78,7 +78,7 @@ export function addFilterOptions(cmd: Command, o: { task: boolean; limitHelp: st
     .option('--error-contains <text>', "only tasks whose last error contains this text (case-insensitive; message, name or code)")
     .option('--since <duration>', 'only tasks that died within this long, e.g. 30m, 2h, 7d', parseDuration)
     .option('--limit <n>', o.limitHelp, parsePositiveInt);
-  if (o.task) cmd.option('--task <id...>', 'only these task ids');
+  if (o.task) cmd.option('--task <id...>', 'only these task ids', collectTaskIds);
   return cmd;
 }
 

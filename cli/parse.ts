@@ -62,3 +62,30 @@ export function parseWatch(value: string): number {
   if (!(n >= 1) || n > 3600) throw new InvalidArgumentError('expected seconds between refreshes, 1-3600.');
   return n;
 }
+
+/**
+ * Kaj makes task ids as `t_` + 32 hex digits. Accepted here: `t_` then letters, digits, `_`
+ * or `-` (a little wider, so ids made by hand in tests and fixtures pass), at most 256 characters.
+ * Anything else cannot name a task, and sent to DynamoDB an empty or oversized key is a
+ * ValidationException that reads like an outage: a usage error says what is wrong instead.
+ */
+const TASK_ID = /^t_[A-Za-z0-9_-]{1,254}$/;
+
+export function parseTaskId(value: string): string {
+  if (value === '') throw new InvalidArgumentError('a task id cannot be empty (task ids look like t_5c0f…, see `kaj dlq list`).');
+  if (!TASK_ID.test(value)) {
+    throw new InvalidArgumentError(`"${printable(value)}" is not a task id (t_ followed by letters, digits, _ or -, such as t_5c0f…).`);
+  }
+  return value;
+}
+
+/** For a variadic `--task <id...>`: checks each id and collects them. */
+export function collectTaskIds(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), parseTaskId(value)];
+}
+
+/** Shows control characters and overlong input without disturbing the terminal. */
+function printable(value: string): string {
+  const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  return shown.slice(1, -1);
+}

@@ -2,7 +2,8 @@
  * Embedded AWS emulators for Kaj's local runtime and integration tests.
  *
  * - SQS: `local-aws-sqs` (patched, see `patches/local-aws-sqs+2.0.2.patch`), in this process.
- * - DynamoDB: `dynalite`, in this process (in memory, or LevelDB when `dataDir` is given).
+ * - DynamoDB: `dynalite`, in this process (in memory, or LevelDB when `dataDir` is given; then
+ *   its secondary indexes are rebuilt from the items before it opens, see dynalite-indexes.ts).
  * - Optionally moto (`python3 -m moto.server`) as a child process, for checks against a
  *   second, independent emulator.
  *
@@ -14,6 +15,7 @@ import { createServer as createNetServer } from 'node:net';
 import { once } from 'node:events';
 import dynalite from 'dynalite';
 import { createRequestHandler } from 'local-aws-sqs';
+import { rebuildSecondaryIndexes, type IndexRebuildReport } from './dynalite-indexes.js';
 
 /** Endpoints of the emulators started by {@link startEmulators}. */
 export interface RunningEmulators {
@@ -21,6 +23,8 @@ export interface RunningEmulators {
   sqsEndpoint: string;
   /** DynamoDB endpoint, e.g. `http://127.0.0.1:45124`. */
   dynamoEndpoint: string;
+  /** With `dataDir`: what the start-up rebuild of the secondary indexes found and fixed. */
+  indexRebuild?: IndexRebuildReport;
   /** Closes both servers (dropping open connections, e.g. long polls). Idempotent. */
   stop(): Promise<void>;
 }
@@ -53,6 +57,9 @@ export const EMULATOR_REGION = 'us-east-1';
  */
 export async function startEmulators(opts: StartEmulatorsOptions = {}): Promise<RunningEmulators> {
   const host = opts.host ?? '127.0.0.1';
+  // Before dynalite opens the store (and anything can query it): a previous process killed
+  // mid-write may have left the indexes out of step with the items (see dynalite-indexes.ts).
+  const indexRebuild = opts.dataDir === undefined ? undefined : await rebuildSecondaryIndexes(opts.dataDir);
 
   // createRequestHandler rather than createSqsServer: the latter never rejects on a listen error.
   const { service, requestHandler } = createRequestHandler({
@@ -90,6 +97,7 @@ export async function startEmulators(opts: StartEmulatorsOptions = {}): Promise<
   return {
     sqsEndpoint: `http://${host}:${sqsPort}`,
     dynamoEndpoint: `http://${host}:${dynamoPort}`,
+    ...(indexRebuild === undefined ? {} : { indexRebuild }),
     stop() {
       stopping ??= Promise.all([closeServer(sqs), closeServer(dynamo)]).then(() => undefined);
       return stopping;

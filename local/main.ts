@@ -4,6 +4,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 import { rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ConfigError } from '../shared/config/errors.js';
+import { ENV } from '../shared/config/resources.js';
+import { settingsFromEnvironment, type EnvironmentSettings } from '../shared/config/settings.js';
 import { consoleLogger } from './console-logger.js';
 import { LOCAL_STATE_FILE, startLocalRuntime } from './runtime.js';
 
@@ -14,6 +17,10 @@ const USAGE = `usage: npm start -- [--port N] [--reset] [--in-memory] [--log-lev
   --reset         delete the saved local state (.kaj/) and start empty
   --in-memory     keep nothing on disk
   --log-level L   default info
+
+Environment (as for the Lambda functions; see the README's Configuration):
+  ${ENV.leaseSeconds}   lease of a running task, seconds (3-900; default 60)
+  ${ENV.retentionDays}  days a finished task is kept (default 7)
 `;
 
 async function main(): Promise<void> {
@@ -46,15 +53,33 @@ async function main(): Promise<void> {
     process.stderr.write(`--log-level must be debug, info, warn or error, got "${level}"\n`);
     process.exit(2);
   }
+  // The settings the README documents as environment variables, read and checked as the
+  // Lambda functions read them; a bad value stops here, naming the variable (exit 2, as for a bad flag).
+  let envSettings: EnvironmentSettings;
+  try {
+    envSettings = settingsFromEnvironment(process.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`kaj: ${err.message}\n`);
+    process.exit(2);
+  }
   const dataDir = resolve('.kaj', 'dynamodb');
   if (args.reset) rmSync(resolve('.kaj'), { recursive: true, force: true });
   if (!args['in-memory']) mkdirSync(dataDir, { recursive: true });
 
   const logger = consoleLogger(level);
+  const localIdentity = process.env.KAJ_LOCAL_IDENTITY || undefined;
+  if (localIdentity !== undefined && !/^[\x21-\x7e]{1,256}$/.test(localIdentity)) {
+    process.stderr.write(`KAJ_LOCAL_IDENTITY must be 1-256 printable ASCII characters without spaces\n`);
+    process.exit(2);
+  }
   const runtime = await startLocalRuntime({
     port,
     logger,
+    settings: envSettings,
     ...(args['in-memory'] ? {} : { dataDir }),
+    // Owner of requests without an x-kaj-identity header (docs/security.md).
+    ...(localIdentity === undefined ? {} : { identity: localIdentity }),
   });
   const r = runtime.resources;
   // Tells `kaj --local` (the admin CLI) where this runtime's emulators and resources are.
@@ -71,7 +96,8 @@ async function main(): Promise<void> {
   DLQs       ${Object.values(r.deadLetterQueueUrls).join('\n             ')}
   Table      ${r.tableName}   (${args['in-memory'] ? 'in memory' : `saved in ${dataDir}; --reset to start empty`})
   Emulators  SQS ${runtime.endpoints.sqs}   DynamoDB ${runtime.endpoints.dynamodb}
-${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) from the saved table\n` : ''}
+  Settings   lease ${runtime.config.settings.leaseSeconds} s (${ENV.leaseSeconds}), retention ${runtime.config.settings.retentionDays} days (${ENV.retentionDays})
+${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) from the saved table\n` : ''}${runtime.recoveredDeadLetters > 0 ? `  Recovered  ${runtime.recoveredDeadLetters} dead letter(s) of failed tasks (kaj dlq list --local)\n` : ''}
   Try:
     curl -s -X POST ${runtime.url}/api/v1/tasks -H 'content-type: application/json' \\
       -d '{"type":"send_email","payload":{"to":"ada@example.com","subject":"hi","simulate":{"transient_failures":2}}}'
@@ -84,8 +110,10 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
   let stoppingSince: number | undefined;
   const shutdown = (signal: string) => {
     if (stoppingSince !== undefined) {
-      // Ctrl-C reaches this process twice (from the terminal, and relayed by the tsx/npm
-      // wrappers): only a deliberate second Ctrl-C, a moment later, forces the exit.
+      // Under `npm start`, Ctrl-C reaches this process twice: from the terminal (to the whole
+      // foreground process group) and relayed by npm, which forwards SIGINT/SIGTERM to its
+      // script. Only a deliberate second Ctrl-C, a moment later, forces the exit. (The start
+      // script `exec`s node, so this is the process npm waits for: it exits last, after the drain.)
       if (Date.now() - stoppingSince < 1_500) return;
       process.stderr.write('second signal: exiting now; unfinished tasks return after their lease\n');
       process.exit(130);

@@ -2,17 +2,20 @@ import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { createKajOnAws, type Kaj } from '../shared/app.js';
+import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/app.js';
 import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
-import type { Clock } from '../shared/runtime/clock.js';
+import { SqsTaskQueue } from '../shared/queue/sqs-task-queue.js';
+import { systemClock, type Clock } from '../shared/runtime/clock.js';
 import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
 import type { RandomSource } from '../shared/runtime/random.js';
 import type { TaskRegistry } from '../shared/task/define.js';
+import { deadLetterOf } from '../shared/task/lifecycle.js';
 import { outboxKey, type TaskRecord } from '../shared/task/model.js';
 import { isFinished } from '../shared/task/state-machine.js';
 import { registry as defaultRegistry } from '../tasks/index.js';
 import { ensureResources, type LocalResources } from './bootstrap.js';
+import type { IndexRebuildReport } from './dynalite-indexes.js';
 import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulators.js';
 import { SqsEventSource } from './event-source.js';
 import { createApiServer } from './http-server.js';
@@ -29,7 +32,10 @@ export interface LocalRuntimeOptions {
   readonly host?: string;
   /** Use these endpoints (moto, LocalStack) instead of starting the embedded emulators. */
   readonly endpoints?: { readonly sqs: string; readonly dynamodb: string };
-  /** Persist the embedded DynamoDB here; in memory when omitted. */
+  /**
+   * Persist the embedded DynamoDB here; in memory when omitted. At start its indexes are rebuilt
+   * from the items, and the messages the in-memory SQS lost are written again (recoverMessages).
+   */
   readonly dataDir?: string;
   readonly settings?: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>>;
   /** Concurrent consumer invocations per priority. @default DEFAULTS.concurrency */
@@ -48,6 +54,8 @@ export interface LocalRuntimeOptions {
   readonly metrics?: Metrics;
   readonly clock?: Clock;
   readonly random?: RandomSource;
+  /** Owner of API requests (there is no IAM locally). @default LOCAL_OWNER ('local') */
+  readonly identity?: string;
 }
 
 export interface LocalRuntime {
@@ -59,6 +67,10 @@ export interface LocalRuntime {
   readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
   /** Tasks re-enqueued at start because the persisted table outlived the in-memory queues. */
   readonly recovered: number;
+  /** Dead letters written again at start, for the same reason (failed tasks not purged). */
+  readonly recoveredDeadLetters: number;
+  /** What the start-up rebuild of the persisted table's indexes fixed (with `dataDir` only). */
+  readonly indexRebuild?: IndexRebuildReport;
   /** Consumer invocations so far, per priority. */
   invocations(): Record<Priority, number>;
   /** Stop polling, let running tasks finish for `graceMs`, close everything. Returns tasks cut off. */
@@ -77,6 +89,14 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   if (endpoints === undefined) {
     emulators = await startEmulators(o.dataDir === undefined ? {} : { dataDir: o.dataDir });
     endpoints = { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamoEndpoint };
+    const fixed = emulators.indexRebuild;
+    if (fixed !== undefined && fixed.removed + fixed.added + fixed.rewritten > 0) {
+      logger.warn('the saved table was written by a process killed mid-write: its indexes were rebuilt from the items', {
+        stale_entries_removed: fixed.removed,
+        missing_entries_added: fixed.added,
+        entries_rewritten: fixed.rewritten,
+      });
+    }
   }
   const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
   const sqs = new SQSClient({ region: EMULATOR_REGION, endpoint: endpoints.sqs, credentials });
@@ -99,9 +119,22 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
     ...(o.clock === undefined ? {} : { clock: o.clock }),
     ...(o.random === undefined ? {} : { random: o.random }),
+    // No IAM here: requests belong to the local identity (docs/security.md).
+    defaultOwner: o.identity ?? LOCAL_OWNER,
   });
 
-  const recovered = o.dataDir === undefined ? 0 : await recoverUnsent(kaj, dynamodb, resources.tableName);
+  // Only the embedded SQS forgets its messages on a restart (and only a saved table remembers tasks).
+  const recovery =
+    emulators === undefined || o.dataDir === undefined
+      ? { requeued: 0, deadLetters: 0 }
+      : await recoverMessages({
+          kaj,
+          dynamodb,
+          tableName: resources.tableName,
+          queue: new SqsTaskQueue(sqs, { queues: resources.queueUrls, deadLetterQueues: resources.deadLetterQueueUrls }),
+          now: (o.clock ?? systemClock).now(),
+          logger,
+        });
 
   const server = createApiServer((event) => kaj.handleHttp(event));
   await new Promise<void>((resolve, reject) => {
@@ -143,7 +176,9 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     config,
     clients: { sqs, dynamodb },
     endpoints,
-    recovered,
+    recovered: recovery.requeued,
+    recoveredDeadLetters: recovery.deadLetters,
+    ...(emulators?.indexRebuild === undefined ? {} : { indexRebuild: emulators.indexRebuild }),
     invocations: () => {
       const counts = { high: 0, normal: 0, low: 0 };
       for (const [p, s] of sources) counts[p] = s.invocationCount;
@@ -167,16 +202,40 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
 
 /**
  * The embedded SQS keeps messages in memory while the table can persist on disk, so after a
- * restart unfinished tasks have no message. Put each back in the outbox-send path once.
+ * restart no task has a message. From the saved table, once:
+ * - each unfinished task is put back in the outbox-send path (it runs again);
+ * - each dead task (`failed`, not purged) gets its dead letter again, so `kaj dlq list/redrive/
+ *   purge` see it as before the restart. Not for a failed task that still owes its dead letter
+ *   (an outbox entry `dlq#…`: the sweeper writes that one), nor for one that died longer ago than
+ *   the DLQ retention (on AWS its letter would have expired too).
  * (On AWS both survive; this exists only for the local runtime.)
  */
-async function recoverUnsent(kaj: Kaj, dynamodb: DynamoDBClient, tableName: string): Promise<number> {
+async function recoverMessages(d: {
+  kaj: Kaj;
+  dynamodb: DynamoDBClient;
+  tableName: string;
+  queue: SqsTaskQueue;
+  now: number;
+  logger: Logger;
+}): Promise<{ requeued: number; deadLetters: number }> {
+  const { kaj, dynamodb, tableName, queue, now, logger } = d;
   const doc = DynamoDBDocumentClient.from(dynamodb);
-  let recovered = 0;
+  let requeued = 0;
+  let deadLetters = 0;
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await doc.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
     for (const item of (page.Items ?? []) as TaskRecord[]) {
+      if (isDeadLetterLost(item, now)) {
+        try {
+          await queue.sendDead(deadLetterOf(item, now));
+          deadLetters += 1;
+        } catch (err) {
+          // Not fatal: `kaj dlq redrive/purge --task ID` also work from the record alone.
+          logger.warn('could not write the dead letter of a failed task again', { task_id: item.task_id, error: String(err) });
+        }
+        continue;
+      }
       if (isFinished(item.status)) continue;
       // Same dispatch id: the claim still accepts it (and a running task is reclaimed once its lease ends).
       await kaj.lifecycle.dispatchQuietly({
@@ -184,9 +243,16 @@ async function recoverUnsent(kaj: Kaj, dynamodb: DynamoDBClient, tableName: stri
         outbox_pk: outboxKey('queue', item.priority),
         run_at: item.status === 'running' ? new Date((item.lease_until ?? 0) + 1000).toISOString() : item.run_at,
       });
-      recovered += 1;
+      requeued += 1;
     }
     startKey = page.LastEvaluatedKey;
   } while (startKey !== undefined);
-  return recovered;
+  return { requeued, deadLetters };
+}
+
+/** A dead task whose letter was confirmed sent (no outbox entry) to a DLQ that did not outlive the process. */
+function isDeadLetterLost(r: TaskRecord, now: number): boolean {
+  if (r.status !== 'failed' || r.discarded_at !== undefined || r.outbox_pk !== undefined) return false;
+  const diedAt = Date.parse(r.finished_at ?? r.updated_at);
+  return !(now - diedAt > DEFAULTS.dlqRetentionSeconds * 1000);
 }

@@ -22,7 +22,7 @@ import {
 import type { CliContext } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { ago, json, Progress, sideBySide, table, truncate } from '../output.js';
-import { parseRate, parseTarget } from '../parse.js';
+import { parseRate, parseTarget, parseTaskId } from '../parse.js';
 import type { RunState } from '../program.js';
 
 export const LISTING_EFFECTS = `
@@ -109,7 +109,7 @@ export function registerDlq(program: Command, ctx: CliContext, state: RunState):
   dlq
     .command('show')
     .description('show a dead task: its dead letter(s) and its task record side by side')
-    .argument('<task-id>', 'the task id')
+    .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print JSON')
     .addHelpText('after', LISTING_EFFECTS)
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
@@ -179,6 +179,9 @@ runs a message only if its dispatch id is the task's current one.
 Messages SQS moved to a DLQ (maxReceiveCount, no kaj attributes) are handled too: their origin is
 the DLQ they are in and their details come from the task record; a task still waiting gets its
 message re-sent.
+A task named with --task whose dead letter is not in the DLQs (deleted by hand, expired, or
+held by another reader right now) is redriven from its task record if that says it is dead
+(failed, not purged); a named task that cannot be redriven is reported as failed (exit 1).
 
 Exit status: 0 all done, 1 some failed (listed), 2 usage error, 130 interrupted.
 
@@ -259,6 +262,8 @@ expires after the usual retention), and only then the dead letter is deleted; a 
 an interrupted purge. A letter SQS moved for a task that is still waiting (queued/retrying) is
 that task's only message: the task is cancelled (and marked) so it does not wait forever.
 Obsolete letters (task redriven or finished since) and non-Kaj messages are just deleted.
+A task named with --task that has no dead letter in the DLQs is discarded from its task record if
+that says it is dead (failed); a named task that cannot be purged is reported as failed (exit 1).
 SQS's PurgeQueue is not used: it cannot filter, does not mark tasks, and takes up to 60 s.
 ${LISTING_EFFECTS}`,
     )
@@ -354,7 +359,9 @@ function finishBatch(
 function writeBatchText(ctx: CliContext, items: readonly ReportItem[], dryRun: boolean, interrupted: boolean): void {
   const shown = dryRun ? items : items.filter((i) => i.outcome === 'failed');
   if (shown.length > 0) {
-    const rows = shown.slice(0, 200).map((i) => [i.task_id ?? `(message ${i.message_id.slice(0, 8)})`, i.dlq, i.action, i.outcome, truncate(i.detail ?? '', 90)]);
+    const rows = shown
+      .slice(0, 200)
+      .map((i) => [i.task_id ?? `(message ${(i.message_id ?? '').slice(0, 8)})`, i.dlq ?? '-', i.action, i.outcome, truncate(i.detail ?? '', 90)]);
     if (!dryRun) ctx.io.out('failed:\n');
     ctx.io.out(table(['TASK ID', 'DLQ', 'ACTION', 'OUTCOME', 'DETAIL'], rows));
     if (shown.length > rows.length) ctx.io.out(`… and ${shown.length - rows.length} more (--json for all)\n`);

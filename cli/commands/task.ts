@@ -4,6 +4,7 @@ import { withServices } from '../common.js';
 import type { CliContext } from '../context.js';
 import { CliError } from '../errors.js';
 import { json } from '../output.js';
+import { parseTaskId } from '../parse.js';
 import type { RunState } from '../program.js';
 import { recordLines } from './dlq.js';
 
@@ -13,7 +14,7 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
   task
     .command('show')
     .description('show a task record as stored (status, attempts, history, audit, owed messages)')
-    .argument('<task-id>', 'the task id')
+    .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print the whole record as JSON')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -27,7 +28,7 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
   task
     .command('cancel')
     .description('cancel a task: at once if it has not started; a running one gets a cancel request its worker acts on')
-    .argument('<task-id>', 'the task id')
+    .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print the task as JSON afterwards')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
       const o = cmd.optsWithGlobals();

@@ -1,6 +1,9 @@
 import type { Priority } from '../config/resources.js';
 import type { Clock } from '../runtime/clock.js';
-import type { DeadEntry } from './dead-letters.js';
+import type { TaskStore } from '../store/task-store.js';
+import { deadLetterOf } from '../task/lifecycle.js';
+import type { TaskRecord } from '../task/model.js';
+import { matches, type DeadEntry } from './dead-letters.js';
 import { Pacer, type Sleep } from './pacer.js';
 import { scanDeadLetters, type ScanDeps, type ScanOptions, type ScanStats } from './scan.js';
 
@@ -17,9 +20,11 @@ export interface ItemResult {
 }
 
 export interface ReportItem {
-  readonly message_id: string;
+  /** `null` for a task named with --task that had no message in the DLQs (handled from its record). */
+  readonly message_id: string | null;
   readonly task_id: string | null;
-  readonly dlq: Priority;
+  /** `null` when there was no DLQ message and no task record to tell the priority. */
+  readonly dlq: Priority | null;
   readonly outcome: ItemOutcome;
   readonly action: string;
   readonly detail?: string;
@@ -155,4 +160,89 @@ function groupBy<T, K>(xs: readonly T[], key: (x: T) => K): Map<K, T[]> {
 export function describe(err: unknown): string {
   if (err instanceof Error) return err.message === '' ? err.name : `${err.name}: ${err.message}`;
   return String(err);
+}
+
+/**
+ * Whether a task named explicitly (`--task ID`) can be handled from its record alone (it is
+ * `failed` and its record matches the rest of the selection), and if not, why.
+ */
+export type NamedTaskCheck =
+  | { readonly ok: true; readonly record: TaskRecord }
+  | { readonly ok: false; readonly record: TaskRecord | undefined; readonly detail: string };
+
+/**
+ * Checks a task named with --task that no DLQ message stood for against the rest of the
+ * selection (`--queue`, `--type`, `--error-contains`, `--since`), judged on the dead letter
+ * its record would have (`deadLetterOf`), so that both paths select alike.
+ */
+export function checkNamedTask(record: TaskRecord | undefined, o: Pick<BatchOptions, 'queues' | 'filter'>, now: number): NamedTaskCheck {
+  if (record === undefined) {
+    return { ok: false, record, detail: 'no dead letter, no task record (never existed, or expired)' };
+  }
+  if (record.status !== 'failed') return { ok: false, record, detail: `no dead letter; task is ${record.status}, not dead` };
+  if (!o.queues.includes(record.priority)) {
+    return { ok: false, record, detail: `no dead letter; task died on ${record.priority}, outside --queue ${o.queues.join(', ')}` };
+  }
+  const asLetter: DeadEntry = {
+    messageId: '',
+    receiptHandle: '',
+    dlq: record.priority,
+    kind: 'dead_letter',
+    taskId: record.task_id,
+    dispatchId: record.dispatch_id,
+    originPriority: record.priority,
+    letter: deadLetterOf(record, now),
+    record,
+  };
+  if (!matches(asLetter, o.filter)) {
+    return { ok: false, record, detail: 'no dead letter; task record does not match the other filters' };
+  }
+  return { ok: true, record };
+}
+
+/**
+ * After the DLQ pass: every task named in `filter.taskIds` that no selected message stood for
+ * is handed to `handle` with its record (read here), and counted and reported like an item.
+ * A named task is therefore never silently left out: it is handled from its record (e.g. its
+ * dead letter was lost with the in-memory SQS of `npm start`), or reported as failed with why.
+ * Skipped when interrupted, and only as many as `limit` still allows.
+ */
+export async function processNamedTasks(
+  deps: BatchDeps & { readonly store: Pick<TaskStore, 'get'> },
+  o: BatchOptions,
+  report: BatchReport,
+  handle: (taskId: string, record: TaskRecord | undefined) => Promise<ItemResult>,
+): Promise<BatchReport> {
+  const named = o.filter.taskIds ?? [];
+  if (named.length === 0 || report.interrupted) return report;
+  const seen = new Set(report.items.map((i) => i.task_id));
+  const counts: BatchCounts = { selected: report.selected, done: report.done, skipped: report.skipped, failed: report.failed };
+  const items = [...report.items];
+  const pacer = new Pacer(o.dryRun ? undefined : o.ratePerSecond, deps.clock, deps.sleep);
+  for (const taskId of new Set(named)) {
+    if (seen.has(taskId)) continue;
+    if (counts.selected >= (o.limit ?? Number.POSITIVE_INFINITY)) break;
+    await pacer.take(o.signal);
+    if (o.signal?.aborted) return { ...report, ...counts, items, interrupted: true };
+    let record: TaskRecord | undefined;
+    let r: ItemResult;
+    try {
+      record = await deps.store.get(taskId);
+      r = await handle(taskId, record);
+    } catch (err) {
+      r = { outcome: 'failed', action: 'error', detail: describe(err), deleteLetter: false };
+    }
+    counts.selected += 1;
+    counts[r.outcome] += 1;
+    items.push({
+      message_id: null,
+      task_id: taskId,
+      dlq: record?.priority ?? null,
+      outcome: r.outcome,
+      action: r.action,
+      ...(r.detail === undefined ? {} : { detail: r.detail }),
+    });
+    o.onProgress?.(counts);
+  }
+  return { ...report, ...counts, items };
 }

@@ -4,7 +4,15 @@ import type { TaskStore } from '../store/task-store.js';
 import type { TaskRecord } from '../task/model.js';
 import { transition } from '../task/state-machine.js';
 import type { DeadEntry } from './dead-letters.js';
-import { processDeadLetters, type BatchDeps, type BatchOptions, type BatchReport, type ItemResult } from './process.js';
+import {
+  checkNamedTask,
+  processDeadLetters,
+  processNamedTasks,
+  type BatchDeps,
+  type BatchOptions,
+  type BatchReport,
+  type ItemResult,
+} from './process.js';
 import { auditEntry } from './redrive.js';
 
 /**
@@ -61,11 +69,59 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * Deletes selected dead messages, marking their tasks discarded in the table first (one
  * conditional write on `status` and the message's dispatch id), so a crash between the two
  * steps leaves a marked task whose message a re-run deletes.
+ *
+ * A task named in `filter.taskIds` with no message in the DLQs is discarded from its record
+ * when that record says it is dead (`failed`); otherwise it is reported as failed, saying why.
  */
 export async function purgeDeadLetters(deps: PurgeDeps, o: PurgeOptions): Promise<PurgeReport> {
-  const report = await processDeadLetters(deps, o, (entry) => purgeOne(deps, o, entry));
+  const fromLetters = await processDeadLetters(deps, o, (entry) => purgeOne(deps, o, entry));
+  const report = await processNamedTasks(deps, o, fromLetters, (taskId, record) => purgeFromRecord(deps, o, taskId, record));
   const { done, ...rest } = report;
   return { ...rest, purged: done };
+}
+
+/** Discards a named dead task that has no message in the DLQs, from its record alone. */
+async function purgeFromRecord(deps: PurgeDeps, o: PurgeOptions, taskId: string, first: TaskRecord | undefined): Promise<ItemResult> {
+  let record = first;
+  for (let round = 0; round < 3; round += 1) {
+    const check = checkNamedTask(record, o, deps.clock.now());
+    if (!check.ok) {
+      const hint = check.record?.status === 'queued' || check.record?.status === 'retrying' ? ' (kaj task cancel stops a waiting task)' : '';
+      return { outcome: 'failed', action: 'none', detail: `${check.detail}: nothing to purge${hint}`, deleteLetter: false };
+    }
+    const dead = check.record;
+    // Counted as done, like a letter whose task was discarded already: a re-run finds its work done.
+    if (dead.discarded_at !== undefined) return { outcome: 'done', action: 'none', detail: 'task already discarded', deleteLetter: false };
+    if (o.dryRun) return { outcome: 'done', action: 'mark', detail: 'dry run: would discard (no dead letter in the DLQs)', deleteLetter: false };
+    try {
+      await markDiscarded(deps, o, dead);
+      return { outcome: 'done', action: 'mark', detail: 'discarded (no dead letter in the DLQs)', deleteLetter: false };
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      record = err.current ?? (await deps.store.get(taskId));
+    }
+  }
+  return { outcome: 'failed', action: 'none', detail: 'the task record kept changing; try again', deleteLetter: false };
+}
+
+/** Marks a failed task discarded (status stays failed), audited, fenced on its dispatch id. */
+async function markDiscarded(deps: PurgeDeps, o: PurgeOptions, current: TaskRecord): Promise<void> {
+  const now = deps.clock.now();
+  await deps.store.update(
+    current.task_id,
+    {
+      set: discardFields(o, now),
+      // Also cancels a dead letter still owed (outbox dlq#…): the task is discarded, not to be listed again.
+      remove: ['outbox_pk', 'outbox_due'],
+      append: { audit: [auditEntry(o, now, 'purge')] },
+    },
+    { status: ['failed'], dispatchId: current.dispatch_id },
+  );
+}
+
+function discardFields(o: PurgeOptions, now: number): { discarded_at: string; updated_at: string; expires_at: number } {
+  const retention = (o.retentionDays ?? DEFAULTS.retentionDays) * 86_400;
+  return { discarded_at: iso(now), updated_at: iso(now), expires_at: Math.floor(now / 1000) + retention };
 }
 
 async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Promise<ItemResult> {
@@ -88,19 +144,10 @@ async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Pro
     }
     const current = record as TaskRecord;
     const now = deps.clock.now();
-    const retention = (o.retentionDays ?? DEFAULTS.retentionDays) * 86_400;
-    const common = {
-      discarded_at: iso(now),
-      updated_at: iso(now),
-      expires_at: Math.floor(now / 1000) + retention,
-    };
+    const common = discardFields(o, now);
     try {
       if (plan.action === 'mark') {
-        await deps.store.update(
-          current.task_id,
-          { set: common, remove: ['outbox_pk', 'outbox_due'], append: { audit: [auditEntry(o, now, 'purge')] } },
-          { status: ['failed'], dispatchId: current.dispatch_id },
-        );
+        await markDiscarded(deps, o, current);
         return { outcome: 'done', action: plan.action, detail: 'discarded', deleteLetter: true };
       }
       await deps.store.update(

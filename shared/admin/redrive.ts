@@ -6,7 +6,15 @@ import type { TaskLifecycle } from '../task/lifecycle.js';
 import type { AuditEntry, TaskRecord, TaskStatus } from '../task/model.js';
 import { transition } from '../task/state-machine.js';
 import type { DeadEntry } from './dead-letters.js';
-import { processDeadLetters, type BatchDeps, type BatchOptions, type BatchReport, type ItemResult } from './process.js';
+import {
+  checkNamedTask,
+  processDeadLetters,
+  processNamedTasks,
+  type BatchDeps,
+  type BatchOptions,
+  type BatchReport,
+  type ItemResult,
+} from './process.js';
 
 /**
  * What a redrive does with one DLQ message, decided from the message and the task record.
@@ -91,11 +99,48 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * 3. only then the DLQ message is deleted.
  * A re-run after a crash finds the record reset (dispatch id differs) and finishes the job
  * (`resume` or `discard_letter`); the claim's dispatch-id check absorbs any duplicate send.
+ *
+ * A task named in `filter.taskIds` with no message in the DLQs is redriven from its record
+ * when that record says it is dead (`failed`, not discarded): its dead letter can be gone
+ * (the in-memory SQS of `npm start` restarted, or someone deleted it by hand) while the task
+ * still is. Otherwise it is reported as failed, saying why — never silently left out.
  */
 export async function redriveDeadLetters(deps: RedriveDeps, o: RedriveOptions): Promise<RedriveReport> {
-  const report = await processDeadLetters(deps, o, (entry) => redriveOne(deps, o, entry));
+  const fromLetters = await processDeadLetters(deps, o, (entry) => redriveOne(deps, o, entry));
+  const report = await processNamedTasks(deps, o, fromLetters, (taskId, record) => redriveFromRecord(deps, o, taskId, record));
   const { done, ...rest } = report;
   return { ...rest, redriven: done };
+}
+
+/** Redrives a named task that has no message in the DLQs, from its record alone. */
+async function redriveFromRecord(deps: RedriveDeps, o: RedriveOptions, taskId: string, first: TaskRecord | undefined): Promise<ItemResult> {
+  let record = first;
+  for (let round = 0; round < 3; round += 1) {
+    const check = checkNamedTask(record, o, deps.clock.now());
+    if (!check.ok) {
+      // A re-run of a finished redrive: nothing left to do, as for an obsolete letter.
+      if (check.record !== undefined && check.record.status !== 'failed' && (check.record.redrive_count ?? 0) > 0) {
+        return { outcome: 'skipped', action: 'none', detail: `already redriven (task is ${check.record.status})`, deleteLetter: false };
+      }
+      return { outcome: 'failed', action: 'none', detail: `${check.detail}: nothing to redrive`, deleteLetter: false };
+    }
+    const dead = check.record;
+    if (dead.discarded_at !== undefined) {
+      return { outcome: 'failed', action: 'none', detail: `task was discarded (kaj dlq purge) at ${dead.discarded_at}: not redriven`, deleteLetter: false };
+    }
+    const target = o.to === 'original' ? dead.priority : o.to;
+    if (o.dryRun) {
+      return { outcome: 'done', action: 'reset_from_record', detail: `dry run: would redrive from the task record to ${target} (no dead letter in the DLQs)`, deleteLetter: false };
+    }
+    try {
+      const reset = await deps.store.update(taskId, resetChanges(deps, o, dead, target), { status: ['failed'], dispatchId: dead.dispatch_id });
+      return await sendOwed(deps, reset, 'reset_from_record', `queued on ${target} (from the task record: no dead letter in the DLQs)`);
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      record = err.current ?? (await deps.store.get(taskId));
+    }
+  }
+  return { outcome: 'failed', action: 'none', detail: 'the task record kept changing; try again', deleteLetter: false };
 }
 
 async function redriveOne(deps: RedriveDeps, o: RedriveOptions, entry: DeadEntry): Promise<ItemResult> {

@@ -61,11 +61,35 @@ describe('kaj usage errors (exit 2, a clear message, nothing on stdout)', () => 
     [['submit', 'fixable', '--local', '--payload', '{bad'], /--payload <json>.*not valid JSON/],
     [['submit', 'fixable', '--local', '--payload', '{"n":"x"}'], /payload\.n/],
     [['stats', '--local', '--watch', '0'], /--watch/],
+    // Ids that cannot name a task: a usage error before any request (issue 8, item 12).
+    [['task', 'show', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],
+    [['task', 'cancel', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],
+    [['dlq', 'show', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],
+    [['task', 'show', ' t_abc', '--local'], /" t_abc" is not a task id/],
+    [['task', 'show', 'abc\u0007', '--local'], /"abc\\u0007" is not a task id/],
+    [['dlq', 'list', '--local', '--task', ''], /--task <id\.\.\.>.*a task id cannot be empty/],
+    [['dlq', 'redrive', '--local', '--yes', '--task', 't_ok', ''], /--task <id\.\.\.>.*a task id cannot be empty/],
+    [['dlq', 'purge', '--local', '--yes', '--task', 'x y'], /"x y" is not a task id/],
   ])('kaj %j', async (args, message) => {
     const r = await kaj(args as string[]);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(message);
     expect(r.out).toBe('');
+  });
+});
+
+describe('kaj task ids', () => {
+  it('an id DynamoDB would refuse as a key (over 2 KB) is a usage error, not an outage', async () => {
+    const r = await kaj(['task', 'show', `t_${'a'.repeat(3000)}`, '--local']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/is not a task id/);
+    expect(r.err).not.toMatch(/StoreUnavailableError|ValidationException/);
+  });
+
+  it('a well-formed id of no task is still "not found" (exit 1)', async () => {
+    const r = await kaj(['task', 'show', 't_0123456789abcdef0123456789abcdef', '--local']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/not found/);
   });
 });
 

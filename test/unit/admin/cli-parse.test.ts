@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
+import { addFilterOptions, filterOf } from '../../../cli/common.js';
 import { explain, UsageError } from '../../../cli/errors.js';
-import { parseDuration, parseRate } from '../../../cli/parse.js';
+import { parseDuration, parseRate, parseTaskId } from '../../../cli/parse.js';
 import { checkTargetFlags } from '../../../cli/target.js';
 
 describe('CLI argument parsing', () => {
@@ -17,6 +18,21 @@ describe('CLI argument parsing', () => {
     expect(parseRate('10/s')).toBe(10);
     expect(parseRate('300/m')).toBe(5);
     for (const bad of ['0', 'fast', '-1/s', '5/h']) expect(() => parseRate(bad)).toThrow(InvalidArgumentError);
+  });
+  it('task ids: Kaj-made and hand-made ids pass; empty, spaced, control characters and oversized ones do not', () => {
+    for (const ok of ['t_5c0f00112233445566778899aabbccdd', 't_nope', 't_moved_by_sqs', 't_a-b']) expect(parseTaskId(ok)).toBe(ok);
+    for (const bad of ['', ' ', 't_', 'x', ' t_a', 't_a ', 't_a/b', 't_a\u0000', `t_${'a'.repeat(255)}`]) {
+      expect(() => parseTaskId(bad), JSON.stringify(bad)).toThrow(InvalidArgumentError);
+    }
+  });
+  it('--task <id...> still collects several ids, each checked', () => {
+    const parse = (...args: string[]) => {
+      const cmd = addFilterOptions(new Command('x').exitOverride().configureOutput({ writeErr: () => {} }), { task: true, limitHelp: '' });
+      cmd.parse(args, { from: 'user' });
+      return filterOf(cmd.opts(), 0).taskIds;
+    };
+    expect(parse('--task', 't_a', 't_b', '--task', 't_c')).toEqual(['t_a', 't_b', 't_c']);
+    expect(() => parse('--task', 't_a', '')).toThrow(/a task id cannot be empty/);
   });
   it('targets: exactly one, and the AWS flags only with --stack', () => {
     expect(() => checkTargetFlags({})).toThrow(/no target/);

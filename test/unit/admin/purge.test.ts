@@ -84,3 +84,48 @@ describe('purgeDeadLetters', () => {
     expect(w.dlq.all()).toHaveLength(0);
   });
 });
+
+describe('purgeDeadLetters with --task: a named task whose dead letter is gone', () => {
+  const letterless = async (w: World, o: Parameters<typeof deadTask>[1] = {}) => {
+    const dead = await deadTask(w, o);
+    for (const p of PRIORITIES) w.dlq.queues[p].length = 0;
+    return dead;
+  };
+
+  it('is discarded from its record (audited, status stays failed); a re-run counts it done', async () => {
+    const w = world();
+    const dead = await letterless(w);
+    const report = await run(w, { filter: { taskIds: [dead.task_id] }, reason: 'lost letter' });
+    expect(report).toMatchObject({ selected: 1, purged: 1, failed: 0 });
+    expect(report.items).toEqual([expect.objectContaining({ message_id: null, task_id: dead.task_id, dlq: 'normal', action: 'mark', outcome: 'done' })]);
+    const r = await rec(w, dead.task_id);
+    const at = new Date(w.clock.now()).toISOString();
+    expect(r).toMatchObject({ status: 'failed', discarded_at: at });
+    expect(r.audit).toEqual([{ action: 'purge', at, by: 'ops', reason: 'lost letter' }]);
+    expect(await run(w, { filter: { taskIds: [dead.task_id] } })).toMatchObject({ selected: 1, purged: 1, failed: 0 });
+    expect((await rec(w, dead.task_id)).audit).toHaveLength(1);
+  });
+
+  it('--dry-run changes nothing', async () => {
+    const w = world();
+    const dead = await letterless(w);
+    const updates = w.store.updates;
+    const report = await run(w, { filter: { taskIds: [dead.task_id] }, dryRun: true });
+    expect(report).toMatchObject({ selected: 1, purged: 1 });
+    expect(w.store.updates).toBe(updates);
+    expect((await rec(w, dead.task_id)).discarded_at).toBeUndefined();
+  });
+
+  it('an unknown id, or a task that is not dead: failed, with the reason', async () => {
+    const w = world();
+    const waiting = await letterless(w);
+    await w.store.update(waiting.task_id, { set: { status: 'queued' } }, {});
+    const report = await run(w, { filter: { taskIds: ['t_nosuchtask', waiting.task_id] } });
+    expect(report).toMatchObject({ selected: 2, purged: 0, failed: 2 });
+    expect(report.items.map((i) => i.detail)).toEqual([
+      expect.stringMatching(/no task record/),
+      expect.stringMatching(/task is queued, not dead: nothing to purge \(kaj task cancel/),
+    ]);
+    expect((await rec(w, waiting.task_id)).status).toBe('queued');
+  });
+});

@@ -265,3 +265,106 @@ describe('redriveDeadLetters', () => {
     expect([...w.store.items.values()].filter((r) => r.status === 'failed')).toHaveLength(15);
   });
 });
+
+describe('redriveDeadLetters with --task: a named task whose dead letter is gone', () => {
+  /** A dead task whose letter is not in the DLQs (lost with an in-memory SQS, or deleted by hand). */
+  const letterless = async (w: World, o: Parameters<typeof deadTask>[1] = {}) => {
+    const dead = await deadTask(w, o);
+    for (const p of PRIORITIES) w.dlq.queues[p].length = 0;
+    return dead;
+  };
+
+  it('is redriven from its record: reset, sent, audited; reported without a message id', async () => {
+    const w = world();
+    const dead = await letterless(w, { priority: 'high' });
+    w.clock.advance(1_000);
+    const report = await run(w, { filter: { taskIds: [dead.task_id] }, reason: 'lost letter' });
+    expect(report).toMatchObject({ selected: 1, redriven: 1, skipped: 0, failed: 0 });
+    expect(report.items).toEqual([
+      expect.objectContaining({ message_id: null, task_id: dead.task_id, dlq: 'high', action: 'reset_from_record', outcome: 'done' }),
+    ]);
+    const r = await rec(w, dead.task_id);
+    expect(r).toMatchObject({ status: 'queued', attempts: 0, redrive_count: 1, priority: 'high', outbox_pk: 'queue#high' });
+    expect(r.audit).toEqual([{ action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'lost letter' }]);
+    expect(w.queue.sent.map((s) => [s.priority, s.message.dispatch_id])).toEqual([['high', r.dispatch_id]]);
+  });
+
+  it('a named task whose letter is there is redriven once, through its letter', async () => {
+    const w = world();
+    const dead = await deadTask(w);
+    const report = await run(w, { filter: { taskIds: [dead.task_id, dead.task_id] } });
+    expect(report).toMatchObject({ selected: 1, redriven: 1 });
+    expect(report.items.map((i) => i.action)).toEqual(['reset']);
+    expect(w.queue.sent).toHaveLength(1);
+  });
+
+  it('--dry-run says it would redrive from the record and changes nothing', async () => {
+    const w = world();
+    const dead = await letterless(w);
+    const report = await run(w, { filter: { taskIds: [dead.task_id] }, dryRun: true });
+    expect(report).toMatchObject({ selected: 1, redriven: 1, failed: 0 });
+    expect(report.items[0]?.detail).toMatch(/dry run: would redrive from the task record/);
+    expect(w.store.updates).toBe(0);
+    expect(w.queue.sent).toHaveLength(0);
+  });
+
+  it.each([
+    ['no record at all', async () => 't_nosuchtask', {}, /no task record/],
+    [
+      'a task that is not dead',
+      async (w: World) => {
+        const t = await letterless(w);
+        await w.store.update(t.task_id, { set: { status: 'succeeded' } }, {});
+        return t.task_id;
+      },
+      {},
+      /task is succeeded, not dead/,
+    ],
+    [
+      'a purged task',
+      async (w: World) => {
+        const t = await letterless(w);
+        await w.store.update(t.task_id, { set: { discarded_at: 'x' } }, {});
+        return t.task_id;
+      },
+      {},
+      /discarded/,
+    ],
+    ['a task outside --queue', async (w: World) => (await letterless(w, { priority: 'low' })).task_id, { queues: ['high'] }, /died on low, outside --queue high/],
+    [
+      'a task outside --type',
+      async (w: World) => (await letterless(w, { type: 'make_thumbnails' })).task_id,
+      { type: 'send_email' },
+      /does not match the other filters/,
+    ],
+  ] as const)('%s: failed, with the reason, nothing changed', async (_name, make, extra, reason) => {
+    const w = world();
+    const id = await make(w);
+    const updatesBefore = w.store.updates;
+    const { queues, ...filter } = extra as { queues?: RedriveOptions['queues']; type?: string };
+    const report = await run(w, { ...(queues === undefined ? {} : { queues }), filter: { taskIds: [id], ...filter } });
+    expect(report).toMatchObject({ selected: 1, redriven: 0, skipped: 0, failed: 1 });
+    expect(report.items[0]?.detail).toMatch(reason);
+    expect(w.queue.sent).toHaveLength(0);
+    expect(w.store.updates).toBe(updatesBefore);
+  });
+
+  it('a task redriven already (a re-run): skipped', async () => {
+    const w = world();
+    const dead = await letterless(w);
+    expect(await run(w, { filter: { taskIds: [dead.task_id] } })).toMatchObject({ redriven: 1 });
+    const again = await run(w, { filter: { taskIds: [dead.task_id] } });
+    expect(again).toMatchObject({ selected: 1, redriven: 0, skipped: 1, failed: 0 });
+    expect(again.items[0]?.detail).toMatch(/already redriven/);
+    expect(w.queue.sent).toHaveLength(1);
+  });
+
+  it('--limit counts named tasks too', async () => {
+    const w = world();
+    const a = await letterless(w);
+    const b = await letterless(w);
+    const report = await run(w, { filter: { taskIds: [a.task_id, b.task_id] }, limit: 1 });
+    expect(report).toMatchObject({ selected: 1, redriven: 1 });
+    expect((await rec(w, b.task_id)).status).toBe('failed');
+  });
+});

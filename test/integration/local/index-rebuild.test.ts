@@ -1,0 +1,148 @@
+/**
+ * Issue 8, item 6: a SIGKILL between dynalite's separate LevelDB writes of an item and of its
+ * index entries leaves the saved outbox GSI out of step with the items. The local runtime
+ * rebuilds the indexes from the items at start, before anything reads the table.
+ *
+ * The torn writes are made deterministic by writing the store directly, exactly as dynalite's
+ * `updateIndexes` (delete old entries, put new ones, then put the item) leaves it when the
+ * process dies in between:
+ * - PutItem of a new task killed after the index put: an entry for an item that does not exist;
+ * - UpdateItem moving a task's outbox due time killed after the index writes: the entry for the
+ *   old due time (which the item still has) is gone, and one for the new due time is there;
+ * - UpdateItem that keeps the index key, killed after the index put: the entry holds a newer
+ *   copy of the item than the item itself.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import { PRIORITIES, TABLE_SCHEMA } from '../../../shared/config/resources.js';
+import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
+
+type Stored = Record<string, Record<string, unknown>>;
+interface Level {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  get(key: string): Promise<unknown>;
+  put(key: string, value: unknown): Promise<void>;
+  del(key: string): Promise<void>;
+  iterator(range: { gte: string; lt: string }): AsyncIterable<[string, unknown]>;
+}
+// dynalite's own LevelDB binding and key function, as its writes use them.
+const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
+const { Level } = fromDynalite('level') as { Level: new (path: string, o: { valueEncoding: 'json' }) => Level };
+const dynaliteDb = fromDynalite('./db/index.js') as {
+  createIndexKey(item: Stored, table: unknown, keySchema: unknown): string;
+};
+
+const PREFIX = 'kaj-rebuild';
+const TABLE = `${PREFIX}-tasks`;
+const INDEX = TABLE_SCHEMA.outboxIndex.name;
+const INDEX_PREFIX = `index-global~${TABLE}~${INDEX}~`;
+
+let dir: string | undefined;
+let runtime: LocalRuntime | undefined;
+
+afterEach(async () => {
+  await runtime?.stop(1_000);
+  runtime = undefined;
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** The runtime on the saved store, doing nothing by itself (no consumers, no sweeps while the test looks). */
+function open(dataDir: string): Promise<LocalRuntime> {
+  return startLocalRuntime({ dataDir, prefix: PREFIX, port: 0, consumers: false, sweepIntervalMs: 3_600_000 });
+}
+
+/** Every entry of the outbox GSI, through DynamoDB Query (what the sweeper reads). */
+async function indexEntries(rt: LocalRuntime): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
+  const out: Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>> = [];
+  for (const target of ['queue', 'dlq'] as const) {
+    for (const p of PRIORITIES) {
+      const page = await doc.send(
+        new QueryCommand({
+          TableName: TABLE,
+          IndexName: INDEX,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': TABLE_SCHEMA.outboxIndex.partitionKey },
+          ExpressionAttributeValues: { ':pk': outboxKey(target, p) },
+        }),
+      );
+      for (const i of (page.Items ?? []) as TaskRecord[]) out.push({ task_id: i.task_id, outbox_pk: i.outbox_pk, outbox_due: i.outbox_due, status: i.status });
+    }
+  }
+  return out.sort((a, b) => a.task_id.localeCompare(b.task_id));
+}
+
+/** What the items say the outbox GSI holds: every item with an outbox entry. */
+async function itemsWithOutbox(rt: LocalRuntime): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
+  const page = await doc.send(new ScanCommand({ TableName: TABLE, ConsistentRead: true }));
+  return ((page.Items ?? []) as TaskRecord[])
+    .filter((i) => i.outbox_pk !== undefined)
+    .map((i) => ({ task_id: i.task_id, outbox_pk: i.outbox_pk, outbox_due: i.outbox_due, status: i.status }))
+    .sort((a, b) => a.task_id.localeCompare(b.task_id));
+}
+
+describe('the saved outbox index after torn writes', () => {
+  it('a restart rebuilds it from the items: no phantom entry, none missing, no stale copy', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kaj-index-'));
+    runtime = await open(dir);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const { record } = await runtime.kaj.submitter.submit({ type: 'send_email', payload: { to: 'ada@example.com', subject: `s${i}` } }, { owner: 'local' });
+      ids.push(record.task_id);
+    }
+    const before = await indexEntries(runtime);
+    expect(before.map((e) => e.task_id)).toEqual([...ids].sort());
+    await runtime.stop(1_000);
+    runtime = undefined;
+
+    // Tear the store as a SIGKILL between dynalite's writes would.
+    const [moved, stale] = [...ids].sort() as [string, string];
+    const db = new Level(dir, { valueEncoding: 'json' });
+    await db.open();
+    const table = await db.get(`table~${TABLE}`);
+    const indexSchema = (table as { GlobalSecondaryIndexes: Array<{ IndexName: string; KeySchema: unknown }> }).GlobalSecondaryIndexes.find(
+      (g) => g.IndexName === INDEX,
+    )?.KeySchema;
+    const entries = new Map<string, Stored>();
+    for await (const [key, value] of db.iterator({ gte: INDEX_PREFIX, lt: `${INDEX_PREFIX}\xff` })) entries.set(key, value as Stored);
+    const entryOf = (id: string) => [...entries].find(([, v]) => v.task_id?.S === id) as [string, Stored];
+    // 1. PutItem of a task that never got its item: an entry for a task that does not exist.
+    const ghost: Stored = { ...entryOf(moved)[1], task_id: { S: 't_ghost00000000000000000000000000' } };
+    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(ghost, table, indexSchema), ghost);
+    // 2. UpdateItem moving `moved`'s due time: old entry deleted, new one put, item not written.
+    const [oldKey, oldValue] = entryOf(moved);
+    const due = { N: String(Number(oldValue.outbox_due?.N) + 3_600_000) };
+    const movedOn: Stored = { ...oldValue, outbox_due: due };
+    await db.del(oldKey);
+    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(movedOn, table, indexSchema), movedOn);
+    // 3. UpdateItem keeping `stale`'s index key (a claim): the entry has the new copy, the item the old.
+    const [staleKey, staleValue] = entryOf(stale);
+    await db.put(staleKey, { ...staleValue, status: { S: 'running' } });
+    await db.close();
+
+    runtime = await open(dir);
+    const after = await indexEntries(runtime);
+    expect(after).toEqual(await itemsWithOutbox(runtime));
+    expect(after.map((e) => e.task_id)).toEqual([...ids].sort());
+    expect(after.every((e) => e.status === 'queued')).toBe(true);
+    expect(runtime.indexRebuild).toMatchObject({ removed: 2, added: 1, rewritten: 1 });
+  });
+
+  it('an intact store is left as it is', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kaj-index-'));
+    runtime = await open(dir);
+    await runtime.kaj.submitter.submit({ type: 'send_email', payload: { to: 'ada@example.com', subject: 'x' } }, { owner: 'local' });
+    await runtime.stop(1_000);
+    runtime = await open(dir);
+    expect(runtime.indexRebuild).toMatchObject({ tables: 1, items: 1, removed: 0, added: 0, rewritten: 0 });
+    expect(await indexEntries(runtime)).toEqual(await itemsWithOutbox(runtime));
+  });
+});
