@@ -1,13 +1,15 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { deleteResources } from '../../local/bootstrap.js';
-import { motoAvailable, startMoto } from '../../local/emulators.js';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../local/runtime.js';
+import { motoAvailable, startMoto } from './moto.js';
 
 /**
  * The emulators an integration suite runs against: the embedded ones always; moto when
- * `python3 -m moto.server` is available (CI installs it). `KAJ_TEST_ENDPOINT` points the
- * suite at one more endpoint (LocalStack) for users with Docker.
+ * `python3 -c "import moto"` succeeds (CI installs it), started through the launcher
+ * `test/support/moto_server.py`, which serves one request at a time so that moto's conditional
+ * writes are atomic and its reads isolated, as DynamoDB's are (see `./moto.ts`).
+ * `KAJ_TEST_ENDPOINT` points the suite at one more endpoint (LocalStack) for users with Docker.
  */
 export interface Target {
   readonly name: string;

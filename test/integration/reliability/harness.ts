@@ -20,18 +20,6 @@ import type { Target } from '../../support/targets.js';
 import { uniquePrefix, waitFor } from '../../support/wait.js';
 import { createRegistry, readExecLog, type Execution } from './worker-tasks.js';
 
-/**
- * moto applies a conditional UpdateItem without a lock in its threaded server: two concurrent
- * conditional writes to one item can both pass their condition (measured: 3 of 20 trials of 4
- * concurrent claims claimed twice; never on dynalite, and real DynamoDB makes conditional writes
- * atomic per item). On moto the suite therefore runs consumers with one invocation per queue and
- * one message per batch, so that no two claims of one task are in flight at once, and the tests
- * of concurrent claims themselves are skipped there.
- */
-export function hasAtomicConditionalWrites(targetName: string): boolean {
-  return targetName !== 'moto';
-}
-
 export const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 export const WORKER_TASKS_MODULE = 'test/integration/reliability/worker-tasks.ts';
 
@@ -138,9 +126,9 @@ export class Bench {
         '--registry-module',
         WORKER_TASKS_MODULE,
         '--concurrency',
-        hasAtomicConditionalWrites(this.target) ? '2' : '1',
+        '2',
         '--batch-size',
-        hasAtomicConditionalWrites(this.target) ? '5' : '1',
+        '5',
         '--wait-seconds',
         '1',
         ...(o.args ?? []),

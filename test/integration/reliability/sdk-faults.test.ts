@@ -10,13 +10,22 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PRIORITIES } from '../../../shared/config/resources.js';
-import { idempotentTaskId } from '../../../shared/task/submit.js';
+import { LOCAL_OWNER } from '../../../shared/app.js';
 import { FaultInjector, isSendTo, isUpdate, type Fault, type FaultSpec } from '../../support/faults.js';
 import { targets } from '../../support/targets.js';
 import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled, hasAtomicConditionalWrites } from './harness.js';
+import { Bench, expectSettled } from './harness.js';
 
 const LEASE = 3;
+
+/** The task an SDK call is about, when its input names one (UpdateItem's key, a message's attribute). */
+function taskIdOf(input: Record<string, unknown>): string | undefined {
+  const key = (input.Key as Record<string, unknown> | undefined)?.task_id;
+  if (typeof key === 'string') return key;
+  if (key !== undefined) return (key as { S?: string }).S;
+  const attrs = input.MessageAttributes as Record<string, { StringValue?: string }> | undefined;
+  return attrs?.['kaj-task-id']?.StringValue;
+}
 
 describe.each(targets())('SDK faults at each call site on $name', (target) => {
   let bench: Bench;
@@ -30,12 +39,9 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       tag: 'fault',
       lease: LEASE,
       consumers: true,
-      // On moto, one claim of a task at a time (see hasAtomicConditionalWrites): normal and low get
-      // one consumer and batches of one. High keeps two consumers, for the takeover case, which
-      // needs a second consumer while the first is busy (no case sends high two copies at once).
-      ...(hasAtomicConditionalWrites(target.name)
-        ? { concurrency: { high: 2, normal: 2, low: 1 }, batchSize: 5 }
-        : { concurrency: { high: 2, normal: 1, low: 1 }, batchSize: 1 }),
+      // High has two consumers for the takeover case, which needs a second one while the first is busy.
+      concurrency: { high: 2, normal: 2, low: 1 },
+      batchSize: 5,
       // A short grace and watchdog, so that the sweeper's part shows within seconds.
       settings: { outboxGraceSeconds: 1, watchdogSeconds: 4 },
     });
@@ -56,7 +62,24 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     await bench?.stop();
   });
 
-  const inject = (spec: FaultSpec): Fault => app.add(spec);
+  /**
+   * Arms a fault (at the app layer unless `layer` says otherwise) for the tasks this case creates:
+   * a call about a task that already exists — a late duplicate of an earlier case's message, its
+   * dead letter still on the way — neither takes the fault nor counts towards `nth`. Calls that
+   * name no task (ChangeMessageVisibility, DeleteMessageBatch, Query) are not filtered.
+   */
+  async function inject(spec: FaultSpec, layer: FaultInjector = app): Promise<Fault> {
+    const earlier = new Set((await bench.records()).map((r) => r.task_id));
+    const { match } = spec;
+    return layer.add({
+      ...spec,
+      match: (input) => {
+        const id = taskIdOf(input);
+        if (id !== undefined && earlier.has(id)) return false;
+        return match === undefined || match(input);
+      },
+    });
+  }
   const toMain = () => isSendTo(mainQueues);
   const runs = (id: string) => bench.starts(id).length;
 
@@ -74,14 +97,14 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('submit: the table write (PutItem)', () => {
     it('throttled before the write: 503, nothing stored; the client’s retry with the same idempotency key creates it once', async () => {
-      const f = inject({ command: 'PutItem', error: 'provisioned-throughput' });
+      const f = await inject({ command: 'PutItem', error: 'provisioned-throughput' });
       const key = `put-before-${Math.random()}`;
       const body = { type: 'sleep', payload: { ms: 0 }, idempotency_key: key };
       const first = await bench.post(body);
       expect(first.status).toBe(503);
       expect(first.json.error.code).toBe('unavailable');
       expect(f.fired).toBe(1);
-      const id = idempotentTaskId('sleep', key);
+      const id = bench.runtime.kaj.submitter.idempotentTaskId(LOCAL_OWNER, 'sleep', key);
       expect(await bench.record(id)).toBeUndefined();
       expect((await bench.post(body)).status).toBe(202);
       expect((await bench.until(id, ['succeeded'])).attempts).toBe(1);
@@ -90,13 +113,13 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('timed out after the write landed: 503, yet the task exists and runs once (the sweeper sends it); the retry is a replay', async () => {
-      const f = inject({ command: 'PutItem', error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'PutItem', error: 'timeout', phase: 'after' });
       const key = `put-after-${Math.random()}`;
       const body = { type: 'sleep', payload: { ms: 0 }, idempotency_key: key };
       const before = (await bench.records()).length;
       expect((await bench.post(body)).status).toBe(503);
       expect(f.fired).toBe(1);
-      const id = idempotentTaskId('sleep', key);
+      const id = bench.runtime.kaj.submitter.idempotentTaskId(LOCAL_OWNER, 'sleep', key);
       expect(await bench.record(id)).toBeDefined();
       const retry = await bench.post(body);
       expect(retry.status).toBe(200); // replayed
@@ -110,7 +133,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('submit: the send (SendMessage) after the table write', () => {
     it('throttled: the API still answers 202 and the sweeper sends it after the grace; one record, one run', async () => {
-      const f = inject({ command: 'SendMessage', match: toMain(), error: 'throttling' });
+      const f = await inject({ command: 'SendMessage', match: toMain(), error: 'throttling' });
       const id = await submitOne('sleep', { ms: 0 });
       expect(f.fired).toBe(1);
       const stored = await bench.record(id);
@@ -122,7 +145,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('timed out after SQS took it: the sweeper sends a duplicate, which the claim absorbs (one run)', async () => {
-      const f = inject({ command: 'SendMessage', match: toMain(), error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'SendMessage', match: toMain(), error: 'timeout', phase: 'after' });
       // A 3 s delay keeps the first message from being claimed before the 1 s grace is up, so the
       // sweeper does send the duplicate (unconfirmed send) and both messages arrive together.
       const id = await submitOne('sleep', { ms: 300 }, { delay_seconds: 3 });
@@ -137,7 +160,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('(wire) one throttle inside the SDK’s retry loop is absorbed by the SDK: no sweep needed', async () => {
-      const f = wire.add({ command: 'SendMessage', match: toMain(), error: 'throttling' });
+      const f = await inject({ command: 'SendMessage', match: toMain(), error: 'throttling' }, wire);
       const id = await submitOne('sleep', { ms: 0 });
       expect(f.fired).toBe(1);
       expect(f.matched).toBe(2); // the failed try and the SDK's retry
@@ -149,7 +172,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('consumer: the heartbeat', () => {
     it('table lease refresh throttled twice: the attempt carries on and succeeds', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'provisioned-throughput', times: 2 });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'provisioned-throughput', times: 2 });
       const id = await submitOne('sleep', { ms: 2_500 });
       const done = await bench.until(id, ['succeeded']);
       expect(f.fired).toBe(2);
@@ -160,7 +183,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('table unavailable for longer than the lease: the task is taken over, the first worker is fenced; two runs, one outcome', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'unavailable', times: 1_000 });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'unavailable', times: 1_000 });
       // Attempt 1 cannot extend its lease; the running-task watchdog re-sends the message and the
       // task is reclaimed. Attempt 1 ends (6 s) while attempt 2 still runs, so only the fencing
       // token rejects its success write.
@@ -180,7 +203,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('ChangeMessageVisibility throttled: logged, and the task still succeeds (the table lease is the truth)', async () => {
-      const f = inject({ command: 'ChangeMessageVisibility', error: 'throttling', times: 3 });
+      const f = await inject({ command: 'ChangeMessageVisibility', error: 'throttling', times: 3 });
       const id = await submitOne('sleep', { ms: 1_500 });
       const done = await bench.until(id, ['succeeded']);
       expect(f.fired).toBeGreaterThanOrEqual(1);
@@ -193,7 +216,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('consumer: the completion write', () => {
     it('500 on the success write: the message is redelivered after the lease and the task runs again (at-least-once), then succeeds', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'internal' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'internal' });
       const id = await submitOne('sleep', { ms: 0 });
       const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);
@@ -204,7 +227,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('success write landed but timed out: the redelivered message is dropped (task is succeeded), one run', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'timeout', phase: 'after' });
       const id = await submitOne('sleep', { ms: 0 });
       await bench.until(id, ['succeeded']);
       expect(f.fired).toBe(1);
@@ -214,7 +237,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('500 on the failure write of a permanent error: the attempt is repeated after the lease, then failed', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('fail'), error: 'internal' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('fail'), error: 'internal' });
       const id = await submitOne('soak', { poison: true });
       const done = await bench.until(id, ['failed'], 20_000);
       expect(f.fired).toBe(1);
@@ -226,18 +249,18 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('DeleteMessageBatch (the ack) unavailable: the message comes back and is dropped, one run', async () => {
-      const f = inject({ command: 'DeleteMessageBatch', error: 'unavailable' });
+      const f = await inject({ command: 'DeleteMessageBatch', error: 'unavailable' });
       const id = await submitOne('sleep', { ms: 0 });
       await bench.until(id, ['succeeded']);
+      await settled(id); // the ack comes after the success write: count the fault once it is back and dropped
       expect(f.fired).toBe(1);
-      await settled(id);
       expect(runs(id)).toBe(1);
     });
   });
 
   describe('retries: the send of the next attempt', () => {
     it('SQS unavailable for the retry message: the outbox entry stays and the sweeper sends it', async () => {
-      const f = inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'unavailable' });
+      const f = await inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'unavailable' });
       const id = await submitOne('soak', { fail_attempts: 1 });
       const done = await bench.until(id, ['succeeded'], 15_000);
       expect(f.fired).toBe(1);
@@ -248,7 +271,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('retry message sent but timed out: the entry stays unconfirmed; any duplicate the sweeper sends is absorbed by the claim', async () => {
-      const f = inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'timeout', phase: 'after' });
       const id = await submitOne('soak', { fail_attempts: 1 });
       await bench.until(id, ['succeeded'], 15_000);
       expect(f.fired).toBe(1);
@@ -260,29 +283,29 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('dead letters: the DLQ send', () => {
     it('throttled: the task is failed at once and the sweeper writes the dead letter', async () => {
-      const f = inject({ command: 'SendMessage', match: isSendTo(deadLetterQueues), error: 'throttling' });
+      const f = await inject({ command: 'SendMessage', match: isSendTo(deadLetterQueues), error: 'throttling' });
       const id = await submitOne('soak', { poison: true }, { priority: 'low' });
       await bench.until(id, ['failed']);
-      expect(f.fired).toBe(1);
       await settled(id); // outbox entry cleared once the sweeper sent the dead letter
+      expect(f.fired).toBe(1); // the direct send follows the failure write: counted once the task settled
       expect(await bench.drainDeadLetters('low', id)).toHaveLength(1);
       expect(runs(id)).toBe(1);
     });
 
     it('sent but timed out: the sweeper sends it again — dead letters are at-least-once too', async () => {
-      const f = inject({ command: 'SendMessage', match: isSendTo(deadLetterQueues), error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'SendMessage', match: isSendTo(deadLetterQueues), error: 'timeout', phase: 'after' });
       const id = await submitOne('soak', { poison: true }, { priority: 'high' });
       await bench.until(id, ['failed']);
-      expect(f.fired).toBe(1);
       await settled(id);
+      expect(f.fired).toBe(1);
       expect(await bench.drainDeadLetters('high', id)).toHaveLength(2);
       expect(runs(id)).toBe(1);
     });
   });
 
   it('sweeper: its outbox query fails twice while a send is owed; a later run sends it', async () => {
-    inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
-    const q = inject({ command: 'Query', error: 'internal', times: 2 });
+    await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
+    const q = await inject({ command: 'Query', error: 'internal', times: 2 });
     const id = await submitOne('sleep', { ms: 0 });
     await bench.until(id, ['succeeded'], 15_000);
     expect(q.fired).toBe(2);
@@ -294,7 +317,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
   // which would count as a leftover message in the cases after it.
   describe('consumer: the claim (UpdateItem)', () => {
     it('500 before the claim: the message is left (queue visibility 330 s), the watchdog re-sends it, one run', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'internal' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'internal' });
       const id = await submitOne('sleep', { ms: 0 });
       const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);
@@ -304,7 +327,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('claim applied but the response timed out: nobody runs it; after the lease it is reclaimed (counted as a crash), one run', async () => {
-      const f = inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' });
       const id = await submitOne('sleep', { ms: 0 });
       const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);
@@ -315,7 +338,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('(wire) claim applied, response lost, and the SDK re-sends it: the retry fails its own condition, the task is deferred and reclaimed', async () => {
-      const f = wire.add({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' });
+      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' }, wire);
       const id = await submitOne('sleep', { ms: 0 });
       const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);
