@@ -4,6 +4,7 @@ import { PRIORITIES, type Priority } from '../config/resources.js';
 import { MessageGoneError } from '../queue/errors.js';
 import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
+import { redeliveryDelaySeconds } from '../retry/decide.js';
 import { PermanentError, TaskTimeoutError } from '../retry/errors.js';
 import type { Logger } from '../runtime/logger.js';
 import { StoreRejectedError } from '../store/errors.js';
@@ -115,8 +116,7 @@ export class TaskConsumer {
       }
       // Come back soon rather than after the queue's long visibility timeout, backing off with
       // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
-      const receives = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
-      const backoff = 1 + Math.floor(this.d.random.next() * Math.min(300, 5 * 2 ** (receives - 1)));
+      const backoff = redeliveryDelaySeconds(Number(sqsRecord.attributes.ApproximateReceiveCount) || 1, this.d.random);
       await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff).catch(() => {});
       this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       this.d.logger.error('infrastructure failure; message left for redelivery', {
