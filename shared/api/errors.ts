@@ -1,13 +1,14 @@
+import { KajError } from '../errors.js';
+
 /** An HTTP-level refusal (routing, media type, malformed JSON) that is not a domain error. */
-export class HttpError extends Error {
+export class HttpError extends KajError {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
     readonly options: { allow?: string; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
+    super(message, options);
   }
   get allow(): string | undefined {
     return this.options.allow;

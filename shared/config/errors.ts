@@ -1,12 +1,13 @@
+import { KajError } from '../errors.js';
+
 /** Root of the configuration module's errors. Raised at start-up, with the setting named. */
-export class ConfigError extends Error {
+export class ConfigError extends KajError {
   constructor(
     readonly setting: string,
     message: string,
     options: { cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
+    super(message, options);
   }
 }
 

@@ -1,11 +1,10 @@
+import { KajError } from '../errors.js';
+
 /** Root of the consumer module's errors. */
-export class ConsumerError extends Error {
-  readonly taskId: string | undefined;
+export class ConsumerError extends KajError {
   readonly messageId: string | undefined;
   constructor(message: string, options: { taskId?: string; messageId?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.taskId = options.taskId;
+    super(message, options);
     this.messageId = options.messageId;
   }
 }

@@ -1,12 +1,7 @@
+import { KajError } from '../errors.js';
+
 /** Root of the queue module's errors. */
-export class QueueError extends Error {
-  readonly taskId: string | undefined;
-  constructor(message: string, options: { taskId?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.taskId = options.taskId;
-  }
-}
+export class QueueError extends KajError {}
 
 /** SQS could not be reached or refused the request (throttling, 5xx, network). Retryable. */
 export class QueueUnavailableError extends QueueError {

@@ -1,14 +1,8 @@
+import { KajError } from '../errors.js';
 import type { TaskRecord } from '../task/model.js';
 
 /** Root of the storage module's errors. */
-export class StoreError extends Error {
-  readonly taskId: string | undefined;
-  constructor(message: string, options: { taskId?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.taskId = options.taskId;
-  }
-}
+export class StoreError extends KajError {}
 
 /** `create` found a task with that id already (an idempotent replay, or a conflict). */
 export class TaskAlreadyExistsError extends StoreError {

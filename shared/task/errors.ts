@@ -1,14 +1,8 @@
+import { KajError } from '../errors.js';
 import type { TaskStatus } from './model.js';
 
 /** Root of the task module's errors. */
-export class TaskError extends Error {
-  readonly taskId: string | undefined;
-  constructor(message: string, options: { taskId?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.taskId = options.taskId;
-  }
-}
+export class TaskError extends KajError {}
 
 export class IllegalTransitionError extends TaskError {
   constructor(

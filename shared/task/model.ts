@@ -11,7 +11,7 @@ export interface ErrorInfo {
   readonly code?: string;
 }
 
-export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'cancelled' | 'crashed' | 'lease_lost';
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed' | 'cancelled' | 'crashed';
 
 /** One entry of a task's history. */
 export interface AttemptRecord {

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { HttpError } from '../../../shared/api/errors.js';
+import { ConfigError, MissingEnvironmentError } from '../../../shared/config/errors.js';
+import { UnprocessableMessageError } from '../../../shared/consumer/errors.js';
+import { KajError } from '../../../shared/errors.js';
+import { QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { PermanentError, RetryableError, TaskTimeoutError } from '../../../shared/retry/errors.js';
+import { ConditionFailedError, StoreRejectedError, StoreUnavailableError } from '../../../shared/store/errors.js';
+import { LeaseLostError, TaskNotFoundError, ValidationError } from '../../../shared/task/errors.js';
+
+describe('Class: KajError (one root for every module)', () => {
+  const cause = new Error('underneath');
+  it.each([
+    ['TaskNotFoundError', new TaskNotFoundError('t_1'), 't_1'],
+    ['LeaseLostError', new LeaseLostError('t_2', 3, cause), 't_2'],
+    ['ValidationError', new ValidationError('payload.n', 'bad', { taskId: 't_3', cause }), 't_3'],
+    ['StoreUnavailableError', new StoreUnavailableError('down', { taskId: 't_4', cause }), 't_4'],
+    ['StoreRejectedError', new StoreRejectedError('no', { taskId: 't_5', cause }), 't_5'],
+    ['ConditionFailedError', new ConditionFailedError('t_6', undefined, cause), 't_6'],
+    ['QueueUnavailableError', new QueueUnavailableError('down', { taskId: 't_7', cause }), 't_7'],
+    ['TaskTimeoutError', new TaskTimeoutError('t_8', 60), 't_8'],
+    ['ConfigError', new ConfigError('leaseSeconds', 'bad', { cause }), undefined],
+    ['MissingEnvironmentError', new MissingEnvironmentError('KAJ_TABLE_NAME'), undefined],
+    ['UnprocessableMessageError', new UnprocessableMessageError('not json', 'm-1', cause), undefined],
+    ['HttpError', new HttpError(400, 'invalid_json', 'bad', { cause }), undefined],
+    ['PermanentError', new PermanentError('no', { cause }), undefined],
+    ['RetryableError', new RetryableError('later', { cause }), undefined],
+  ])('%s is a KajError named after its class, with the task id and cause it was given', (name, err, taskId) => {
+    expect(err).toBeInstanceOf(KajError);
+    expect(err.name).toBe(name);
+    expect(err.taskId).toBe(taskId);
+    if (err.cause !== undefined) expect(err.cause).toBe(cause);
+  });
+
+  it('keeps the retryable flag explicit where the caller must decide', () => {
+    expect(new StoreUnavailableError('x').retryable).toBe(true);
+    expect(new StoreRejectedError('x').retryable).toBe(false);
+    expect(new QueueUnavailableError('x').retryable).toBe(true);
+    expect(new PermanentError('x').retryable).toBe(false);
+    expect(new RetryableError('x').retryable).toBe(true);
+  });
+});
