@@ -66,10 +66,12 @@ export class DynamoTaskStore implements TaskStore {
       sets.push(`${expr.name(k)} = ${expr.value(v)}`);
     }
     for (const [k, v] of Object.entries(changes.add ?? {})) {
+      if (v === undefined) continue;
       const n = expr.name(k);
       sets.push(`${n} = if_not_exists(${n}, ${expr.value(0)}) + ${expr.value(v)}`);
     }
     for (const [k, v] of Object.entries(changes.append ?? {})) {
+      if (v === undefined) continue;
       const n = expr.name(k);
       sets.push(`${n} = list_append(if_not_exists(${n}, ${expr.value([])}), ${expr.value(v)})`);
     }
@@ -125,14 +127,15 @@ export class DynamoTaskStore implements TaskStore {
 
 function conditionExpression(expr: ExpressionBuilder, c: TaskCondition): string {
   const clauses = [`attribute_exists(${expr.name(PK)})`];
-  const status = expr.name('status');
+  // Named only when used: DynamoDB rejects an ExpressionAttributeNames entry no expression uses.
+  const status = (): string => expr.name('status');
   const alternatives: string[] = [];
   if (c.status !== undefined && c.status.length > 0) {
-    alternatives.push(`${status} IN (${c.status.map((s) => expr.value(s)).join(', ')})`);
+    alternatives.push(`${status()} IN (${c.status.map((s) => expr.value(s)).join(', ')})`);
   }
   if (c.orLeaseExpiredBefore !== undefined) {
     alternatives.push(
-      `(${status} = ${expr.value('running')} AND ${expr.name('lease_until')} < ${expr.value(c.orLeaseExpiredBefore)})`,
+      `(${status()} = ${expr.value('running')} AND ${expr.name('lease_until')} < ${expr.value(c.orLeaseExpiredBefore)})`,
     );
   }
   // Parenthesize only a real OR: DynamoDB rejects `((a AND b))` as "redundant parentheses",

@@ -1,27 +1,156 @@
-import type { Priority } from '../../shared/config/resources.js';
-import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
+import { randomUUID } from 'node:crypto';
+import { DEFAULTS, type Priority } from '../../shared/config/resources.js';
+import { MessageGoneError, QueueUnavailableError } from '../../shared/queue/errors.js';
+import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/queue/message.js';
 import type { TaskQueue } from '../../shared/queue/task-queue.js';
 
-/** Records what the domain sends, for unit tests. */
+export interface MemoryTaskQueueOptions {
+  /** The fake's clock (epoch ms), for delays and visibility. @default Date.now */
+  readonly now?: () => number;
+  /**
+   * Whether `changeVisibility` refuses (MessageGoneError) a receipt handle this fake never gave
+   * out, as SQS refuses one it does not know. Off by default: unit tests build SQS records by
+   * hand, with handles of their own. A handle the fake gave out is always checked: one whose
+   * message was deleted or received again since is gone.
+   */
+  readonly strictReceiptHandles?: boolean;
+}
+
+/** A message attribute as SQS returns it. */
+export interface ReceivedAttribute {
+  readonly dataType: 'String' | 'Number';
+  readonly value: string;
+}
+
+/** A message as received from the fake's queues (and, in the contract tests, from SQS). */
+export interface ReceivedTaskMessage {
+  readonly body: string;
+  readonly attributes: Readonly<Record<string, ReceivedAttribute>>;
+  readonly receiptHandle: string;
+  /** Receives so far, this one included. */
+  readonly receiveCount: number;
+}
+
+interface StoredMessage {
+  readonly body: string;
+  readonly attributes: Record<string, ReceivedAttribute>;
+  visibleAt: number;
+  receiptHandle: string | undefined;
+  receiveCount: number;
+}
+
+const HANDLE_PREFIX = 'memory-receipt-';
+
+/**
+ * Records what the domain sends, for unit tests (`sent`, `dead`, `visibility`), and keeps the
+ * messages as `SqsTaskQueue` puts them on SQS: one queue and one DLQ per priority, with the same
+ * bodies and message attributes, a send's delay (whole seconds, at most 900), and the visibility
+ * `changeVisibility` sets. `receive` / `deleteMessage` read them back as a consumer would.
+ * `test/contract/` runs one suite on this and on `SqsTaskQueue` over SQS emulators.
+ */
 export class MemoryTaskQueue implements TaskQueue {
   readonly sent: { priority: Priority; message: TaskMessage; delaySeconds: number; type: string }[] = [];
   readonly dead: DeadLetter[] = [];
   readonly visibility: { priority: Priority; receiptHandle: string; seconds: number }[] = [];
   failNext: Partial<Record<'send' | 'sendDead' | 'changeVisibility', Error>> = {};
+  /** `false`: SQS cannot be reached; every call throws QueueUnavailableError until it is `true` again. */
+  available = true;
+  private readonly now: () => number;
+  private readonly strict: boolean;
+  private readonly queues = new Map<string, StoredMessage[]>();
+  /** Every receipt handle given out, so a stale one is told apart from a stranger's. */
+  private readonly issued = new Set<string>();
+
+  constructor(options: MemoryTaskQueueOptions = {}) {
+    this.now = options.now ?? (() => Date.now()); // looked up per call: vitest's fake timers replace Date.now
+    this.strict = options.strictReceiptHandles ?? false;
+  }
 
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
     this.maybeFail('send');
+    if (!this.available) throw unavailable(`SendMessage to ${priority}`, message.task_id);
     this.sent.push({ priority, message, ...options });
+    const delay = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(options.delaySeconds)));
+    this.queue(priority, false).push({
+      body: JSON.stringify(message),
+      attributes: { [A.taskId]: str(message.task_id), [A.type]: str(options.type), [A.priority]: str(priority) },
+      visibleAt: this.now() + delay * 1000,
+      receiptHandle: undefined,
+      receiveCount: 0,
+    });
   }
 
   async sendDead(letter: DeadLetter): Promise<void> {
     this.maybeFail('sendDead');
+    if (!this.available) throw unavailable(`SendMessage to the ${letter.priority} DLQ`, letter.task_id);
     this.dead.push(letter);
+    const error = letter.last_error?.message ?? letter.reason;
+    this.queue(letter.priority, true).push({
+      body: JSON.stringify(letter),
+      attributes: {
+        [A.taskId]: str(letter.task_id),
+        [A.type]: str(letter.type),
+        [A.priority]: str(letter.priority),
+        [A.attempts]: { dataType: 'Number', value: String(letter.attempts) },
+        [A.failedAt]: str(letter.failed_at),
+        [A.error]: str(error.length > MAX_ERROR_ATTRIBUTE_CHARS ? `${error.slice(0, MAX_ERROR_ATTRIBUTE_CHARS - 1)}…` : error),
+      },
+      visibleAt: this.now(),
+      receiptHandle: undefined,
+      receiveCount: 0,
+    });
   }
 
   async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
     this.maybeFail('changeVisibility');
+    if (!this.available) throw unavailable(`ChangeMessageVisibility on ${priority}`, undefined);
+    if (this.issued.has(receiptHandle) || this.strict) {
+      // Only the latest receive's handle of a message still on that priority's queue is live.
+      const held = this.queue(priority, false).find((m) => m.receiptHandle === receiptHandle);
+      if (held === undefined) throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+      held.visibleAt = this.now() + Math.max(0, Math.min(43_200, Math.ceil(seconds))) * 1000;
+    }
     this.visibility.push({ priority, receiptHandle, seconds });
+  }
+
+  /**
+   * Receives up to `max` messages visible now on the priority's queue (or its DLQ), oldest first,
+   * hiding each for `visibilitySeconds` under a new receipt handle.
+   */
+  receive(
+    priority: Priority,
+    options: { readonly dead?: boolean; readonly visibilitySeconds?: number; readonly max?: number } = {},
+  ): ReceivedTaskMessage[] {
+    const now = this.now();
+    const out: ReceivedTaskMessage[] = [];
+    for (const m of this.queue(priority, options.dead ?? false)) {
+      if (out.length >= (options.max ?? 10)) break;
+      if (m.visibleAt > now) continue;
+      m.receiptHandle = `${HANDLE_PREFIX}${randomUUID()}`;
+      this.issued.add(m.receiptHandle);
+      m.receiveCount += 1;
+      m.visibleAt = now + (options.visibilitySeconds ?? 30) * 1000;
+      out.push({ body: m.body, attributes: structuredClone(m.attributes), receiptHandle: m.receiptHandle, receiveCount: m.receiveCount });
+    }
+    return out;
+  }
+
+  /** Deletes a received message by its latest receipt handle. Returns whether one was deleted. */
+  deleteMessage(priority: Priority, receiptHandle: string, options: { readonly dead?: boolean } = {}): boolean {
+    const q = this.queue(priority, options.dead ?? false);
+    const i = q.findIndex((m) => m.receiptHandle === receiptHandle);
+    if (i >= 0) q.splice(i, 1);
+    return i >= 0;
+  }
+
+  private queue(priority: Priority, dead: boolean): StoredMessage[] {
+    const key = `${priority}${dead ? '-dlq' : ''}`;
+    let q = this.queues.get(key);
+    if (q === undefined) {
+      q = [];
+      this.queues.set(key, q);
+    }
+    return q;
   }
 
   private maybeFail(op: keyof MemoryTaskQueue['failNext']): void {
@@ -31,4 +160,16 @@ export class MemoryTaskQueue implements TaskQueue {
       throw err;
     }
   }
+}
+
+function str(value: string): ReceivedAttribute {
+  // As the adapter: SQS rejects empty attribute values.
+  return { dataType: 'String', value: value === '' ? '-' : value };
+}
+
+function unavailable(what: string, taskId: string | undefined): QueueUnavailableError {
+  return new QueueUnavailableError(`SQS ${what} failed: the memory queue is unavailable`, {
+    ...(taskId === undefined ? {} : { taskId }),
+    cause: new Error('ECONNREFUSED'),
+  });
 }

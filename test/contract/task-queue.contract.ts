@@ -1,0 +1,222 @@
+/**
+ * The `TaskQueue` contract: one suite, run against the in-memory fake (`memory-task-queue.test.ts`)
+ * and against `SqsTaskQueue` on every SQS emulator target (`sqs-task-queue.test.ts`). It checks
+ * what the port promises and the domain relies on: where a message lands, when it becomes
+ * visible, the attributes the admin CLI reads, and the errors.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Priority } from '../../shared/config/resources.js';
+import { MessageGoneError, QueueError, QueueUnavailableError } from '../../shared/queue/errors.js';
+import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/queue/message.js';
+import type { TaskQueue } from '../../shared/queue/task-queue.js';
+import type { ReceivedTaskMessage } from '../support/memory-task-queue.js';
+
+export interface TaskQueueUnderTest {
+  readonly queue: TaskQueue;
+  /**
+   * Receives the messages visible now on the priority's queue (or, with `dead`, its DLQ), hiding
+   * them for `visibilitySeconds` (default 30), with their message attributes and receive count.
+   */
+  receive(priority: Priority, options?: { dead?: boolean; visibilitySeconds?: number }): Promise<ReceivedTaskMessage[]>;
+  /** Deletes a received message from the priority's queue. */
+  delete(priority: Priority, receiptHandle: string): Promise<void>;
+  /** Lets `ms` pass: real time on SQS, the fake's clock on the fake. */
+  elapse(ms: number): Promise<void>;
+  /** A queue of the same kind that cannot reach its service. */
+  unreachable(): TaskQueue;
+  cleanup(): Promise<void>;
+}
+
+export type TaskQueueFactory = () => Promise<TaskQueueUnderTest>;
+
+const PRIORITIES: readonly Priority[] = ['high', 'normal', 'low'];
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => expect.fail(`expected a rejection, got ${JSON.stringify(v)}`),
+    (err: unknown) => err,
+  );
+}
+
+export function describeTaskQueueContract(name: string, factory: TaskQueueFactory): void {
+  describe(`Class: TaskQueue contract on ${name}`, () => {
+    let subject: TaskQueueUnderTest;
+    let queue: TaskQueue;
+    let taskId: string;
+
+    beforeEach(async () => {
+      subject = await factory();
+      queue = subject.queue;
+      taskId = `t_${randomUUID()}`;
+    });
+    afterEach(async () => {
+      await subject.cleanup();
+    });
+
+    const message = (o: Partial<TaskMessage> = {}): TaskMessage => ({ task_id: taskId, dispatch_id: `d_${randomUUID()}`, timeout_seconds: 60, ...o });
+    const letter = (o: Partial<DeadLetter> = {}): DeadLetter => ({
+      task_id: taskId,
+      dispatch_id: 'd_dead',
+      type: 'send_email',
+      priority: 'low',
+      attempts: 3,
+      reason: 'attempts exhausted',
+      last_error: { name: 'HttpError', message: 'downstream is down', retryable: true, code: 'HTTP_503' },
+      failed_at: '2030-01-01T00:00:10.000Z',
+      ...o,
+    });
+    const string = (value: string) => ({ dataType: 'String', value });
+
+    /** Every queue and DLQ other than `except` is empty. */
+    async function othersEmpty(except: { priority: Priority; dead: boolean }): Promise<void> {
+      for (const p of PRIORITIES) {
+        for (const dead of [false, true]) {
+          if (p === except.priority && dead === except.dead) continue;
+          expect(await subject.receive(p, { dead }), `${p}${dead ? ' DLQ' : ''}`).toEqual([]);
+        }
+      }
+    }
+
+    describe('Method: send', () => {
+      it.each(PRIORITIES)('puts the message on the %s queue only, with its body and the task id, type and priority attributes', async (priority) => {
+        const m = message();
+        await queue.send(priority, m, { delaySeconds: 0, type: 'make_thumbnails' });
+        const got = await subject.receive(priority);
+        expect(got).toHaveLength(1);
+        expect(JSON.parse(got[0]?.body ?? 'null')).toStrictEqual(m);
+        expect(got[0]?.attributes).toStrictEqual({
+          [A.taskId]: string(taskId),
+          [A.type]: string('make_thumbnails'),
+          [A.priority]: string(priority),
+        });
+        expect(got[0]?.receiveCount).toBe(1);
+        await othersEmpty({ priority, dead: false });
+      });
+
+      it('sends a message without timeout_seconds as it is', async () => {
+        const m: TaskMessage = { task_id: taskId, dispatch_id: 'd_1' };
+        await queue.send('normal', m, { delaySeconds: 0, type: 'job' });
+        const [got] = await subject.receive('normal');
+        expect(JSON.parse(got?.body ?? 'null')).toStrictEqual(m);
+      });
+
+      it('keeps a delayed message invisible for delaySeconds, then delivers it', async () => {
+        const m = message();
+        await queue.send('high', m, { delaySeconds: 2, type: 'job' });
+        expect(await subject.receive('high')).toEqual([]);
+        await subject.elapse(1000);
+        expect(await subject.receive('high')).toEqual([]);
+        await subject.elapse(1600);
+        const got = await subject.receive('high');
+        expect(got.map((g) => JSON.parse(g.body) as unknown)).toStrictEqual([m]);
+      });
+
+      it('delivers several messages, each once', async () => {
+        const ms = [message(), message(), message()];
+        for (const m of ms) await queue.send('low', m, { delaySeconds: 0, type: 'job' });
+        const got = await subject.receive('low');
+        expect(got.map((g) => (JSON.parse(g.body) as TaskMessage).dispatch_id).sort()).toEqual(ms.map((m) => m.dispatch_id).sort());
+        expect(await subject.receive('low')).toEqual([]); // hidden while received
+      });
+    });
+
+    describe('Method: sendDead', () => {
+      it('puts the dead letter on the DLQ of its priority only, with the attributes the admin CLI reads', async () => {
+        const l = letter();
+        await queue.sendDead(l);
+        const got = await subject.receive('low', { dead: true });
+        expect(got).toHaveLength(1);
+        expect(JSON.parse(got[0]?.body ?? 'null')).toStrictEqual(l);
+        expect(got[0]?.attributes).toStrictEqual({
+          [A.taskId]: string(taskId),
+          [A.type]: string('send_email'),
+          [A.priority]: string('low'),
+          [A.attempts]: { dataType: 'Number', value: '3' },
+          [A.failedAt]: string('2030-01-01T00:00:10.000Z'),
+          [A.error]: string('downstream is down'),
+        });
+        await othersEmpty({ priority: 'low', dead: true });
+      });
+
+      it('gives the reason as the error attribute when there is no last error', async () => {
+        const { last_error: _none, ...withoutError } = letter({ priority: 'high', reason: 'crash loop' });
+        await queue.sendDead(withoutError);
+        const [got] = await subject.receive('high', { dead: true });
+        expect(got?.attributes[A.error]).toStrictEqual(string('crash loop'));
+        expect(JSON.parse(got?.body ?? 'null')).toStrictEqual(withoutError);
+      });
+
+      it(`cuts a long error to ${MAX_ERROR_ATTRIBUTE_CHARS} characters in the attribute, keeping it whole in the body`, async () => {
+        const long = `${'e'.repeat(300)}!`;
+        const l = letter({ priority: 'normal', last_error: { name: 'Error', message: long, retryable: false } });
+        await queue.sendDead(l);
+        const [got] = await subject.receive('normal', { dead: true });
+        const attribute = got?.attributes[A.error]?.value ?? '';
+        expect(attribute).toHaveLength(MAX_ERROR_ATTRIBUTE_CHARS);
+        expect(attribute).toBe(`${'e'.repeat(MAX_ERROR_ATTRIBUTE_CHARS - 1)}…`);
+        expect((JSON.parse(got?.body ?? '{}') as DeadLetter).last_error?.message).toBe(long);
+      });
+    });
+
+    describe('Method: changeVisibility', () => {
+      it('0 makes a received message visible again at once (received a second time)', async () => {
+        await queue.send('normal', message(), { delaySeconds: 0, type: 'job' });
+        const [first] = await subject.receive('normal', { visibilitySeconds: 30 });
+        expect(await subject.receive('normal')).toEqual([]);
+        await queue.changeVisibility('normal', first?.receiptHandle ?? '', 0);
+        const again = await subject.receive('normal');
+        expect(again).toHaveLength(1);
+        expect(again[0]?.body).toBe(first?.body);
+        expect(again[0]?.receiveCount).toBe(2);
+      });
+
+      it('extends the invisibility of a received message to the given seconds from now', async () => {
+        await queue.send('high', message(), { delaySeconds: 0, type: 'job' });
+        const [first] = await subject.receive('high', { visibilitySeconds: 1 });
+        await queue.changeVisibility('high', first?.receiptHandle ?? '', 3);
+        await subject.elapse(1600); // past the receive's own 1 s
+        expect(await subject.receive('high')).toEqual([]);
+        await subject.elapse(2000); // past the 3 s
+        expect(await subject.receive('high')).toHaveLength(1);
+      });
+
+      it('throws MessageGoneError for the handle of a message deleted since', async () => {
+        await queue.send('low', message(), { delaySeconds: 0, type: 'job' });
+        const [got] = await subject.receive('low');
+        await subject.delete('low', got?.receiptHandle ?? '');
+        const err = await rejection(queue.changeVisibility('low', got?.receiptHandle ?? '', 10));
+        expect(err).toBeInstanceOf(MessageGoneError);
+        expect(err).toBeInstanceOf(QueueError);
+      });
+
+      it('throws MessageGoneError for a receipt handle that never was one', async () => {
+        await expect(queue.changeVisibility('normal', 'not-a-receipt-handle', 10)).rejects.toBeInstanceOf(MessageGoneError);
+      });
+
+      it('throws MessageGoneError for the handle of a message on another priority queue', async () => {
+        await queue.send('high', message(), { delaySeconds: 0, type: 'job' });
+        const [got] = await subject.receive('high');
+        await expect(queue.changeVisibility('low', got?.receiptHandle ?? '', 10)).rejects.toBeInstanceOf(MessageGoneError);
+      });
+    });
+
+    describe('Errors: the service cannot be reached', () => {
+      it('every method throws QueueUnavailableError (retryable); send and sendDead name the task', async () => {
+        const down = subject.unreachable();
+        const sent = await rejection(down.send('normal', message(), { delaySeconds: 0, type: 'job' }));
+        expect(sent).toBeInstanceOf(QueueUnavailableError);
+        expect((sent as QueueUnavailableError).retryable).toBe(true);
+        expect((sent as QueueUnavailableError).taskId).toBe(taskId);
+        const dead = await rejection(down.sendDead(letter()));
+        expect(dead).toBeInstanceOf(QueueUnavailableError);
+        expect((dead as QueueUnavailableError).taskId).toBe(taskId);
+        const cv = await rejection(down.changeVisibility('normal', 'any-handle', 10));
+        expect(cv).toBeInstanceOf(QueueUnavailableError);
+        expect(cv).not.toBeInstanceOf(MessageGoneError);
+      });
+    });
+  });
+}

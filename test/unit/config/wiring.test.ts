@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../shared/config/errors.js';
+import {
+  clientConfig,
+  EMULATOR_CREDENTIALS,
+  EMULATOR_REGION,
+  emulatorClients,
+  emulatorSettings,
+  toDlqSpelling,
+  taskQueueUrls,
+  type KajResources,
+} from '../../../shared/config/wiring.js';
+
+const urls = (k: string) => ({ high: `${k}-h`, normal: `${k}-n`, low: `${k}-l` });
+const resources: KajResources = {
+  tableName: 't',
+  queueUrls: urls('qu'),
+  queueArns: urls('qa'),
+  deadLetterQueueUrls: urls('du'),
+  deadLetterQueueArns: urls('da'),
+};
+
+describe('Module: wiring', () => {
+  it('emulator settings: the emulator region, a fresh copy of the test credentials each time', () => {
+    const a = emulatorSettings('http://127.0.0.1:1');
+    const b = emulatorSettings('http://127.0.0.1:1', { maxAttempts: 2 });
+    expect(a).toMatchObject({ endpoint: 'http://127.0.0.1:1', region: EMULATOR_REGION, credentials: EMULATOR_CREDENTIALS });
+    expect(a.credentials).not.toBe(b.credentials);
+    expect(b.maxAttempts).toBe(2);
+  });
+
+  it('clientConfig picks the service’s endpoint and leaves unset settings to the SDK', () => {
+    const s = { endpoint: { sqs: 'http://sqs', dynamodb: 'http://ddb' }, region: 'eu-west-1' };
+    expect(clientConfig(s, 'sqs')).toEqual({ endpoint: 'http://sqs', region: 'eu-west-1' });
+    expect(clientConfig(s, 'dynamodb')).toEqual({ endpoint: 'http://ddb', region: 'eu-west-1' });
+    expect(clientConfig({})).toEqual({});
+    expect(() => clientConfig(s)).toThrow(ConfigError);
+  });
+
+  it('emulatorClients builds both clients on the endpoints and destroys both', async () => {
+    const c = emulatorClients({ sqs: 'http://127.0.0.1:9', dynamodb: 'http://127.0.0.1:8' });
+    expect(await c.sqs.config.region()).toBe(EMULATOR_REGION);
+    expect((await c.dynamodb.config.endpoint?.())?.port).toBe(8);
+    c.destroy();
+  });
+
+  it('converts to the stack-output spelling and to SqsTaskQueue’s', () => {
+    expect(toDlqSpelling(resources)).toEqual({ tableName: 't', queueUrls: urls('qu'), queueArns: urls('qa'), dlqUrls: urls('du'), dlqArns: urls('da') });
+    expect(taskQueueUrls(resources)).toEqual({ queues: urls('qu'), deadLetterQueues: urls('du') });
+  });
+});
