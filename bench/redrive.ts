@@ -15,7 +15,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,8 @@ import { defaultContext } from '../cli/context.js';
 import { runCli } from '../cli/program.js';
 import { startEmulators } from '../local/emulators.js';
 import { startLocalRuntime } from '../local/runtime.js';
+import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
+import { taskQueueUrls, type Endpoints, type LocalState } from '../shared/config/wiring.js';
 import { SqsTaskQueue } from '../shared/queue/sqs-task-queue.js';
 import { deadLetterOf } from '../shared/task/lifecycle.js';
 import type { TaskRecord } from '../shared/task/model.js';
@@ -50,9 +52,9 @@ if (!Number.isInteger(n) || n < 1 || !Number.isInteger(runs) || runs < 1) {
 const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve-emulators'], {
   stdio: ['pipe', 'pipe', 'inherit'],
 });
-const endpoints = await new Promise<{ sqs: string; dynamodb: string }>((resolve, reject) => {
+const endpoints = await new Promise<Endpoints>((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`emulator process exited (${code})`)));
-  createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as { sqs: string; dynamodb: string }));
+  createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as Endpoints));
 });
 const runtime = await startLocalRuntime({
   prefix: `bench-redrive-${process.pid}`,
@@ -62,9 +64,11 @@ const runtime = await startLocalRuntime({
   endpoints,
 });
 const dir = mkdtempSync(join(tmpdir(), 'kaj-bench-'));
-mkdirSync(join(dir, '.kaj'));
-writeFileSync(join(dir, '.kaj', 'local.json'), JSON.stringify({ pid: process.pid, endpoints: runtime.endpoints, resources: runtime.resources }));
-const queue = new SqsTaskQueue(runtime.clients.sqs, { queues: runtime.resources.queueUrls, deadLetterQueues: runtime.resources.deadLetterQueueUrls });
+// What `npm start` writes for `kaj --local`: the CLI under test finds this runtime through it.
+const state: LocalState = { pid: process.pid, endpoints: runtime.endpoints, resources: runtime.resources };
+mkdirSync(dirname(join(dir, LOCAL_STATE_FILE)), { recursive: true });
+writeFileSync(join(dir, LOCAL_STATE_FILE), JSON.stringify(state));
+const queue = new SqsTaskQueue(runtime.clients.sqs, taskQueueUrls(runtime.resources));
 
 async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;

@@ -25,8 +25,8 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { PRIORITIES, type Priority } from '../shared/config/resources.js';
 import type { TaskRecord, TaskStatus } from '../shared/task/model.js';
-import { Bench, type StartedWorker } from '../test/integration/reliability/harness.js';
-import { embedded, moto, type Target } from '../test/support/targets.js';
+import { EMBEDDED_TARGET, MOTO_TARGET, type EmulatorTarget } from '../local/emulators.js';
+import { Bench, type StartedWorker } from './fixtures/harness.js';
 
 export interface SoakOptions {
   readonly tasks: number;
@@ -52,7 +52,7 @@ export interface SoakOptions {
   readonly outboxGraceSeconds: number;
   /** Give up (and report failure) after this long. */
   readonly timeoutMs: number;
-  readonly target: Target;
+  readonly target: EmulatorTarget;
   readonly seed: number;
   /** Progress lines. */
   readonly log: (line: string) => void;
@@ -166,7 +166,7 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
 
 /** Runs one soak and reports. Never throws for a broken invariant: read `invariantHeld`. */
 export async function runSoak(options: Partial<SoakOptions> & { log?: (line: string) => void } = {}): Promise<SoakReport> {
-  const o: SoakOptions = { ...SOAK_DEFAULTS, target: embedded, log: () => {}, ...options };
+  const o: SoakOptions = { ...SOAK_DEFAULTS, target: EMBEDDED_TARGET, log: () => {}, ...options };
   const workload = scripts(o);
   const t0 = Date.now();
   const elapsed = () => ((Date.now() - t0) / 1000).toFixed(1);
@@ -449,7 +449,7 @@ defaults: ${JSON.stringify({ ...SOAK_DEFAULTS, killEveryMs: SOAK_DEFAULTS.killEv
     watchdogSeconds: num(v.watchdog, SOAK_DEFAULTS.watchdogSeconds),
     timeoutMs: num(v['timeout-min'], SOAK_DEFAULTS.timeoutMs / 60_000) * 60_000,
     seed: num(v.seed, SOAK_DEFAULTS.seed),
-    target: v.moto ? moto : embedded,
+    target: v.moto ? MOTO_TARGET : EMBEDDED_TARGET,
     log: (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`${v.json ? JSON.stringify(report, null, 2) : formatReport(report)}\n`);

@@ -1,11 +1,16 @@
 import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import type { DeadLetterQueues } from '../shared/admin/dead-letters.js';
-import { realSleep, type Sleep } from '../shared/admin/pacer.js';
 import { systemClock, type Clock } from '../shared/runtime/clock.js';
 import { cryptoRandom, type RandomSource } from '../shared/runtime/random.js';
 import type { TaskRegistry } from '../shared/task/define.js';
+import type { DeadLetterQueues } from './admin/dead-letters.js';
+import { realSleep, type Sleep } from './admin/pacer.js';
 import { processIo, type CliIo } from './output.js';
+
+/** What an action leaves behind for `runCli`. */
+export interface RunState {
+  exitCode: number;
+}
 
 /** Everything a command needs from the outside world; tests replace any part of it. */
 export interface CliContext {

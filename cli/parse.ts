@@ -39,11 +39,6 @@ export function parseNonNegativeInt(value: string): number {
   return n;
 }
 
-export function parsePriority(value: string): Priority {
-  if (!isPriority(value)) throw new InvalidArgumentError(`expected one of ${PRIORITIES.join(', ')}.`);
-  return value;
-}
-
 export function parseTarget(value: string): 'original' | Priority {
   if (value === 'original' || isPriority(value)) return value;
   throw new InvalidArgumentError(`expected original, ${PRIORITIES.join(', ')}.`);

@@ -1,16 +1,11 @@
 import { Command, CommanderError } from 'commander';
-import { registerDlq } from './commands/dlq.js';
+import { registerDlq } from './commands/dlq/index.js';
 import { registerStats } from './commands/stats.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerTask } from './commands/task.js';
-import { defaultContext, type CliContext } from './context.js';
+import { defaultContext, type CliContext, type RunState } from './context.js';
 import { EXIT, UsageError, explain } from './errors.js';
 import { TARGET_HELP } from './target.js';
-
-/** What an action leaves behind for `runCli`. */
-export interface RunState {
-  exitCode: number;
-}
 
 const EXIT_HELP = `
 Exit status: 0 success; 1 failure (or some items of a batch failed); 2 usage error; 130 interrupted.

@@ -6,14 +6,24 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { z } from 'zod';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { parseStackOutputs } from '../infra/outputs.js';
-import type { AdminResources } from '../shared/admin/aws.js';
-import { CliError, UsageError } from './errors.js';
-
 import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
+import {
+  type ClientSettings,
+  clientConfig,
+  createClients,
+  EMULATOR_CREDENTIALS,
+  EMULATOR_REGION,
+  emulatorClients,
+  type LocalState,
+  localStateSchema,
+  toDlqSpelling,
+} from '../shared/config/wiring.js';
+import { runtimeSettings, type EnvironmentSettings, type RuntimeSettings } from '../shared/config/settings.js';
+import type { AdminResources } from './admin/aws.js';
+import { CliError, UsageError } from './errors.js';
 
 /** Written by `npm start` (local/main.ts). */
 export const LOCAL_STATE_PATH = LOCAL_STATE_FILE;
@@ -31,6 +41,8 @@ export interface Target {
   /** For messages: `local (npm start, pid 123)`, `stack kaj-prod`. */
   readonly label: string;
   readonly resources: AdminResources;
+  /** The deployment's settings, for the record writes the CLI makes through the domain (`deploymentSettings`). */
+  readonly settings: RuntimeSettings;
   readonly apiUrl?: string;
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
@@ -49,19 +61,17 @@ export const TARGET_HELP = `Target (one is required):
   --stack NAME --endpoint-url URL
                           a stack deployed to LocalStack (one endpoint for all services)`;
 
-const priorityRecord = z.object({ high: z.string(), normal: z.string(), low: z.string() });
-const localStateSchema = z.object({
-  pid: z.number().int(),
-  apiUrl: z.string().optional(),
-  endpoints: z.object({ sqs: z.string(), dynamodb: z.string() }),
-  resources: z.object({
-    tableName: z.string(),
-    queueUrls: priorityRecord,
-    queueArns: priorityRecord,
-    deadLetterQueueUrls: priorityRecord,
-    deadLetterQueueArns: priorityRecord,
-  }),
-});
+/**
+ * The settings of the deployment the CLI acts on (the retention of a discarded task, the due
+ * times of outbox entries): what the deployment reports, Kaj's defaults for the rest. The one
+ * place the CLI decides them.
+ * - `--local`: `.kaj/local.json` may carry the settings `npm start` runs with (`settings`).
+ * - `--stack`: the stack reports none. Its functions read KAJ_LEASE_SECONDS and KAJ_RETENTION_DAYS
+ *   from their environment, which no stack output exposes (infra/outputs.ts), so the defaults apply.
+ */
+export function deploymentSettings(reported: EnvironmentSettings = {}): RuntimeSettings {
+  return runtimeSettings(reported);
+}
 
 export function checkTargetFlags(f: TargetFlags): void {
   if (f.local === true && f.stack !== undefined) throw new UsageError('give either --local or --stack NAME, not both');
@@ -107,7 +117,7 @@ function localTarget(cwd: string): Target {
   if (!existsSync(file)) {
     throw new CliError(`no local Kaj is running here: ${file} does not exist.\n  Start one with \`npm start\` in ${cwd} (then run kaj --local from the same directory).`);
   }
-  let state: z.infer<typeof localStateSchema>;
+  let state: LocalState;
   try {
     state = localStateSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
   } catch (err) {
@@ -116,44 +126,34 @@ function localTarget(cwd: string): Target {
   if (!isAlive(state.pid)) {
     throw new CliError(`the local Kaj (npm start, pid ${state.pid}) is not running any more (stale ${LOCAL_STATE_PATH}).\n  Start it again with \`npm start\`.`);
   }
-  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-  const sqs = new SQSClient({ region: 'us-east-1', endpoint: state.endpoints.sqs, credentials, maxAttempts: 2 });
-  const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: state.endpoints.dynamodb, credentials, maxAttempts: 2 });
-  const r = state.resources;
+  const settings = deploymentSettings(state.settings);
+  const { sqs, dynamodb, destroy } = emulatorClients(state.endpoints, { maxAttempts: 2 });
   return {
     kind: 'local',
     label: `local (npm start, pid ${state.pid})`,
-    resources: {
-      tableName: r.tableName,
-      queueUrls: r.queueUrls,
-      queueArns: r.queueArns,
-      dlqUrls: r.deadLetterQueueUrls,
-      dlqArns: r.deadLetterQueueArns,
-    },
+    resources: toDlqSpelling(state.resources),
+    settings,
     ...(state.apiUrl === undefined ? {} : { apiUrl: state.apiUrl }),
     sqs,
     dynamodb,
     exactReceives: true,
-    close: () => {
-      sqs.destroy();
-      dynamodb.destroy();
-    },
+    close: destroy,
   };
 }
 
 async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string | undefined>>): Promise<Target> {
   const stack = f.stack as string;
-  const region = f.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (f.endpointUrl !== undefined ? 'us-east-1' : undefined);
+  const region = f.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (f.endpointUrl !== undefined ? EMULATOR_REGION : undefined);
   // LocalStack accepts any key; use its conventional one when nothing else is configured.
   const useTestKeys =
     f.endpointUrl !== undefined && f.profile === undefined && env.AWS_ACCESS_KEY_ID === undefined && env.AWS_PROFILE === undefined;
-  const config = {
+  const settings: ClientSettings = {
     ...(region === undefined ? {} : { region }),
     ...(f.profile === undefined ? {} : { profile: f.profile }),
     ...(f.endpointUrl === undefined ? {} : { endpoint: f.endpointUrl }),
-    ...(useTestKeys ? { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } } : {}),
+    ...(useTestKeys ? { credentials: { ...EMULATOR_CREDENTIALS } } : {}),
   };
-  const cfn = new CloudFormationClient(config);
+  const cfn = new CloudFormationClient(clientConfig(settings));
   let outputs;
   try {
     const out = await cfn.send(new DescribeStacksCommand({ StackName: stack }));
@@ -170,8 +170,7 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
   } finally {
     cfn.destroy();
   }
-  const sqs = new SQSClient(config);
-  const dynamodb = new DynamoDBClient(config);
+  const { sqs, dynamodb, destroy } = createClients(settings);
   return {
     kind: 'stack',
     label: `stack ${stack}${region === undefined ? '' : ` (${region})`}${f.endpointUrl === undefined ? '' : ` at ${f.endpointUrl}`}`,
@@ -182,13 +181,11 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
       dlqUrls: outputs.dlqUrls,
       dlqArns: outputs.dlqArns,
     },
+    settings: deploymentSettings(),
     apiUrl: outputs.apiUrl,
     sqs,
     dynamodb,
     exactReceives: false,
-    close: () => {
-      sqs.destroy();
-      dynamodb.destroy();
-    },
+    close: destroy,
   };
 }

@@ -51,123 +51,127 @@ const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,39}$/;
 
 const int = (min: number, max: number) => z.int().min(min).max(max);
 
-/** A per-priority setting: one number for all priorities, or `{ high?, normal?, low? }`. */
-function perPriority(value: z.ZodInt) {
-  return z.preprocess(
-    (v) => (typeof v === 'number' ? { high: v, normal: v, low: v } : v),
-    z.strictObject({ high: value.optional(), normal: value.optional(), low: value.optional() }),
-  );
+/**
+ * A per-priority setting: one number for all priorities, or `{ high?, normal?, low? }`; a priority
+ * left out gets its default.
+ */
+function perPriority(value: z.ZodInt, defaults: Readonly<Record<Priority, number>>) {
+  return z
+    .preprocess(
+      (v) => (typeof v === 'number' ? { high: v, normal: v, low: v } : v),
+      z.strictObject({
+        high: value.default(defaults.high),
+        normal: value.default(defaults.normal),
+        low: value.default(defaults.low),
+      }),
+    )
+    .prefault({});
 }
 
-/** Schema of the user-facing configuration (every key optional). */
+/** The same number for every priority. */
+const each = (v: number): Record<Priority, number> => ({ high: v, normal: v, low: v });
+
+/**
+ * The configuration: every key, its validation, its default (mostly `DEFAULTS` from
+ * shared/config/resources.ts) and its description, once. `KajConfig`, `DEFAULT_CONFIG`,
+ * `CONFIG_KEYS` and {@link configReference} (the documentation's table) are derived from it.
+ */
 export const configSchema = z.strictObject({
-  /** CloudFormation stack name; also the prefix of every resource name (`<stackName>-high`, `<stackName>-tasks`...). */
-  stackName: z.string().regex(STACK_NAME, 'must start with a letter and contain 1-40 letters, digits or "-"').optional(),
-  /** API authorization: `iam` (SigV4, default) or `none` (anyone with the URL can submit tasks). */
-  authMode: z.enum(AUTH_MODES).optional(),
-  /** Maximum concurrency of each priority's event source mapping (Lambda's minimum is 2). */
-  concurrency: perPriority(int(MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY)).optional(),
-  /** Messages per consumer invocation, per priority. */
-  batchSize: perPriority(int(1, 10_000)).optional(),
-  /** Seconds the event source mapping may wait to fill a batch, per priority. */
-  maxBatchingWindowSeconds: perPriority(int(0, 300)).optional(),
-  /** Consumer Lambda timeout. */
-  consumerTimeoutSeconds: int(MIN_CONSUMER_TIMEOUT_SECONDS, MAX_LAMBDA_TIMEOUT_SECONDS).optional(),
-  /** Visibility timeout of the three priority queues; must be >= consumerTimeoutSeconds. */
-  queueVisibilityTimeoutSeconds: int(0, 43_200).optional(),
-  /** Visibility a consumer holds on a claimed message (heartbeats renew it every lease/3). */
-  leaseSeconds: int(3, 900).optional(),
-  /** Memory of the consumer function. */
-  consumerMemoryMiB: int(128, 10_240).optional(),
-  /** Days a finished task stays readable before DynamoDB TTL removes it. */
-  retentionDays: int(1, 3650).optional(),
-  /** Powertools log level of the functions. */
+  stackName: z
+    .string()
+    .regex(STACK_NAME, 'must start with a letter and contain 1-40 letters, digits or "-"')
+    .default('kaj')
+    .describe('CloudFormation stack name; also the prefix of every resource name (`<stackName>-high`, `<stackName>-tasks`...).'),
+  authMode: z
+    .enum(AUTH_MODES)
+    .default('iam')
+    .describe('API authorization: `iam` (SigV4, default) or `none` (anyone with the URL can submit tasks).'),
+  concurrency: perPriority(int(MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY), DEFAULTS.concurrency).describe(
+    "Maximum concurrency of each priority's event source mapping (Lambda's minimum is 2).",
+  ),
+  batchSize: perPriority(int(1, 10_000), each(DEFAULTS.batchSize)).describe('Messages per consumer invocation, per priority.'),
+  maxBatchingWindowSeconds: perPriority(int(0, 300), each(DEFAULTS.maxBatchingWindowSeconds)).describe(
+    'Seconds the event source mapping may wait to fill a batch, per priority.',
+  ),
+  consumerTimeoutSeconds: int(MIN_CONSUMER_TIMEOUT_SECONDS, MAX_LAMBDA_TIMEOUT_SECONDS)
+    .default(DEFAULTS.consumerTimeoutSeconds)
+    .describe('Consumer Lambda timeout.'),
+  queueVisibilityTimeoutSeconds: int(0, 43_200)
+    .default(DEFAULTS.queueVisibilityTimeoutSeconds)
+    .describe('Visibility timeout of the three priority queues; must be >= consumerTimeoutSeconds.'),
+  leaseSeconds: int(3, 900)
+    .default(DEFAULTS.leaseSeconds)
+    .describe('Visibility a consumer holds on a claimed message (heartbeats renew it every lease/3).'),
+  consumerMemoryMiB: int(128, 10_240).default(256).describe('Memory of the consumer function.'),
+  retentionDays: int(1, 3650)
+    .default(DEFAULTS.retentionDays)
+    .describe('Days a finished task stays readable before DynamoDB TTL removes it.'),
   logLevel: z
     .preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), z.enum(LOG_LEVELS))
-    .optional(),
-  /** Retention of the functions' and the API's log groups. */
+    .default('INFO')
+    .describe('Powertools log level of the functions.'),
   logRetentionDays: z
     .int()
     .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), {
       message: `must be one of ${LOG_RETENTION_DAYS.join(', ')}`,
     })
-    .optional(),
-  /** Email subscribed to the alarm topic every stack has (output AlarmTopicArn). No subscription when unset. */
-  alarmEmail: z.email().optional(),
-  /** Alarm when the oldest message of a priority queue is older than this. */
-  oldestMessageAgeAlarmSeconds: int(60, 1_209_600).optional(),
-  /** DynamoDB deletion protection on the task table. */
-  deletionProtection: z.boolean().optional(),
-  /** Keep the task table and the dead-letter queues when the stack is deleted. */
-  retainData: z.boolean().optional(),
-  /** Default route throttling of the HTTP API (requests per second, burst). */
+    .default(30)
+    .describe("Retention of the functions' and the API's log groups."),
+  alarmEmail: z
+    .email()
+    .optional()
+    .describe('Email subscribed to the alarm topic every stack has (output AlarmTopicArn). No subscription when unset.'),
+  oldestMessageAgeAlarmSeconds: int(60, 1_209_600)
+    .default(900)
+    .describe('Alarm when the oldest message of a priority queue is older than this.'),
+  deletionProtection: z.boolean().default(true).describe('DynamoDB deletion protection on the task table.'),
+  retainData: z.boolean().default(true).describe('Keep the task table and the dead-letter queues when the stack is deleted.'),
   throttling: z
-    .strictObject({ rateLimit: int(1, 10_000).optional(), burstLimit: int(1, 5_000).optional() })
-    .optional(),
-  /** Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards). */
-  dashboard: z.boolean().optional(),
-  /**
-   * Encrypt the alarm topic with a customer managed KMS key ($1/month, up to $3 after its yearly
-   * rotations). Off by default: alarm notifications carry alarm names and metric values only, never
-   * task data, and CloudWatch alarms cannot publish to a topic under the AWS managed key `aws/sns`.
-   * @default false
-   */
-  encryptAlarmTopic: z.boolean().optional(),
+    .strictObject({ rateLimit: int(1, 10_000).default(100), burstLimit: int(1, 5_000).default(200) })
+    .prefault({})
+    .describe('Default route throttling of the HTTP API (requests per second, burst).'),
+  dashboard: z.boolean().default(true).describe("Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards)."),
+  encryptAlarmTopic: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Encrypt the alarm topic with a customer managed KMS key ($1/month, up to $3 after its yearly rotations). ' +
+        'Off by default: alarm notifications carry alarm names and metric values only, never task data, and ' +
+        'CloudWatch alarms cannot publish to a topic under the AWS managed key `aws/sns`.',
+    ),
 });
 
-/** Configuration as written by a user (cdk.json or `KajStackProps.config`). */
+/** Configuration as written by a user (cdk.json or `KajStackProps.config`): every key optional. */
 export type KajConfigInput = z.input<typeof configSchema>;
 
 /** Configuration with every default applied and every rule checked. */
-export interface KajConfig {
-  readonly stackName: string;
-  readonly authMode: AuthMode;
-  readonly concurrency: Readonly<Record<Priority, number>>;
-  readonly batchSize: Readonly<Record<Priority, number>>;
-  readonly maxBatchingWindowSeconds: Readonly<Record<Priority, number>>;
-  readonly consumerTimeoutSeconds: number;
-  readonly queueVisibilityTimeoutSeconds: number;
-  readonly leaseSeconds: number;
-  readonly consumerMemoryMiB: number;
-  readonly retentionDays: number;
-  readonly logLevel: LogLevel;
-  readonly logRetentionDays: number;
-  readonly alarmEmail: string | undefined;
-  readonly oldestMessageAgeAlarmSeconds: number;
-  readonly deletionProtection: boolean;
-  readonly retainData: boolean;
-  readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
-  readonly dashboard: boolean;
-  readonly encryptAlarmTopic: boolean;
-}
-
-const perPriorityDefault = (v: number): Record<Priority, number> => ({ high: v, normal: v, low: v });
+export type KajConfig = { readonly [K in keyof z.output<typeof configSchema>]: Readonly<z.output<typeof configSchema>[K]> };
 
 /** The configuration a plain `cdk deploy` gets. */
-export const DEFAULT_CONFIG: KajConfig = {
-  stackName: 'kaj',
-  authMode: 'iam',
-  concurrency: { ...DEFAULTS.concurrency },
-  batchSize: perPriorityDefault(DEFAULTS.batchSize),
-  maxBatchingWindowSeconds: perPriorityDefault(DEFAULTS.maxBatchingWindowSeconds),
-  consumerTimeoutSeconds: DEFAULTS.consumerTimeoutSeconds,
-  queueVisibilityTimeoutSeconds: DEFAULTS.queueVisibilityTimeoutSeconds,
-  leaseSeconds: DEFAULTS.leaseSeconds,
-  consumerMemoryMiB: 256,
-  retentionDays: DEFAULTS.retentionDays,
-  logLevel: 'INFO',
-  logRetentionDays: 30,
-  alarmEmail: undefined,
-  oldestMessageAgeAlarmSeconds: 900,
-  deletionProtection: true,
-  retainData: true,
-  throttling: { rateLimit: 100, burstLimit: 200 },
-  dashboard: true,
-  encryptAlarmTopic: false,
-};
+export const DEFAULT_CONFIG: KajConfig = configSchema.parse({});
 
 /** Known top-level keys, for single-key context overrides. */
 export const CONFIG_KEYS = Object.keys(configSchema.shape) as (keyof KajConfigInput)[];
+
+/** One row of the configuration reference (docs/deploy.md, Configuration): key, default, meaning. */
+export interface ConfigReferenceRow {
+  readonly key: keyof KajConfigInput;
+  /** The default as JSON, or `undefined` for a key that is unset by default. */
+  readonly default: string | undefined;
+  readonly description: string;
+}
+
+/** The configuration reference, from the schema: every key in order with its default and description. */
+export function configReference(): ConfigReferenceRow[] {
+  return CONFIG_KEYS.map((key) => {
+    const value: unknown = DEFAULT_CONFIG[key];
+    return {
+      key,
+      default: value === undefined ? undefined : JSON.stringify(value),
+      description: configSchema.shape[key].description ?? '',
+    };
+  });
+}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -253,36 +257,9 @@ export function parseConfig(...layers: readonly unknown[]): KajConfig {
     const problems = parsed.error.issues.map(describe);
     throw new InvalidConfigError(problems[0]?.key ?? CONFIG_CONTEXT_KEY, problems);
   }
-  const c = parsed.data;
-  const d = DEFAULT_CONFIG;
-  const config: KajConfig = {
-    stackName: c.stackName ?? d.stackName,
-    authMode: c.authMode ?? d.authMode,
-    concurrency: { ...d.concurrency, ...stripUndefined(c.concurrency) },
-    batchSize: { ...d.batchSize, ...stripUndefined(c.batchSize) },
-    maxBatchingWindowSeconds: { ...d.maxBatchingWindowSeconds, ...stripUndefined(c.maxBatchingWindowSeconds) },
-    consumerTimeoutSeconds: c.consumerTimeoutSeconds ?? d.consumerTimeoutSeconds,
-    queueVisibilityTimeoutSeconds: c.queueVisibilityTimeoutSeconds ?? d.queueVisibilityTimeoutSeconds,
-    leaseSeconds: c.leaseSeconds ?? d.leaseSeconds,
-    consumerMemoryMiB: c.consumerMemoryMiB ?? d.consumerMemoryMiB,
-    retentionDays: c.retentionDays ?? d.retentionDays,
-    logLevel: c.logLevel ?? d.logLevel,
-    logRetentionDays: c.logRetentionDays ?? d.logRetentionDays,
-    alarmEmail: c.alarmEmail ?? d.alarmEmail,
-    oldestMessageAgeAlarmSeconds: c.oldestMessageAgeAlarmSeconds ?? d.oldestMessageAgeAlarmSeconds,
-    deletionProtection: c.deletionProtection ?? d.deletionProtection,
-    retainData: c.retainData ?? d.retainData,
-    throttling: { ...d.throttling, ...stripUndefined(c.throttling) },
-    dashboard: c.dashboard ?? d.dashboard,
-    encryptAlarmTopic: c.encryptAlarmTopic ?? d.encryptAlarmTopic,
-  };
+  const config: KajConfig = parsed.data;
   checkRelations(config);
   return config;
-}
-
-function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
-  if (o === undefined) return {};
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** Rules that involve more than one key. */

@@ -5,24 +5,12 @@ import {
   ResourceNotFoundException,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  GetQueueUrlCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
+import { queueArnOf, type PrefixedResources } from '../shared/config/wiring.js';
 
 /** The queues and table of one deployment, as created here. */
-export interface LocalResources {
-  readonly prefix: string;
-  readonly tableName: string;
-  readonly queueUrls: Record<Priority, string>;
-  readonly queueArns: Record<Priority, string>;
-  readonly deadLetterQueueUrls: Record<Priority, string>;
-  readonly deadLetterQueueArns: Record<Priority, string>;
-}
+export type LocalResources = PrefixedResources;
 
 /**
  * Creates (or finds) Kaj's queues and table on an SQS/DynamoDB endpoint, from the same
@@ -42,7 +30,7 @@ export async function ensureResources(
     const dlqUrl = await createQueue(clients.sqs, names.deadLetterQueues[p], {
       MessageRetentionPeriod: String(DEFAULTS.dlqRetentionSeconds),
     });
-    const dlqArn = await queueArn(clients.sqs, dlqUrl);
+    const dlqArn = await queueArnOf(clients.sqs, dlqUrl);
     const url = await createQueue(clients.sqs, names.queues[p], {
       VisibilityTimeout: String(settings.visibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds),
       MessageRetentionPeriod: String(DEFAULTS.queueRetentionSeconds),
@@ -53,7 +41,7 @@ export async function ensureResources(
       }),
     });
     queueUrls[p] = url;
-    queueArns[p] = await queueArn(clients.sqs, url);
+    queueArns[p] = await queueArnOf(clients.sqs, url);
     deadLetterQueueUrls[p] = dlqUrl;
     deadLetterQueueArns[p] = dlqArn;
   }
@@ -85,13 +73,6 @@ async function createQueue(sqs: SQSClient, name: string, attributes: Record<stri
   const out = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
   if (!out.QueueUrl) throw new Error(`CreateQueue ${name} returned no URL`);
   return out.QueueUrl;
-}
-
-async function queueArn(sqs: SQSClient, url: string): Promise<string> {
-  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
-  const arn = out.Attributes?.QueueArn;
-  if (!arn) throw new Error(`queue ${url} has no QueueArn`);
-  return arn;
 }
 
 async function createTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {

@@ -4,8 +4,9 @@
  * - SQS: `local-aws-sqs` (patched, see `patches/local-aws-sqs+2.0.2.patch`), in this process.
  * - DynamoDB: `dynalite`, in this process (in memory, or LevelDB when `dataDir` is given; then
  *   its secondary indexes are rebuilt from the items before it opens, see dynalite-indexes.ts).
- * - Optionally moto (`python3 -m moto.server`) as a child process, for checks against a
- *   second, independent emulator.
+ * - Optionally moto (`python3 -m moto.server`, or its one-request-at-a-time launcher) as a child
+ *   process, for checks against a second, independent emulator.
+ * - The targets (embedded, moto, an endpoint) the integration suites and the soak run on.
  *
  * @module
  */
@@ -13,8 +14,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import dynalite from 'dynalite';
 import { createRequestHandler } from 'local-aws-sqs';
+import { EMULATOR_ACCOUNT_ID, EMULATOR_REGION, type Endpoints } from '../shared/config/wiring.js';
 import { rebuildSecondaryIndexes, type IndexRebuildReport } from './dynalite-indexes.js';
 
 /** Endpoints of the emulators started by {@link startEmulators}. */
@@ -41,10 +44,8 @@ export interface StartEmulatorsOptions {
   dataDir?: string;
 }
 
-/** Account id used in queue URLs and ARNs (same as moto's `MOTO_ACCOUNT_ID` below). */
-export const EMULATOR_ACCOUNT_ID = '000000000000';
-/** Region used in queue ARNs. */
-export const EMULATOR_REGION = 'us-east-1';
+// Account id (moto's `MOTO_ACCOUNT_ID` below too) and region of the emulators' queue URLs and ARNs.
+export { EMULATOR_ACCOUNT_ID, EMULATOR_REGION };
 
 /**
  * Starts local-aws-sqs and dynalite in this process.
@@ -137,15 +138,24 @@ export function motoAvailable(): boolean {
 }
 
 /**
- * Spawns `python3 -m moto.server -H 127.0.0.1 -p PORT` (account `000000000000`) and waits
- * (at most 30 s) until it answers HTTP.
+ * moto's server run one request at a time, so that its conditional writes are atomic and its
+ * reads isolated as DynamoDB's are (see the file for why `python3 -m moto.server` is not enough).
+ * The integration suites, the soak and the deploy rehearsal start moto with it.
+ */
+export const MOTO_LAUNCHER = fileURLToPath(new URL('../test/support/moto_server.py', import.meta.url));
+
+/**
+ * Spawns `python3 -m moto.server -H 127.0.0.1 -p PORT` (account `000000000000`), or the script
+ * `launcher` with the same arguments, and waits (at most 30 s) until it answers HTTP.
  *
  * @param opts.port - port to use; omitted or 0 picks a free one.
+ * @param opts.launcher - a Python script to run instead of `-m moto.server`, e.g. {@link MOTO_LAUNCHER}.
  * @throws if python3 or moto is missing, or moto exits or does not answer in time.
  */
-export async function startMoto(opts: { port?: number } = {}): Promise<RunningMoto> {
+export async function startMoto(opts: { port?: number; launcher?: string } = {}): Promise<RunningMoto> {
   const port = opts.port || (await freePort());
-  const child = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], {
+  const server = opts.launcher === undefined ? ['-m', 'moto.server'] : [opts.launcher];
+  const child = spawn('python3', [...server, '-H', '127.0.0.1', '-p', String(port)], {
     env: { ...process.env, MOTO_ACCOUNT_ID: EMULATOR_ACCOUNT_ID },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -213,4 +223,44 @@ async function freePort(): Promise<number> {
   await new Promise((r) => srv.close(r));
   if (addr === null || typeof addr === 'string') throw new Error('no TCP address');
   return addr.port;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets: which emulators a test suite or a benchmark runs against.
+
+/** Emulators to run against: `start()` gives their endpoints (none: start the embedded ones in-process). */
+export interface EmulatorTarget {
+  readonly name: string;
+  start(): Promise<{ endpoints?: Endpoints; stop(): Promise<void> }>;
+}
+
+/** The embedded emulators, started by the local runtime itself. */
+export const EMBEDDED_TARGET: EmulatorTarget = {
+  name: 'embedded',
+  start: async () => ({ stop: async () => {} }),
+};
+
+/** moto, through {@link MOTO_LAUNCHER} (one request at a time): one endpoint for both services. */
+export const MOTO_TARGET: EmulatorTarget = {
+  name: 'moto',
+  start: async () => {
+    const m = await startMoto({ launcher: MOTO_LAUNCHER });
+    return { endpoints: { sqs: m.endpoint, dynamodb: m.endpoint }, stop: () => m.stop() };
+  },
+};
+
+/** An emulator already running at `url` (LocalStack): one endpoint for both services; nothing to stop. */
+export function endpointTarget(url: string): EmulatorTarget {
+  return { name: `endpoint ${url}`, start: async () => ({ endpoints: { sqs: url, dynamodb: url }, stop: async () => {} }) };
+}
+
+/**
+ * Every target available here: the embedded emulators always, moto when `python3 -c "import moto"`
+ * works, and `external` (`KAJ_TEST_ENDPOINT`, e.g. LocalStack) when given.
+ */
+export function emulatorTargets(external: string | undefined = process.env.KAJ_TEST_ENDPOINT): EmulatorTarget[] {
+  const list = [EMBEDDED_TARGET];
+  if (motoAvailable()) list.push(MOTO_TARGET);
+  if (external) list.push(endpointTarget(external));
+  return list;
 }

@@ -86,7 +86,18 @@ async function main(): Promise<void> {
   mkdirSync(resolve('.kaj'), { recursive: true });
   writeFileSync(
     resolve(LOCAL_STATE_FILE),
-    `${JSON.stringify({ pid: process.pid, apiUrl: runtime.url, endpoints: runtime.endpoints, resources: r }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        pid: process.pid,
+        apiUrl: runtime.url,
+        endpoints: runtime.endpoints,
+        resources: r,
+        // The CLI acts with this deployment's settings (lease, retention), not the defaults.
+        settings: { leaseSeconds: runtime.config.settings.leaseSeconds, retentionDays: runtime.config.settings.retentionDays },
+      },
+      null,
+      2,
+    )}\n`,
   );
   process.stdout.write(`
   Kaj is running locally.

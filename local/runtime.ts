@@ -1,18 +1,16 @@
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/app.js';
 import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
-import { SqsTaskQueue } from '../shared/queue/sqs-task-queue.js';
-import { systemClock, type Clock } from '../shared/runtime/clock.js';
+import { emulatorClients, type Endpoints } from '../shared/config/wiring.js';
+import type { Clock } from '../shared/runtime/clock.js';
 import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
 import type { RandomSource } from '../shared/runtime/random.js';
 import type { TaskRegistry } from '../shared/task/define.js';
-import { deadLetterOf } from '../shared/task/lifecycle.js';
-import { outboxKey, type TaskRecord } from '../shared/task/model.js';
-import { isFinished } from '../shared/task/state-machine.js';
+import type { TaskRecord } from '../shared/task/model.js';
 import { registry as defaultRegistry } from '../tasks/index.js';
 import { ensureResources, type LocalResources } from './bootstrap.js';
 import type { IndexRebuildReport } from './dynalite-indexes.js';
@@ -31,7 +29,7 @@ export interface LocalRuntimeOptions {
   /** @default '127.0.0.1' */
   readonly host?: string;
   /** Use these endpoints (moto, LocalStack) instead of starting the embedded emulators. */
-  readonly endpoints?: { readonly sqs: string; readonly dynamodb: string };
+  readonly endpoints?: Endpoints;
   /**
    * Persist the embedded DynamoDB here; in memory when omitted. At start its indexes are rebuilt
    * from the items, and the messages the in-memory SQS lost are written again (recoverMessages).
@@ -64,7 +62,7 @@ export interface LocalRuntime {
   readonly resources: LocalResources;
   readonly config: FunctionConfig;
   readonly clients: { readonly sqs: SQSClient; readonly dynamodb: DynamoDBClient };
-  readonly endpoints: { readonly sqs: string; readonly dynamodb: string };
+  readonly endpoints: Endpoints;
   /** Tasks re-enqueued at start because the persisted table outlived the in-memory queues. */
   readonly recovered: number;
   /** Dead letters written again at start, for the same reason (failed tasks not purged). */
@@ -98,9 +96,8 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
       });
     }
   }
-  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-  const sqs = new SQSClient({ region: EMULATOR_REGION, endpoint: endpoints.sqs, credentials });
-  const dynamodb = new DynamoDBClient({ region: EMULATOR_REGION, endpoint: endpoints.dynamodb, credentials });
+  const clients = emulatorClients(endpoints);
+  const { sqs, dynamodb } = clients;
   const settings = runtimeSettings(o.settings);
   const resources = await ensureResources({ sqs, dynamodb }, o.prefix ?? 'kaj-local', {
     maxReceiveCount: o.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
@@ -127,14 +124,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   const recovery =
     emulators === undefined || o.dataDir === undefined
       ? { requeued: 0, deadLetters: 0 }
-      : await recoverMessages({
-          kaj,
-          dynamodb,
-          tableName: resources.tableName,
-          queue: new SqsTaskQueue(sqs, { queues: resources.queueUrls, deadLetterQueues: resources.deadLetterQueueUrls }),
-          now: (o.clock ?? systemClock).now(),
-          logger,
-        });
+      : await recoverMessages({ kaj, dynamodb, tableName: resources.tableName, logger });
 
   const server = createApiServer((event) => kaj.handleHttp(event));
   await new Promise<void>((resolve, reject) => {
@@ -190,8 +180,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
         await new Promise<void>((r) => server.close(() => r()));
         const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce((a, b) => a + b, 0);
         await sweeping;
-        sqs.destroy();
-        dynamodb.destroy();
+        clients.destroy();
         await emulators?.stop();
         return cutOff;
       })();
@@ -202,8 +191,9 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
 
 /**
  * The embedded SQS keeps messages in memory while the table can persist on disk, so after a
- * restart no task has a message. From the saved table, once:
- * - each unfinished task is put back in the outbox-send path (it runs again);
+ * restart no task has a message. From the saved table, once, each task goes through the
+ * domain's recovery (`TaskLifecycle.operations.recover`):
+ * - each unfinished task gets its message again (it runs again);
  * - each dead task (`failed`, not purged) gets its dead letter again, so `kaj dlq list/redrive/
  *   purge` see it as before the restart. Not for a failed task that still owes its dead letter
  *   (an outbox entry `dlq#…`: the sweeper writes that one), nor for one that died longer ago than
@@ -214,45 +204,31 @@ async function recoverMessages(d: {
   kaj: Kaj;
   dynamodb: DynamoDBClient;
   tableName: string;
-  queue: SqsTaskQueue;
-  now: number;
   logger: Logger;
 }): Promise<{ requeued: number; deadLetters: number }> {
-  const { kaj, dynamodb, tableName, queue, now, logger } = d;
-  const doc = DynamoDBDocumentClient.from(dynamodb);
   let requeued = 0;
   let deadLetters = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
-    for (const item of (page.Items ?? []) as TaskRecord[]) {
-      if (isDeadLetterLost(item, now)) {
-        try {
-          await queue.sendDead(deadLetterOf(item, now));
-          deadLetters += 1;
-        } catch (err) {
-          // Not fatal: `kaj dlq redrive/purge --task ID` also work from the record alone.
-          logger.warn('could not write the dead letter of a failed task again', { task_id: item.task_id, error: String(err) });
-        }
-        continue;
+  for await (const page of scanTable(d.dynamodb, d.tableName)) {
+    for (const item of page) {
+      const out = await d.kaj.lifecycle.operations.recover(item);
+      if (out.kind === 'requeued') requeued += 1;
+      else if (out.kind === 'dead_letter_sent') deadLetters += 1;
+      else if (out.kind === 'dead_letter_unsent') {
+        // Not fatal: `kaj dlq redrive/purge --task ID` also work from the record alone.
+        d.logger.warn('could not write the dead letter of a failed task again', { task_id: item.task_id, error: String(out.error) });
       }
-      if (isFinished(item.status)) continue;
-      // Same dispatch id: the claim still accepts it (and a running task is reclaimed once its lease ends).
-      await kaj.lifecycle.dispatchQuietly({
-        ...item,
-        outbox_pk: outboxKey('queue', item.priority),
-        run_at: item.status === 'running' ? new Date((item.lease_until ?? 0) + 1000).toISOString() : item.run_at,
-      });
-      requeued += 1;
     }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey !== undefined);
+  }
   return { requeued, deadLetters };
 }
 
-/** A dead task whose letter was confirmed sent (no outbox entry) to a DLQ that did not outlive the process. */
-function isDeadLetterLost(r: TaskRecord, now: number): boolean {
-  if (r.status !== 'failed' || r.discarded_at !== undefined || r.outbox_pk !== undefined) return false;
-  const diedAt = Date.parse(r.finished_at ?? r.updated_at);
-  return !(now - diedAt > DEFAULTS.dlqRetentionSeconds * 1000);
+/** Every task of the saved table, page by page (a Scan: the local table is small). */
+async function* scanTable(dynamodb: DynamoDBClient, tableName: string): AsyncIterable<TaskRecord[]> {
+  const doc = DynamoDBDocumentClient.from(dynamodb);
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }));
+    yield (page.Items ?? []) as TaskRecord[];
+    startKey = page.LastEvaluatedKey;
+  } while (startKey !== undefined);
 }

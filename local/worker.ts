@@ -18,11 +18,10 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { createKajOnAws } from '../shared/app.js';
-import { DEFAULTS, PRIORITIES, resourceNames, type Priority } from '../shared/config/resources.js';
+import { DEFAULTS, PRIORITIES } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.js';
+import { emulatorClients, findResources } from '../shared/config/wiring.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import { consoleLogger } from './console-logger.js';
 import { EMULATOR_REGION } from './emulators.js';
@@ -142,39 +141,16 @@ async function loadRegistry(path: string | undefined, exportName: string | undef
   throw new Error(`${path} exports no task registry (looked for ${names.join(', ')})`);
 }
 
-/** Finds the queues and table of `prefix`; never creates anything. */
-async function findResources(sqs: SQSClient, dynamodb: DynamoDBClient, prefix: string) {
-  const names = resourceNames(prefix);
-  const queueUrls = {} as Record<Priority, string>;
-  const queueArns = {} as Record<Priority, string>;
-  const deadLetterQueueUrls = {} as Record<Priority, string>;
-  const urlOf = async (name: string) => {
-    const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
-    if (!out.QueueUrl) throw new Error(`queue ${name} has no URL`);
-    return out.QueueUrl;
-  };
-  for (const p of PRIORITIES) {
-    queueUrls[p] = await urlOf(names.queues[p]);
-    deadLetterQueueUrls[p] = await urlOf(names.deadLetterQueues[p]);
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrls[p], AttributeNames: ['QueueArn'] }));
-    const arn = attrs.Attributes?.QueueArn;
-    if (!arn) throw new Error(`queue ${names.queues[p]} has no ARN`);
-    queueArns[p] = arn;
-  }
-  await dynamodb.send(new DescribeTableCommand({ TableName: names.table }));
-  return { tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls };
-}
-
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
   const logger = consoleLogger(args.logLevel);
-  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-  const sqs = new SQSClient({ region: EMULATOR_REGION, endpoint: args.sqs, credentials });
-  const dynamodb = new DynamoDBClient({ region: EMULATOR_REGION, endpoint: args.dynamodb, credentials });
+  const clients = emulatorClients({ sqs: args.sqs, dynamodb: args.dynamodb });
+  const { sqs, dynamodb } = clients;
 
   let resources;
   try {
-    resources = await findResources(sqs, dynamodb, args.prefix);
+    // Never creates anything: the runtime that owns the prefix made the queues and table.
+    resources = await findResources(clients, args.prefix);
   } catch (err) {
     process.stderr.write(
       `kaj-worker: the queues and table of prefix "${args.prefix}" were not found at ${args.sqs} / ${args.dynamodb} ` +

@@ -16,7 +16,7 @@
  *   KAJ_REHEARSAL_PYTHON   python interpreter (default python3)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -37,15 +37,17 @@ import {
   UpdateTableCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { DEFAULT_CONFIG } from '../infra/config.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
+// moto's server run one request at a time, as the integration suites and the soak start it.
+import { MOTO_LAUNCHER } from '../local/emulators.js';
 import { DEFAULTS, ENV, PRIORITIES, type Priority, TABLE_SCHEMA, resourceNames } from '../shared/config/resources.js';
+import { clientConfig, EMULATOR_ACCOUNT_ID, EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorSettings } from '../shared/config/wiring.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** moto's server run one request at a time; shared with the integration suites (test/support/moto.ts). */
-const MOTO_LAUNCHER = path.join(REPO_ROOT, 'test', 'support', 'moto_server.py');
-const ACCOUNT = '000000000000';
-const REGION = 'us-east-1';
+const ACCOUNT = EMULATOR_ACCOUNT_ID;
+const REGION = EMULATOR_REGION;
 const STACK = 'kaj-rehearsal';
 const NAMES = resourceNames(STACK);
 /**
@@ -155,11 +157,7 @@ interface Clients {
 }
 
 function clients(endpoint: string): Clients {
-  const common = {
-    endpoint,
-    region: REGION,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  };
+  const common = clientConfig(emulatorSettings(endpoint));
   return {
     endpoint,
     cfn: new CloudFormationClient(common),
@@ -169,26 +167,46 @@ function clients(endpoint: string): Clients {
   };
 }
 
-/** Minimal SigV4 signer for the few REST/JSON/query calls the project has no SDK client for. */
-function signed(method: string, url: URL, service: string, body = ''): Record<string, string> {
-  const amzDate = new Date().toISOString().replace(/[:-]|\.\d{3}/g, '');
-  const date = amzDate.slice(0, 8);
-  const scope = `${date}/${REGION}/${service}/aws4_request`;
-  const enc = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  const query = [...url.searchParams.entries()]
-    .map(([k, v]) => `${enc(k)}=${enc(v)}`)
-    .sort()
-    .join('&');
-  const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-  const canonical = [method, url.pathname.split('/').map(enc).join('/'), query, `host:${url.host}`, `x-amz-date:${amzDate}`, '', 'host;x-amz-date', sha(body)].join('\n');
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha(canonical)].join('\n');
-  let key: Buffer = createHmac('sha256', 'AWS4test').update(date).digest();
-  for (const part of [REGION, service, 'aws4_request']) key = createHmac('sha256', key).update(part).digest();
-  const signature = createHmac('sha256', key).update(toSign).digest('hex');
-  return {
-    'x-amz-date': amzDate,
-    authorization: `AWS4-HMAC-SHA256 Credential=test/${scope}, SignedHeaders=host;x-amz-date, Signature=${signature}`,
-  };
+type SourceData = string | ArrayBuffer | ArrayBufferView;
+const bytes = (d: SourceData): Buffer =>
+  typeof d === 'string' ? Buffer.from(d, 'utf8') : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
+
+/** SHA-256 (HMAC-SHA256 with a secret) from node:crypto, in the shape SignatureV4 takes. */
+class Sha256 {
+  private readonly hash: Hash | Hmac;
+  constructor(secret?: SourceData) {
+    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
+  }
+  update(data: SourceData): void {
+    this.hash.update(bytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return new Uint8Array(this.hash.digest());
+  }
+}
+
+/**
+ * SigV4 headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`, and `headers`, signed) for
+ * the few REST/JSON/query calls the project has no SDK client for.
+ */
+async function signed(method: string, url: URL, service: string, headers: Record<string, string> = {}, body = ''): Promise<Record<string, string>> {
+  const signer = new SignatureV4({ service, region: REGION, credentials: { ...EMULATOR_CREDENTIALS }, sha256: Sha256 });
+  const query: Record<string, string[]> = {};
+  for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
+  const request = await signer.sign({
+    method,
+    protocol: url.protocol,
+    hostname: url.hostname,
+    ...(url.port === '' ? {} : { port: Number(url.port) }),
+    path: url.pathname,
+    query,
+    headers: { ...headers, host: url.host },
+    body,
+  });
+  // fetch sends `host` itself (the same value).
+  const out: Record<string, string> = { ...request.headers };
+  delete out.host;
+  return out;
 }
 
 /**
@@ -197,7 +215,7 @@ function signed(method: string, url: URL, service: string, body = ''): Record<st
  */
 async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, any>> {
   const url = new URL(apiPath, c.endpoint);
-  const res = await fetch(url, { headers: signed('GET', url, 'lambda') });
+  const res = await fetch(url, { headers: await signed('GET', url, 'lambda') });
   const body = await res.text();
   if (!res.ok) throw new Error(`GET ${apiPath}: ${res.status} ${body.slice(0, 300)}`);
   return JSON.parse(body) as Record<string, any>;
@@ -207,15 +225,8 @@ async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, an
 async function secretsManager(c: Clients, action: string, request: Record<string, unknown>): Promise<Record<string, any> | undefined> {
   const url = new URL('/', c.endpoint);
   const body = JSON.stringify(request);
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      ...signed('POST', url, 'secretsmanager', body),
-      'content-type': 'application/x-amz-json-1.1',
-      'x-amz-target': `secretsmanager.${action}`,
-    },
-    body,
-  });
+  const headers = { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `secretsmanager.${action}` };
+  const res = await fetch(url, { method: 'POST', headers: await signed('POST', url, 'secretsmanager', headers, body), body });
   const text = await res.text();
   if (!res.ok && text.includes('ResourceNotFoundException')) return undefined;
   if (!res.ok) throw new Error(`secretsmanager ${action}: ${res.status} ${text.slice(0, 300)}`);
@@ -226,11 +237,8 @@ async function secretsManager(c: Clients, action: string, request: Record<string
 async function topicAttributes(c: Clients, topicArn: string): Promise<Record<string, string>> {
   const url = new URL('/', c.endpoint);
   const body = new URLSearchParams({ Action: 'GetTopicAttributes', Version: '2010-03-31', TopicArn: topicArn }).toString();
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { ...signed('POST', url, 'sns', body), 'content-type': 'application/x-www-form-urlencoded' },
-    body,
-  });
+  const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+  const res = await fetch(url, { method: 'POST', headers: await signed('POST', url, 'sns', headers, body), body });
   const xml = await res.text();
   if (!res.ok) throw new Error(`sns GetTopicAttributes: ${res.status} ${xml.slice(0, 300)}`);
   const attributes: Record<string, string> = {};

@@ -1,11 +1,11 @@
 import { Option, type Command } from 'commander';
-import { collectStats, type StatsSnapshot } from '../../shared/admin/stats.js';
 import { TASK_STATUSES } from '../../shared/task/model.js';
-import { withServices } from '../common.js';
-import type { CliContext } from '../context.js';
+import { collectStats, type StatsSnapshot } from '../admin/stats.js';
+import type { CliContext, RunState } from '../context.js';
+import { optionsOf, statsOptions } from '../options.js';
 import { json, seconds, table } from '../output.js';
 import { parseWatch } from '../parse.js';
-import type { RunState } from '../program.js';
+import { withServices } from '../services.js';
 
 const OLDEST_NOTE =
   "OLDEST is '-': SQS's GetQueueAttributes has no age-of-oldest-message attribute (CloudWatch's\n" +
@@ -30,8 +30,8 @@ approximations (ApproximateNumberOfMessages*), which lag by up to a minute on AW
 ${OLDEST_NOTE}`,
     )
     .action(async (_o: unknown, cmd: Command) => {
-      const o = cmd.optsWithGlobals();
-      const watch = o.watch as number | undefined;
+      const o = optionsOf(cmd, statsOptions);
+      const watch = o.watch;
       await withServices(ctx, o, async (s) => {
         for (;;) {
           const snap = await collectStats(

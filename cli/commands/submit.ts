@@ -1,13 +1,12 @@
-import { osActor } from '../context.js';
 import { Option, type Command } from 'commander';
 import { PRIORITIES } from '../../shared/config/resources.js';
 import { IdempotencyConflictError, UnknownTaskTypeError, ValidationError } from '../../shared/task/errors.js';
-import { withServices } from '../common.js';
-import type { CliContext } from '../context.js';
+import { osActor, type CliContext, type RunState } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
+import { optionsOf, submitOptions } from '../options.js';
 import { json } from '../output.js';
 import { parseJson, parseNonNegativeInt } from '../parse.js';
-import type { RunState } from '../program.js';
+import { withServices } from '../services.js';
 
 export function registerSubmit(program: Command, ctx: CliContext, _state: RunState): void {
   program
@@ -21,7 +20,7 @@ export function registerSubmit(program: Command, ctx: CliContext, _state: RunSta
     .option('--json', 'print JSON')
     .addHelpText('after', `\nExample:\n  kaj submit send_email --local --payload '{"to":"ada@example.com","subject":"hi"}'`)
     .action(async (type: string, _o: unknown, cmd: Command) => {
-      const o = cmd.optsWithGlobals();
+      const o = optionsOf(cmd, submitOptions);
       const registry = await ctx.registry();
       await withServices(
         ctx,
@@ -33,8 +32,8 @@ export function registerSubmit(program: Command, ctx: CliContext, _state: RunSta
               type,
               ...(o.payload === undefined ? {} : { payload: o.payload }),
               priority: o.priority,
-              ...(typeof o.idempotencyKey === 'string' ? { idempotency_key: o.idempotencyKey } : {}),
-              ...(typeof o.delay === 'number' ? { delay_seconds: o.delay } : {}),
+              ...(o.idempotencyKey === undefined ? {} : { idempotency_key: o.idempotencyKey }),
+              ...(o.delay === undefined ? {} : { delay_seconds: o.delay }),
             }, { owner: `operator:${osActor()}` });
           } catch (err) {
             if (err instanceof ValidationError || err instanceof UnknownTaskTypeError) throw new UsageError(err.message);

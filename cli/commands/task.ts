@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import { TaskNotCancellableError, TaskNotFoundError } from '../../shared/task/errors.js';
-import { withServices } from '../common.js';
-import type { CliContext } from '../context.js';
+import type { CliContext, RunState } from '../context.js';
 import { CliError } from '../errors.js';
+import { commonOptions, optionsOf } from '../options.js';
 import { json } from '../output.js';
 import { parseTaskId } from '../parse.js';
-import type { RunState } from '../program.js';
-import { recordLines } from './dlq.js';
+import { withServices } from '../services.js';
+import { recordLines } from './task-record.js';
 
 export function registerTask(program: Command, ctx: CliContext, _state: RunState): void {
   const task = program.command('task').description('one task: show, cancel');
@@ -17,7 +17,7 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
     .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print the whole record as JSON')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
-      const o = cmd.optsWithGlobals();
+      const o = optionsOf(cmd, commonOptions);
       await withServices(ctx, o, async (s) => {
         const r = await s.kaj.store.get(taskId);
         if (r === undefined) throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
@@ -31,7 +31,7 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
     .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print the task as JSON afterwards')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
-      const o = cmd.optsWithGlobals();
+      const o = optionsOf(cmd, commonOptions);
       await withServices(ctx, o, async (s) => {
         let r;
         try {

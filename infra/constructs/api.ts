@@ -9,16 +9,13 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { API_ROUTES } from '../../shared/api/routes.js';
 import { ENV } from '../../shared/config/resources.js';
 import type { AuthMode } from '../config.js';
 import { KajFunction } from './kaj-function.js';
 
-/** The routes of the task API (payload format 2.0). */
-export const API_ROUTES = [
-  { path: '/api/v1/tasks', method: apigwv2.HttpMethod.POST },
-  { path: '/api/v1/tasks/{id}', method: apigwv2.HttpMethod.GET },
-  { path: '/api/v1/tasks/{id}', method: apigwv2.HttpMethod.DELETE },
-] as const;
+/** The routes of the task API: the table the handler's router matches requests against. */
+export { API_ROUTES };
 
 /** JSON access-log line: who called which route and how it went. Never the request body. */
 export const ACCESS_LOG_FORMAT: Readonly<Record<string, string>> = {
@@ -143,7 +140,7 @@ export class TaskApi extends Construct {
       payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
     });
     this.routes = API_ROUTES.flatMap((r) =>
-      this.httpApi.addRoutes({ path: r.path, methods: [r.method], integration }),
+      this.httpApi.addRoutes({ path: r.path, methods: [apigwv2.HttpMethod[r.method]], integration }),
     );
     this.url = this.stage.url;
 

@@ -15,6 +15,7 @@ import type { TaskLifecycle } from '../task/lifecycle.js';
 import { toView, type TaskRecord } from '../task/model.js';
 import type { Caller, TaskSubmitter } from '../task/submit.js';
 import { HttpError } from './errors.js';
+import { matchRoute } from './routes.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
@@ -26,8 +27,6 @@ export interface ApiDeps {
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string>; body: string };
 
-const COLLECTION = /^(?:\/[^/]+)*?\/api\/v1\/tasks\/?$/;
-const ITEM = /^(?:\/[^/]+)*?\/api\/v1\/tasks\/([^/]+)\/?$/;
 const TASK_ID = /^t_[0-9a-f]{32}$/;
 /** How long a client should wait before retrying after a 503. */
 const RETRY_AFTER_SECONDS = '1';
@@ -41,18 +40,19 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
   const path = event.rawPath;
   try {
     const caller: Caller = { owner: ownerOf(event, d.defaultOwner) };
-    if (COLLECTION.test(path)) {
-      if (method !== 'POST') throw methodNotAllowed('POST');
-      return await submit(event, d, caller);
+    const match = matchRoute(method, path);
+    if (match.kind === 'not_found') throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
+    // Before the method check: a malformed path is a 400 whatever the method.
+    const id = match.params.id === undefined ? '' : decodePathSegment(match.params.id);
+    if (match.kind === 'method_not_allowed') throw methodNotAllowed(match.allow);
+    switch (match.route.name) {
+      case 'submit':
+        return await submit(event, d, caller);
+      case 'get':
+        return json(200, toView(await find(d.lifecycle, id, caller)));
+      case 'cancel':
+        return await cancel(id, d, caller);
     }
-    const item = ITEM.exec(path);
-    if (item) {
-      const id = decodePathSegment(item[1] ?? '');
-      if (method === 'GET') return json(200, toView(await find(d.lifecycle, id, caller)));
-      if (method === 'DELETE') return await cancel(id, d, caller);
-      throw methodNotAllowed('GET, DELETE');
-    }
-    throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
   } catch (err) {
     return errorResponse(err, d.logger, { method, path });
   }

@@ -4,6 +4,7 @@ import { TaskClaims, type ClaimOutcome } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { OutboxTarget, TaskRecord } from './model.js';
+import { OperatorActions } from './operations.js';
 import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
@@ -28,12 +29,14 @@ export class TaskLifecycle {
   readonly claims: TaskClaims;
   readonly outcomes: AttemptOutcomes;
   readonly requests: TaskRequests;
+  readonly operations: OperatorActions;
 
   constructor(d: LifecycleDeps) {
     this.outboxes = new TaskOutbox(d);
     this.claims = new TaskClaims(d, this.outboxes);
     this.outcomes = new AttemptOutcomes(d, this.outboxes);
     this.requests = new TaskRequests(d);
+    this.operations = new OperatorActions(d, this.outboxes);
   }
 
   // --- outbox.ts

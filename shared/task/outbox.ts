@@ -30,25 +30,39 @@ export class TaskOutbox {
    */
   async dispatch(record: TaskRecord): Promise<'sent' | 'deferred' | 'none'> {
     if (record.outbox_pk === undefined) return 'none';
+    if (record.outbox_pk.startsWith('queue#')) return this.sendQueued(record, record.priority, Date.parse(record.run_at));
+    await this.d.queue.sendDead(deadLetterOf(record, this.d.clock.now()));
+    await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);
+    return 'sent';
+  }
+
+  /**
+   * Sends the task's current dispatch again — to `priority` (default its own), due at `runAtMs`
+   * (default its run_at) — for an operator's redrive to another queue, or for the local runtime,
+   * whose in-memory queues lost their messages. The claim absorbs any duplicate.
+   * @throws QueueUnavailableError
+   */
+  resend(record: TaskRecord, o: { readonly priority?: Priority; readonly runAtMs?: number } = {}): Promise<'sent' | 'deferred'> {
+    return this.sendQueued(record, o.priority ?? record.priority, o.runAtMs ?? Date.parse(record.run_at));
+  }
+
+  /**
+   * Sends a task's message to a queue. The watchdog then backs off exponentially: the next look
+   * is as far away as the task has already waited (at least watchdogSeconds), so a long backlog
+   * or a consumer outage costs a few extra messages per task (1 h, 2 h, 4 h, …), not one per
+   * watchdog period.
+   */
+  private async sendQueued(record: TaskRecord, priority: Priority, runAt: number): Promise<'sent' | 'deferred'> {
     const now = this.d.clock.now();
-    if (record.outbox_pk.startsWith('queue#')) {
-      const runAt = Date.parse(record.run_at);
-      const delayMs = runAt - now;
-      if (delayMs > SQS_DELAY_MS) return 'deferred';
-      await this.sendMessage(record, Math.max(0, delayMs) / 1000);
-      // The watchdog backs off exponentially: the next look is as far away as the task has
-      // already waited (at least watchdogSeconds), so a long backlog or a consumer outage costs
-      // a few extra messages per task (1 h, 2 h, 4 h, …), not one per watchdog period.
-      const waited = Math.max(0, now - runAt);
-      await this.confirmSent(
-        record,
-        { set: { outbox_due: Math.max(runAt, now) + Math.max(this.d.settings.watchdogSeconds * 1000, waited) } },
-        CLAIMABLE_FRESH,
-      );
-    } else {
-      await this.d.queue.sendDead(deadLetterOf(record, now));
-      await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);
-    }
+    const delayMs = runAt - now;
+    if (delayMs > SQS_DELAY_MS) return 'deferred';
+    await this.sendMessage(record, Math.max(0, delayMs) / 1000, priority);
+    const waited = Math.max(0, now - runAt);
+    await this.confirmSent(
+      record,
+      { set: { outbox_due: Math.max(runAt, now) + Math.max(this.d.settings.watchdogSeconds * 1000, waited) } },
+      CLAIMABLE_FRESH,
+    );
     return 'sent';
   }
 
@@ -114,9 +128,9 @@ export class TaskOutbox {
   }
 
   /** The task's message (its current dispatch) to its priority queue. */
-  private sendMessage(record: TaskRecord, delaySeconds: number): Promise<void> {
+  private sendMessage(record: TaskRecord, delaySeconds: number, priority: Priority = record.priority): Promise<void> {
     return this.d.queue.send(
-      record.priority,
+      priority,
       { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
       { delaySeconds, type: record.type },
     );

@@ -10,13 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureResources } from '../../../local/bootstrap.js';
 import { motoAvailable, startMoto } from '../../../local/emulators.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
-import { DynamoTaskTable, SqsMessageMover } from '../../../shared/admin/aws.js';
-import { NativeMoveUnsupportedError } from '../../../shared/admin/errors.js';
-import { nativeRedrive } from '../../../shared/admin/native.js';
-import { realSleep } from '../../../shared/admin/pacer.js';
-import { DynamoTaskStore } from '../../../shared/store/dynamo-task-store.js';
+import { DynamoTaskTable, SqsMessageMover } from '../../../cli/admin/aws.js';
+import { NativeMoveUnsupportedError } from '../../../cli/admin/errors.js';
+import { nativeRedrive } from '../../../cli/admin/native.js';
+import { realSleep } from '../../../cli/admin/pacer.js';
 import { systemClock } from '../../../shared/runtime/clock.js';
-import { cryptoRandom } from '../../../shared/runtime/random.js';
 import { kajRunner, localStateDir, Scenario, untilStatus } from './harness.js';
 
 const scenario = new Scenario();
@@ -222,15 +220,12 @@ describe.skipIf(!motoAvailable())('--native on moto', () => {
     const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: moto.endpoint, credentials: creds });
     try {
       const r = await ensureResources({ sqs, dynamodb }, `cli-moto-${process.pid}`);
-      const store = new DynamoTaskStore(dynamodb, r.tableName);
       const run = nativeRedrive(
         {
-          store,
           failed: new DynamoTaskTable(dynamodb, r.tableName),
           mover: new SqsMessageMover(sqs, { queueArns: r.queueArns, dlqArns: r.deadLetterQueueArns }),
           lifecycle: runtime.kaj.lifecycle,
           clock: systemClock,
-          random: cryptoRandom,
           sleep: realSleep,
         },
         { queues: ['normal'], to: 'original', keepAttempts: false, actor: 'tester', dryRun: false },

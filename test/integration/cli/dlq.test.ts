@@ -5,7 +5,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
-import type { DeadLetterQueues } from '../../../shared/admin/dead-letters.js';
+import type { DeadLetterQueues } from '../../../cli/admin/dead-letters.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { dlqDepth, kajRunner, localStateDir, records, Scenario, submitMany, untilDlq, untilStatus, waitFor } from './harness.js';
 

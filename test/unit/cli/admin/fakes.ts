@@ -1,18 +1,18 @@
-/** Hand-made fakes of the contracts the admin domain runs on. */
-import type { DeadLetterQueues, DlqMessage } from '../../../shared/admin/dead-letters.js';
-import type { Sleep } from '../../../shared/admin/pacer.js';
-import { DEFAULTS, type Priority } from '../../../shared/config/resources.js';
-import { runtimeSettings } from '../../../shared/config/settings.js';
-import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../shared/queue/message.js';
-import type { TaskQueue } from '../../../shared/queue/task-queue.js';
-import { FakeClock } from '../../../shared/runtime/clock.js';
-import { noMetrics, silentLogger } from '../../../shared/runtime/logger.js';
-import { sequenceRandom, type RandomSource } from '../../../shared/runtime/random.js';
-import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+/** Hand-made fakes of the contracts the CLI's DLQ work runs on (cli/admin/), and the domain over them. */
+import type { DeadLetterQueues, DlqMessage } from '../../../../cli/admin/dead-letters.js';
+import type { Sleep } from '../../../../cli/admin/pacer.js';
+import { DEFAULTS, type Priority } from '../../../../shared/config/resources.js';
+import { runtimeSettings } from '../../../../shared/config/settings.js';
+import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/queue/message.js';
+import type { TaskQueue } from '../../../../shared/queue/task-queue.js';
+import { FakeClock } from '../../../../shared/runtime/clock.js';
+import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
+import { sequenceRandom, type RandomSource } from '../../../../shared/runtime/random.js';
+import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
+import type { TaskRecord } from '../../../../shared/task/model.js';
 
 
-import { MemoryTaskStore } from '../../support/memory-task-store.js';
+import { MemoryTaskStore } from '../../../support/memory-task-store.js';
 
 export { MemoryTaskStore };
 

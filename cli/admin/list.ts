@@ -1,4 +1,4 @@
-import type { TaskRecord } from '../task/model.js';
+import type { TaskRecord } from '../../shared/task/model.js';
 import { summarize, type DeadEntry, type DeadTaskSummary } from './dead-letters.js';
 import { scanDeadLetters, type ScanDeps, type ScanOptions, type ScanStats } from './scan.js';
 

@@ -1,14 +1,11 @@
-import { DEFAULTS, type Priority } from '../config/resources.js';
-import type { Clock } from '../runtime/clock.js';
-import type { RandomSource } from '../runtime/random.js';
-import { ConditionFailedError } from '../store/errors.js';
-import type { TaskStore } from '../store/task-store.js';
-import type { TaskLifecycle } from '../task/lifecycle.js';
-import type { TaskRecord } from '../task/model.js';
+import type { Priority } from '../../shared/config/resources.js';
+import type { Clock } from '../../shared/runtime/clock.js';
+import type { TaskLifecycle } from '../../shared/task/lifecycle.js';
+import type { TaskRecord } from '../../shared/task/model.js';
+import { dlqRetentionStart, redriveTarget, type RedriveRequest } from '../../shared/task/operations.js';
+import { describe } from './batch.js';
 import { MoveTaskFailedError } from './errors.js';
 import { Pacer, type Sleep } from './pacer.js';
-import { describe } from './process.js';
-import { resetChanges } from './redrive.js';
 
 /** Failed tasks as found in the table (a Scan: it reads the whole table). */
 export interface FailedTaskSource {
@@ -36,21 +33,16 @@ export interface MessageMover {
 }
 
 export interface NativeRedriveDeps {
-  readonly store: TaskStore;
   readonly failed: FailedTaskSource;
   readonly mover: MessageMover;
-  readonly lifecycle: Pick<TaskLifecycle, 'outbox' | 'dispatch'>;
+  /** The domain: `operations` makes every record write. */
+  readonly lifecycle: Pick<TaskLifecycle, 'operations'>;
   readonly clock: Clock;
-  readonly random: RandomSource;
   readonly sleep: Sleep;
 }
 
-export interface NativeRedriveOptions {
+export interface NativeRedriveOptions extends RedriveRequest {
   readonly queues: readonly Priority[];
-  readonly to: 'original' | Priority;
-  readonly keepAttempts: boolean;
-  readonly actor: string;
-  readonly reason?: string;
   readonly dryRun: boolean;
   /** SQS's MaxNumberOfMessagesPerSecond (≤ 500); the record resets are paced the same. */
   readonly ratePerSecond?: number;
@@ -92,11 +84,11 @@ export async function nativeRedrive(deps: NativeRedriveDeps, o: NativeRedriveOpt
   const reports: NativeQueueReport[] = [];
   for (const p of o.queues) {
     if (o.signal?.aborted) break;
-    const destination = o.to === 'original' ? p : o.to;
+    const destination = redriveTarget(o.to, p);
     const report: NativeQueueReport = { dlq: p, destination, selected: 0, reset: 0, skipped: 0, failed: 0, repaired: 0, errors: [] };
     reports.push(report);
     const t0 = deps.clock.now();
-    const candidates = await deps.failed.failedTasks(p, t0 - DEFAULTS.dlqRetentionSeconds * 1000);
+    const candidates = await deps.failed.failedTasks(p, dlqRetentionStart(t0));
     report.selected = candidates.length;
     if (o.dryRun) continue;
 
@@ -107,17 +99,13 @@ export async function nativeRedrive(deps: NativeRedriveDeps, o: NativeRedriveOpt
         const r = candidates[next++] as TaskRecord;
         await pacer.take(o.signal);
         try {
-          await deps.store.update(r.task_id, resetChanges(deps, o, r, destination, { keepDispatchId: true }), {
-            status: ['failed'],
-            dispatchId: r.dispatch_id,
-          });
-          report.reset += 1;
+          const out = await deps.lifecycle.operations.resetForMove(r, o);
+          // `changed`: another redrive or a purge got there first; left alone.
+          if (out.kind === 'reset') report.reset += 1;
+          else report.skipped += 1;
         } catch (err) {
-          if (err instanceof ConditionFailedError) report.skipped += 1;
-          else {
-            report.failed += 1;
-            report.errors.push(`${r.task_id}: ${describe(err)}`);
-          }
+          report.failed += 1;
+          report.errors.push(`${r.task_id}: ${describe(err)}`);
         }
         o.onProgress?.(report);
       }
@@ -141,15 +129,10 @@ export async function nativeRedrive(deps: NativeRedriveDeps, o: NativeRedriveOpt
     const diedMeanwhile = await deps.failed.failedTasks(p, t0);
     for (const r of diedMeanwhile) {
       try {
-        const owed = await deps.store.update(
-          r.task_id,
-          { set: deps.lifecycle.outbox('dlq', r.priority, deps.clock.now()) },
-          { status: ['failed'], dispatchId: r.dispatch_id },
-        );
-        await deps.lifecycle.dispatch(owed);
-        report.repaired += 1;
+        const out = await deps.lifecycle.operations.rewriteDeadLetter(r);
+        if (out.kind === 'rewritten') report.repaired += 1;
       } catch (err) {
-        if (!(err instanceof ConditionFailedError)) report.errors.push(`${r.task_id}: ${describe(err)}`);
+        report.errors.push(`${r.task_id}: ${describe(err)}`);
       }
     }
     if (report.move !== undefined && report.move.status !== 'COMPLETED') {

@@ -1,4 +1,4 @@
-/** Root of the admin module's errors (redrive, purge, listing of dead tasks). */
+/** Root of the errors of the CLI's DLQ work (reading DLQs, message move tasks). */
 export class AdminError extends Error {
   constructor(message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

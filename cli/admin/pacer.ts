@@ -1,4 +1,4 @@
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from '../../shared/runtime/clock.js';
 
 /** Waits `ms` milliseconds (resolves early when `signal` aborts). Injected so tests never sleep. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;

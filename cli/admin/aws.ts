@@ -1,5 +1,6 @@
 /**
- * The admin contracts on SQS and DynamoDB. Thin: every rule lives in the domain modules.
+ * The CLI's adapters on SQS and DynamoDB: DLQ reads, queue depths, message move tasks, table
+ * scans. Thin: every rule about a task record lives in shared/task (the domain).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -12,8 +13,8 @@ import {
   StartMessageMoveTaskCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Priority } from '../config/resources.js';
-import type { TaskRecord } from '../task/model.js';
+import type { Priority } from '../../shared/config/resources.js';
+import type { TaskRecord } from '../../shared/task/model.js';
 import type { DeadLetterQueues, DlqMessage } from './dead-letters.js';
 import { DeadLetterQueueUnavailableError, MoveTaskRunningError, NativeMoveUnsupportedError } from './errors.js';
 import type { FailedTaskSource, MessageMover, MoveProgress, MoveTaskStatus } from './native.js';

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { planPurge, purgeDeadLetters, type PurgeOptions } from '../../../shared/admin/purge.js';
-import { parseDeadEntry } from '../../../shared/admin/dead-letters.js';
-import { PRIORITIES } from '../../../shared/config/resources.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+import { planPurge, purgeDeadLetters, type PurgeOptions } from '../../../../cli/admin/purge.js';
+import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
+import { PRIORITIES } from '../../../../shared/config/resources.js';
+import type { TaskRecord } from '../../../../shared/task/model.js';
 import { deadTask, world, type World } from './fakes.js';
 
 const base: PurgeOptions = { queues: PRIORITIES, filter: {}, visibilitySeconds: 30, waitSeconds: 0, emptyReceivesToStop: 1, dryRun: false, actor: 'ops' };
 const run = (w: World, o: Partial<PurgeOptions> = {}) =>
-  purgeDeadLetters({ dlq: w.dlq, store: w.store, clock: w.clock, sleep: w.sleep }, { ...base, ...o });
+  purgeDeadLetters({ dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep }, { ...base, ...o });
 const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
 
 describe('planPurge', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Pacer } from '../../../shared/admin/pacer.js';
-import { collectStats, tallyStatuses } from '../../../shared/admin/stats.js';
-import { FakeClock } from '../../../shared/runtime/clock.js';
+import { Pacer } from '../../../../cli/admin/pacer.js';
+import { collectStats, StatusTallier } from '../../../../cli/admin/stats.js';
+import { FakeClock } from '../../../../shared/runtime/clock.js';
 import { clockSleep } from './fakes.js';
 
 describe('Pacer', () => {
@@ -27,16 +27,17 @@ describe('Pacer', () => {
 describe('stats', () => {
   it('tallies statuses and finds the task waiting longest past its run time', () => {
     const now = Date.parse('2026-01-01T01:00:00Z');
-    const t = tallyStatuses(
-      [
-        { task_id: 'a', status: 'queued', run_at: '2026-01-01T00:50:00Z' },
-        { task_id: 'b', status: 'retrying', run_at: '2026-01-01T00:40:00Z' },
-        { task_id: 'c', status: 'queued', run_at: '2026-01-01T02:00:00Z' }, // not due yet
-        { task_id: 'd', status: 'failed', discarded_at: 'x' },
-        { task_id: 'e', status: 'succeeded' },
-      ],
-      now,
-    );
+    const tallier = new StatusTallier(now);
+    tallier.add([
+      { task_id: 'a', status: 'queued', run_at: '2026-01-01T00:50:00Z' },
+      { task_id: 'b', status: 'retrying', run_at: '2026-01-01T00:40:00Z' },
+      { task_id: 'c', status: 'queued', run_at: '2026-01-01T02:00:00Z' }, // not due yet
+    ]);
+    tallier.add([
+      { task_id: 'd', status: 'failed', discarded_at: 'x' },
+      { task_id: 'e', status: 'succeeded' },
+    ]);
+    const t = tallier.result();
     expect(t.counts).toEqual({ queued: 2, running: 0, retrying: 1, succeeded: 1, failed: 1, cancelled: 0 });
     expect(t).toMatchObject({ total: 5, discarded: 1, oldestWaiting: { task_id: 'b', age_seconds: 1200 } });
   });

@@ -1,12 +1,12 @@
-import { isPriority, type Priority } from '../config/resources.js';
+import { isPriority, type Priority } from '../../shared/config/resources.js';
 import {
   deadLetterSchema,
   MESSAGE_ATTRIBUTES as A,
   taskMessageSchema,
   type DeadLetter,
   type TaskMessage,
-} from '../queue/message.js';
-import type { TaskRecord } from '../task/model.js';
+} from '../../shared/queue/message.js';
+import type { TaskRecord } from '../../shared/task/model.js';
 
 /** One message as received from a DLQ. */
 export interface DlqMessage {
@@ -22,7 +22,7 @@ export interface DlqMessage {
 }
 
 /**
- * The slice of SQS the admin domain uses on the three dead-letter queues. `SqsDeadLetterQueues`
+ * The slice of SQS the CLI uses on the three dead-letter queues. `SqsDeadLetterQueues`
  * implements it; tests use an in-memory fake.
  */
 export interface DeadLetterQueues {

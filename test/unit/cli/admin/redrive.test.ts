@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { parseDeadEntry } from '../../../shared/admin/dead-letters.js';
-import { planRedrive, redriveDeadLetters, type RedriveOptions } from '../../../shared/admin/redrive.js';
-import { PRIORITIES } from '../../../shared/config/resources.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
+import { planRedrive, redriveDeadLetters, type RedriveOptions } from '../../../../cli/admin/redrive.js';
+import { PRIORITIES } from '../../../../shared/config/resources.js';
+import type { TaskRecord } from '../../../../shared/task/model.js';
 import { deadTask, world, type World } from './fakes.js';
 
 const base: RedriveOptions = {
@@ -17,7 +17,7 @@ const base: RedriveOptions = {
   actor: 'ops',
 };
 
-const deps = (w: World) => ({ dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep, random: w.random });
+const deps = (w: World) => ({ dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep });
 const run = (w: World, o: Partial<RedriveOptions> = {}) => redriveDeadLetters(deps(w), { ...base, ...o });
 const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { NativeMoveUnsupportedError } from '../../../shared/admin/errors.js';
-import { nativeRedrive, type MessageMover, type MoveProgress } from '../../../shared/admin/native.js';
-import type { Priority } from '../../../shared/config/resources.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+import { NativeMoveUnsupportedError } from '../../../../cli/admin/errors.js';
+import { nativeRedrive, type MessageMover, type MoveProgress } from '../../../../cli/admin/native.js';
+import type { Priority } from '../../../../shared/config/resources.js';
+import type { TaskRecord } from '../../../../shared/task/model.js';
 import { deadTask, world, type World } from './fakes.js';
 
 class FakeMover implements MessageMover {
@@ -32,12 +32,10 @@ const failedSource = (w: World) => ({
 });
 
 const deps = (w: World, mover: MessageMover) => ({
-  store: w.store,
   failed: failedSource(w),
   mover,
   lifecycle: w.lifecycle,
   clock: w.clock,
-  random: w.random,
   sleep: w.sleep,
 });
 const opts = { queues: ['normal'] as Priority[], to: 'original' as const, keepAttempts: false, actor: 'ops', dryRun: false };

@@ -1,6 +1,6 @@
-import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { Clock } from '../runtime/clock.js';
-import { TASK_STATUSES, type TaskStatus } from '../task/model.js';
+import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import type { Clock } from '../../shared/runtime/clock.js';
+import { TASK_STATUSES, type TaskStatus } from '../../shared/task/model.js';
 
 export interface QueueDepth {
   /** Ready to be received. */
@@ -36,12 +36,6 @@ export interface StatusTally {
   readonly discarded: number;
   /** The queued/retrying task that has waited longest past its run_at: an age the table can tell. */
   readonly oldestWaiting?: { readonly task_id: string; readonly run_at: string; readonly age_seconds: number };
-}
-
-export function tallyStatuses(items: Iterable<StatusItem>, now: number): StatusTally {
-  const t = new StatusTallier(now);
-  t.add(items);
-  return t.result();
 }
 
 /** Counts statuses page by page, so a large table is never held in memory. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Command, InvalidArgumentError } from 'commander';
-import { addFilterOptions, filterOf } from '../../../cli/common.js';
+import { addFilterOptions, filterOf } from '../../../cli/commands/dlq/selection.js';
 import { explain, UsageError } from '../../../cli/errors.js';
 import { parseDuration, parseRate, parseTaskId } from '../../../cli/parse.js';
 import { checkTargetFlags } from '../../../cli/target.js';

@@ -1,8 +1,9 @@
-import type { Priority } from '../config/resources.js';
-import type { Clock } from '../runtime/clock.js';
-import type { TaskStore } from '../store/task-store.js';
-import { deadLetterOf } from '../task/lifecycle.js';
-import type { TaskRecord } from '../task/model.js';
+import type { Priority } from '../../shared/config/resources.js';
+import type { Clock } from '../../shared/runtime/clock.js';
+import type { TaskStore } from '../../shared/store/task-store.js';
+import { deadLetterOf } from '../../shared/task/lifecycle.js';
+import type { TaskRecord } from '../../shared/task/model.js';
+import type { Changed, DeadLetterRef } from '../../shared/task/operations.js';
 import { matches, type DeadEntry } from './dead-letters.js';
 import { Pacer, type Sleep } from './pacer.js';
 import { scanDeadLetters, type ScanDeps, type ScanOptions, type ScanStats } from './scan.js';
@@ -10,10 +11,27 @@ import { scanDeadLetters, type ScanDeps, type ScanOptions, type ScanStats } from
 /** What became of one selected DLQ message. */
 export type ItemOutcome = 'done' | 'skipped' | 'failed';
 
+/**
+ * The plan that was (or, in a dry run, would be) carried out for an item: a redrive's `reset`,
+ * `resend`, `resume`, `discard_letter`, `leave` or `reset_from_record`; a purge's `mark`,
+ * `cancel`, `delete` or `leave`; `none` (a named task that could not be handled); `error`.
+ */
+export type ItemAction =
+  | 'reset'
+  | 'resend'
+  | 'resume'
+  | 'discard_letter'
+  | 'leave'
+  | 'reset_from_record'
+  | 'mark'
+  | 'cancel'
+  | 'delete'
+  | 'none'
+  | 'error';
+
 export interface ItemResult {
   readonly outcome: ItemOutcome;
-  /** The plan that was (or, in a dry run, would be) carried out, e.g. `reset`, `discard_letter`. */
-  readonly action: string;
+  readonly action: ItemAction;
   readonly detail?: string;
   /** Delete the DLQ message once every other step of this item succeeded. */
   readonly deleteLetter: boolean;
@@ -26,7 +44,7 @@ export interface ReportItem {
   /** `null` when there was no DLQ message and no task record to tell the priority. */
   readonly dlq: Priority | null;
   readonly outcome: ItemOutcome;
-  readonly action: string;
+  readonly action: ItemAction;
   readonly detail?: string;
 }
 
@@ -245,4 +263,34 @@ export async function processNamedTasks(
     o.onProgress?.(counts);
   }
   return { ...report, ...counts, items };
+}
+
+/** The task and dispatch a DLQ message stands for, as the domain takes it; none for a message that is not Kaj's. */
+export function letterOf(entry: DeadEntry): DeadLetterRef | undefined {
+  if (entry.kind === 'unreadable' || entry.taskId === undefined || entry.dispatchId === undefined) return undefined;
+  return { taskId: entry.taskId, dispatchId: entry.dispatchId, origin: entry.originPriority };
+}
+
+/** The task record of a DLQ message: as read while selecting, else read now. */
+export async function recordOf(deps: { readonly store: Pick<TaskStore, 'get'> }, entry: DeadEntry): Promise<TaskRecord | undefined> {
+  if (entry.record !== undefined) return entry.record ?? undefined;
+  return entry.taskId === undefined ? undefined : deps.store.get(entry.taskId);
+}
+
+/**
+ * Runs one item on the record as read; when the record changed between that read and the
+ * write (another operator, the consumer), decides again on the record as it is now. Gives up
+ * after three rounds.
+ */
+export async function withReplans(
+  first: TaskRecord | undefined,
+  attempt: (record: TaskRecord | undefined) => Promise<ItemResult | Changed>,
+): Promise<ItemResult> {
+  let record = first;
+  for (let round = 0; round < 3; round += 1) {
+    const result = await attempt(record);
+    if (!('kind' in result)) return result;
+    record = result.current;
+  }
+  return { outcome: 'failed', action: 'none', detail: 'the task record kept changing; try again', deleteLetter: false };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { matches, parseDeadEntry, summarize, type DlqMessage } from '../../../shared/admin/dead-letters.js';
-import { listDeadLetters } from '../../../shared/admin/list.js';
-import { MESSAGE_ATTRIBUTES as A } from '../../../shared/queue/message.js';
+import { matches, parseDeadEntry, summarize, type DlqMessage } from '../../../../cli/admin/dead-letters.js';
+import { listDeadLetters } from '../../../../cli/admin/list.js';
+import { MESSAGE_ATTRIBUTES as A } from '../../../../shared/queue/message.js';
 import { deadTask, world } from './fakes.js';
 
 const msg = (body: string, attributes: Record<string, string> = {}): DlqMessage => ({ messageId: 'm1', receiptHandle: 'h1', body, attributes });

@@ -1,0 +1,119 @@
+/**
+ * What `kaj dlq redrive` and `kaj dlq purge` share: the selection from the flags, the
+ * confirmation, the progress bar, the report (text or JSON) and the exit code.
+ */
+import type { BatchCounts, BatchOptions, BatchReport, ReportItem } from '../../admin/batch.js';
+import type { CliContext, RunState } from '../../context.js';
+import { EXIT, UsageError } from '../../errors.js';
+import type { BatchCommandOptions } from '../../options.js';
+import { json, Progress, table, truncate } from '../../output.js';
+import { withServices, type Services } from '../../services.js';
+import { describeFilter, dlqDepth, filterOf, LIST_VISIBILITY_SECONDS, queuesOf, receiveTiming } from './selection.js';
+
+/** Pages of 10 handled at once by redrive and purge (receiving goes on meanwhile). */
+const PIPELINE = 3;
+
+/** One batch command: its words, and the engine it runs. */
+export interface BatchCommand<R extends Omit<BatchReport, 'done'>> {
+  readonly verb: 'redrive' | 'purge';
+  /** The report's count of items done (`redriven`, `purged`). */
+  readonly doneKey: 'redriven' | 'purged';
+  /** The progress bar's label while changing things. */
+  readonly working: string;
+  /** The confirmation question, given the selection and the messages in the DLQs now. */
+  question(selection: string, depth: number): string;
+  run(s: Services, options: BatchOptions): Promise<R>;
+  done(report: R): number;
+}
+
+/** Runs a batch command: select, confirm, run with a progress bar, report, set the exit code. */
+export async function runBatchCommand<R extends Omit<BatchReport, 'done'>>(
+  ctx: CliContext,
+  state: RunState,
+  o: BatchCommandOptions,
+  command: BatchCommand<R>,
+): Promise<void> {
+  const filter = filterOf(o, ctx.clock.now());
+  const queues = queuesOf(o);
+  await withServices(ctx, o, async (s) => {
+    const depth = await dlqDepth(s, queues);
+    if (!(await approved(ctx, state, o, command.question(describeFilter(filter, queues, o.limit), depth), command.verb))) return;
+    const progress = new Progress(ctx.io, o.dryRun === true ? 'checking' : command.working, o.limit ?? depth);
+    const rate = o.rate;
+    const report = await command.run(s, {
+      queues,
+      filter,
+      ...(o.limit === undefined ? {} : { limit: o.limit }),
+      visibilitySeconds: LIST_VISIBILITY_SECONDS + (rate === undefined ? 0 : Math.ceil((10 * PIPELINE) / rate)),
+      ...receiveTiming(s.target),
+      signal: ctx.signal,
+      dryRun: o.dryRun === true,
+      pipeline: PIPELINE,
+      ...(rate === undefined ? {} : { ratePerSecond: rate }),
+      onProgress: (c) => progress.update(c.done + c.skipped + c.failed, countsText(c, command.doneKey)),
+    });
+    progress.finish();
+    state.exitCode = finishBatch(ctx, o.json === true, report, { key: command.doneKey, count: command.done(report), verb: command.verb });
+  });
+}
+
+/** Asks on a terminal; refuses (usage error) when there is none to ask on. */
+export async function confirm(ctx: CliContext, question: string, what: string): Promise<boolean> {
+  if (!ctx.io.stdinIsTTY || !ctx.io.stderrIsTTY) {
+    throw new UsageError(`refusing to ${what} without --yes (no terminal to ask on). Add --yes, or --dry-run to preview.`);
+  }
+  const answer = await ctx.prompt(`${question} [y/N] `);
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+/** A batch that changes things goes ahead with --dry-run, --yes, or a yes on the terminal. */
+export async function approved(
+  ctx: CliContext,
+  state: RunState,
+  o: Pick<BatchCommandOptions, 'dryRun' | 'yes'>,
+  question: string,
+  what: string,
+): Promise<boolean> {
+  if (o.dryRun === true || o.yes === true) return true;
+  if (await confirm(ctx, question, what)) return true;
+  ctx.io.err('nothing was changed.\n');
+  state.exitCode = EXIT.failure;
+  return false;
+}
+
+function countsText(c: Readonly<BatchCounts>, done: string): string {
+  return `${done} ${c.done}  skipped ${c.skipped}  failed ${c.failed}`;
+}
+
+/** Prints a redrive/purge report (JSON or text) and returns the exit code. */
+function finishBatch(
+  ctx: CliContext,
+  asJson: boolean,
+  report: Omit<BatchReport, 'done'>,
+  done: { readonly key: 'redriven' | 'purged'; readonly count: number; readonly verb: 'redrive' | 'purge' },
+): number {
+  const counts = { selected: report.selected, [done.key]: done.count, skipped: report.skipped, failed: report.failed };
+  if (asJson) {
+    ctx.io.out(json({ dry_run: report.dryRun, interrupted: report.interrupted, ...counts, items: report.items }));
+  } else {
+    writeBatchText(ctx, report.items, report.dryRun, report.interrupted);
+    ctx.io.out(
+      `${report.dryRun ? 'dry run: ' : ''}selected ${report.selected}: ${report.dryRun ? `would ${done.verb}` : done.key} ${done.count}, skipped ${report.skipped}, failed ${report.failed}\n`,
+    );
+  }
+  return report.interrupted ? EXIT.interrupted : report.failed > 0 ? EXIT.failure : EXIT.ok;
+}
+
+function writeBatchText(ctx: CliContext, items: readonly ReportItem[], dryRun: boolean, interrupted: boolean): void {
+  const shown = dryRun ? items : items.filter((i) => i.outcome === 'failed');
+  if (shown.length > 0) {
+    const rows = shown
+      .slice(0, 200)
+      .map((i) => [i.task_id ?? `(message ${(i.message_id ?? '').slice(0, 8)})`, i.dlq ?? '-', i.action, i.outcome, truncate(i.detail ?? '', 90)]);
+    if (!dryRun) ctx.io.out('failed:\n');
+    ctx.io.out(table(['TASK ID', 'DLQ', 'ACTION', 'OUTCOME', 'DETAIL'], rows));
+    if (shown.length > rows.length) ctx.io.out(`… and ${shown.length - rows.length} more (--json for all)\n`);
+  }
+  if (dryRun) ctx.io.out('dry run: nothing was changed; every message read was released.\n');
+  if (interrupted) ctx.io.out('interrupted: the rest was not touched; messages held were released. Run again to continue.\n');
+}

@@ -1,0 +1,221 @@
+/**
+ * Wiring: how the processes outside Lambda — the local runtime and its workers, the admin CLI,
+ * the tests, the benchmarks and the scripts — get AWS SDK clients for an endpoint, a region and
+ * credentials, and the one shape of a deployment's resources (table, queues, DLQs: names, URLs,
+ * ARNs).
+ *
+ * No local-only code here (no emulator, no file system): the CLI imports it as well.
+ *
+ * @module
+ */
+import { ConfigError } from './errors.js';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+import { PRIORITIES, type Priority, resourceNames } from './resources.js';
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+/** One endpoint per service (the embedded emulators listen on two ports). */
+export interface Endpoints {
+  readonly sqs: string;
+  readonly dynamodb: string;
+}
+
+export interface StaticCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+/** Region of the emulators (embedded, moto, LocalStack) and of the queue ARNs they hand out. */
+export const EMULATOR_REGION = 'us-east-1';
+/** Account id of the emulators' queue URLs and ARNs (moto's `MOTO_ACCOUNT_ID`). */
+export const EMULATOR_ACCOUNT_ID = '000000000000';
+/** What emulators accept as credentials (any key works; these are the conventional ones). */
+export const EMULATOR_CREDENTIALS: StaticCredentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+/** Where and as whom the clients talk. Everything unset is the SDK's default (chain, AWS endpoints). */
+export interface ClientSettings {
+  /** One endpoint for every service (LocalStack, moto), or one per service. */
+  readonly endpoint?: string | Endpoints;
+  readonly region?: string;
+  /** A shared-config profile (`--profile`). */
+  readonly profile?: string;
+  readonly credentials?: StaticCredentials;
+  /** SDK attempts per request. @default the SDK's (3) */
+  readonly maxAttempts?: number;
+}
+
+/** The settings of an emulator on `endpoint`: the emulator region and test credentials. */
+export function emulatorSettings(
+  endpoint: string | Endpoints,
+  extra: Pick<ClientSettings, 'maxAttempts'> = {},
+): ClientSettings {
+  // A copy per call: the SDK may annotate the credentials object it is given.
+  return { endpoint, region: EMULATOR_REGION, credentials: { ...EMULATOR_CREDENTIALS }, ...extra };
+}
+
+/** The SDK client configuration of `settings` for one service (any client: SQS, DynamoDB, CloudFormation...). */
+export function clientConfig(
+  settings: ClientSettings,
+  service?: keyof Endpoints,
+): {
+  region?: string;
+  profile?: string;
+  endpoint?: string;
+  credentials?: StaticCredentials;
+  maxAttempts?: number;
+} {
+  const e = settings.endpoint;
+  const endpoint = typeof e === 'string' || e === undefined ? e : service === undefined ? undefined : e[service];
+  if (e !== undefined && typeof e !== 'string' && service === undefined) {
+    throw new ConfigError('endpoint', 'per-service endpoints need the service they are for');
+  }
+  return {
+    ...(settings.region === undefined ? {} : { region: settings.region }),
+    ...(settings.profile === undefined ? {} : { profile: settings.profile }),
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(settings.credentials === undefined ? {} : { credentials: settings.credentials }),
+    ...(settings.maxAttempts === undefined ? {} : { maxAttempts: settings.maxAttempts }),
+  };
+}
+
+/** The two clients Kaj's data lives behind. */
+export interface KajClients {
+  readonly sqs: SQSClient;
+  readonly dynamodb: DynamoDBClient;
+  /** Destroys both clients (closes their sockets). */
+  destroy(): void;
+}
+
+export function createClients(settings: ClientSettings): KajClients {
+  const sqs = new SQSClient(clientConfig(settings, 'sqs'));
+  const dynamodb = new DynamoDBClient(clientConfig(settings, 'dynamodb'));
+  return {
+    sqs,
+    dynamodb,
+    destroy: () => {
+      sqs.destroy();
+      dynamodb.destroy();
+    },
+  };
+}
+
+/** Clients for emulators on `endpoints` (embedded, moto, LocalStack): emulator region, test credentials. */
+export function emulatorClients(
+  endpoints: string | Endpoints,
+  extra: Pick<ClientSettings, 'maxAttempts'> = {},
+): KajClients {
+  return createClients(emulatorSettings(endpoints, extra));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+type PerPriority = Readonly<Record<Priority, string>>;
+
+/**
+ * A deployment's resources: the one spelling of them (the local runtime's, the state file of
+ * `npm start`, the functions' `FunctionConfig`).
+ */
+export interface KajResources {
+  readonly tableName: string;
+  readonly queueUrls: PerPriority;
+  readonly queueArns: PerPriority;
+  readonly deadLetterQueueUrls: PerPriority;
+  readonly deadLetterQueueArns: PerPriority;
+}
+
+/** Resources made or found by name, from a prefix (stack name): see `resourceNames`. */
+export interface PrefixedResources extends KajResources {
+  readonly prefix: string;
+}
+
+const perPriority = z.object({ high: z.string(), normal: z.string(), low: z.string() });
+
+/** {@link KajResources} as JSON (e.g. in the state file of `npm start`). */
+export const kajResourcesSchema = z.object({
+  tableName: z.string(),
+  queueUrls: perPriority,
+  queueArns: perPriority,
+  deadLetterQueueUrls: perPriority,
+  deadLetterQueueArns: perPriority,
+});
+
+/** What a running `npm start` writes to `LOCAL_STATE_FILE` for the admin CLI's `--local`. */
+export const localStateSchema = z.object({
+  /** The settings `npm start` runs with (KAJ_LEASE_SECONDS, KAJ_RETENTION_DAYS), so the CLI acts with them. */
+  settings: z.object({ leaseSeconds: z.number().optional(), retentionDays: z.number().optional() }).optional(),
+  pid: z.number().int(),
+  apiUrl: z.string().optional(),
+  endpoints: z.object({ sqs: z.string(), dynamodb: z.string() }),
+  resources: kajResourcesSchema,
+});
+export type LocalState = z.infer<typeof localStateSchema>;
+
+/**
+ * The same resources in the spelling of the stack outputs and the admin contracts
+ * (`dlqUrls`, `dlqArns`: `KajStackOutputs`, `AdminResources`).
+ */
+export interface DlqSpelledResources {
+  readonly tableName: string;
+  readonly queueUrls: PerPriority;
+  readonly queueArns: PerPriority;
+  readonly dlqUrls: PerPriority;
+  readonly dlqArns: PerPriority;
+}
+
+export function toDlqSpelling(r: KajResources): DlqSpelledResources {
+  return {
+    tableName: r.tableName,
+    queueUrls: r.queueUrls,
+    queueArns: r.queueArns,
+    dlqUrls: r.deadLetterQueueUrls,
+    dlqArns: r.deadLetterQueueArns,
+  };
+}
+
+/** Queue URLs of the resources as `SqsTaskQueue` takes them. */
+export function taskQueueUrls(r: KajResources): { queues: PerPriority; deadLetterQueues: PerPriority } {
+  return { queues: r.queueUrls, deadLetterQueues: r.deadLetterQueueUrls };
+}
+
+/** The URL of a queue, by name. */
+async function queueUrlOf(sqs: SQSClient, name: string): Promise<string> {
+  const out = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+  if (!out.QueueUrl) throw new Error(`queue ${name} has no URL`);
+  return out.QueueUrl;
+}
+
+/** The ARN of a queue, by URL. */
+export async function queueArnOf(sqs: SQSClient, url: string): Promise<string> {
+  const out = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const arn = out.Attributes?.QueueArn;
+  if (!arn) throw new Error(`queue ${url} has no QueueArn`);
+  return arn;
+}
+
+/**
+ * Finds the queues and table of `prefix` by their names; never creates anything.
+ * @throws if a queue or the table does not exist
+ */
+export async function findResources(
+  clients: Pick<KajClients, 'sqs' | 'dynamodb'>,
+  prefix: string,
+): Promise<PrefixedResources> {
+  const names = resourceNames(prefix);
+  const queueUrls = {} as Record<Priority, string>;
+  const queueArns = {} as Record<Priority, string>;
+  const deadLetterQueueUrls = {} as Record<Priority, string>;
+  const deadLetterQueueArns = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) {
+    queueUrls[p] = await queueUrlOf(clients.sqs, names.queues[p]);
+    deadLetterQueueUrls[p] = await queueUrlOf(clients.sqs, names.deadLetterQueues[p]);
+    queueArns[p] = await queueArnOf(clients.sqs, queueUrls[p]);
+    deadLetterQueueArns[p] = await queueArnOf(clients.sqs, deadLetterQueueUrls[p]);
+  }
+  await clients.dynamodb.send(new DescribeTableCommand({ TableName: names.table }));
+  return { prefix, tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls, deadLetterQueueArns };
+}
