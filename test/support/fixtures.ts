@@ -1,9 +1,9 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createKaj, type Kaj, type KajDeps } from '../../shared/app.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
-import { FakeClock } from '../../shared/runtime/clock.js';
+import { FakeClock } from './doubles.js';
 import { RecordingLogger } from '../../shared/runtime/logger.js';
-import { sequenceRandom } from '../../shared/runtime/random.js';
+import { sequenceRandom } from './doubles.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { MemoryTaskQueue } from './memory-task-queue.js';
 import { MemoryTaskStore } from './memory-task-store.js';

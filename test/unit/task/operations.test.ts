@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
-import { FakeClock } from '../../../shared/runtime/clock.js';
+import { FakeClock } from '../../support/doubles.js';
 import { RecordingLogger, noMetrics } from '../../../shared/runtime/logger.js';
-import { sequenceRandom } from '../../../shared/runtime/random.js';
+import { sequenceRandom } from '../../support/doubles.js';
 import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import {

@@ -5,9 +5,10 @@ import { DEFAULTS, type Priority } from '../../../../shared/config/resources.js'
 import { runtimeSettings } from '../../../../shared/config/settings.js';
 import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/queue/message.js';
 import type { TaskQueue } from '../../../../shared/queue/task-queue.js';
-import { FakeClock } from '../../../../shared/runtime/clock.js';
+import { FakeClock } from '../../../support/doubles.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
-import { sequenceRandom, type RandomSource } from '../../../../shared/runtime/random.js';
+import { type RandomSource } from '../../../../shared/runtime/random.js';
+import { sequenceRandom } from '../../../support/doubles.js';
 import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../../shared/task/model.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Pacer } from '../../../../cli/admin/pacer.js';
 import { collectStats, StatusTallier } from '../../../../cli/admin/stats.js';
-import { FakeClock } from '../../../../shared/runtime/clock.js';
+import { FakeClock } from '../../../support/doubles.js';
 import { clockSleep } from './fakes.js';
 
 describe('Pacer', () => {
