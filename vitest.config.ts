@@ -8,7 +8,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // CI asks for a JSON report too, to print one plain summary line.
-    reporters: process.env.KAJ_VITEST_JSON ? ['default', ['json', { outputFile: process.env.KAJ_VITEST_JSON }]] : ['default'],
+    reporters: process.env.KAJ_VITEST_JSON
+      ? ['default', ['json', { outputFile: process.env.KAJ_VITEST_JSON }]]
+      : ['default'],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     // Collected only with `--coverage` (`npm run test:guarded`); a plain `vitest run` pays nothing.
     // Scope: shared/ (the domain and its adapters), files no test loads included (they count as 0%).

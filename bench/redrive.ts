@@ -32,7 +32,11 @@ import { deadLetterOf } from '../shared/task/lifecycle.js';
 import type { TaskRecord } from '../shared/task/model.js';
 
 const { values } = parseArgs({
-  options: { n: { type: 'string', default: '1000' }, runs: { type: 'string', default: '3' }, 'serve-emulators': { type: 'boolean', default: false } },
+  options: {
+    n: { type: 'string', default: '1000' },
+    runs: { type: 'string', default: '3' },
+    'serve-emulators': { type: 'boolean', default: false },
+  },
 });
 if (values['serve-emulators']) {
   // Child mode: run the embedded emulators until the parent closes stdin.
@@ -72,9 +76,11 @@ const queue = new SqsTaskQueue(runtime.clients.sqs, taskQueueUrls(runtime.resour
 
 async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
 }
 
 async function dlqDepth(): Promise<number> {
@@ -84,7 +90,10 @@ async function dlqDepth(): Promise<number> {
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
     }),
   );
-  return Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  return (
+    Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
 }
 
 async function fill(run: number): Promise<string[]> {
@@ -92,7 +101,12 @@ async function fill(run: number): Promise<string[]> {
   const at = new Date(now).toISOString();
   const ids = Array.from({ length: n }, (_, i) => `t_bench_${run}_${i}`);
   await pool(ids, 32, async (id) => {
-    const error = { name: 'PermanentError', message: 'provider rejected recipient', retryable: false, code: 'HTTP_400' };
+    const error = {
+      name: 'PermanentError',
+      message: 'provider rejected recipient',
+      retryable: false,
+      code: 'HTTP_400',
+    };
     const record: TaskRecord = {
       task_id: id,
       type: 'send_email',
@@ -131,12 +145,21 @@ try {
     let out = '';
     let err = '';
     const started = performance.now();
-    const code = await runCli(['dlq', 'redrive', '--local', '--yes', '--json'], defaultContext({
-      io: { out: (t) => void (out += t), err: (t) => void (err += t), stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false },
-      cwd: dir,
-      env: {},
-      actor: 'bench',
-    }));
+    const code = await runCli(
+      ['dlq', 'redrive', '--local', '--yes', '--json'],
+      defaultContext({
+        io: {
+          out: (t) => void (out += t),
+          err: (t) => void (err += t),
+          stdoutIsTTY: false,
+          stderrIsTTY: false,
+          stdinIsTTY: false,
+        },
+        cwd: dir,
+        env: {},
+        actor: 'bench',
+      }),
+    );
     const seconds = (performance.now() - started) / 1000;
     const report = JSON.parse(out || '{}') as { redriven?: number; failed?: number };
     if (code !== 0 || report.redriven !== n) throw new Error(`run ${run}: exit ${code}, ${out.slice(0, 300)} ${err}`);
@@ -146,13 +169,18 @@ try {
       left = await dlqDepth();
     }
     const sample = await runtime.kaj.store.get(ids[Math.floor(n / 2)] as string);
-    if (left !== 0 || sample?.status !== 'queued' || sample.redrive_count !== 1) throw new Error(`run ${run}: DLQ left ${left}, sample ${sample?.status}`);
+    if (left !== 0 || sample?.status !== 'queued' || sample.redrive_count !== 1)
+      throw new Error(`run ${run}: DLQ left ${left}, sample ${sample?.status}`);
     rates.push(n / seconds);
-    process.stdout.write(`run ${run}: ${n} tasks redriven in ${seconds.toFixed(2)} s = ${(n / seconds).toFixed(0)} tasks/s\n`);
+    process.stdout.write(
+      `run ${run}: ${n} tasks redriven in ${seconds.toFixed(2)} s = ${(n / seconds).toFixed(0)} tasks/s\n`,
+    );
   }
   const sorted = [...rates].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)] as number;
-  process.stdout.write(`redrive rate (median of ${runs}, N=${n}, embedded emulators, node ${process.version}): ${median.toFixed(0)} tasks/s\n`);
+  process.stdout.write(
+    `redrive rate (median of ${runs}, N=${n}, embedded emulators, node ${process.version}): ${median.toFixed(0)} tasks/s\n`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
   await runtime.stop(1_000);

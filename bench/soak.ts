@@ -147,7 +147,14 @@ function scripts(o: SoakOptions): Script[] {
 const FINISHED: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
 
 async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
-  const counts: Record<TaskStatus, number> = { queued: 0, running: 0, retrying: 0, succeeded: 0, failed: 0, cancelled: 0 };
+  const counts: Record<TaskStatus, number> = {
+    queued: 0,
+    running: 0,
+    retrying: 0,
+    succeeded: 0,
+    failed: 0,
+    cancelled: 0,
+  };
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await bench.doc.send(
@@ -165,7 +172,9 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
 }
 
 /** Runs one soak and reports. Never throws for a broken invariant: read `invariantHeld`. */
-export async function runSoak(options: Partial<SoakOptions> & { log?: (line: string) => void } = {}): Promise<SoakReport> {
+export async function runSoak(
+  options: Partial<SoakOptions> & { log?: (line: string) => void } = {},
+): Promise<SoakReport> {
   const o: SoakOptions = { ...SOAK_DEFAULTS, target: EMBEDDED_TARGET, log: () => {}, ...options };
   const workload = scripts(o);
   const t0 = Date.now();
@@ -179,7 +188,14 @@ export async function runSoak(options: Partial<SoakOptions> & { log?: (line: str
   let swept = 0;
   const problems: string[] = [];
   try {
-    const workerArgs = ['--concurrency', String(o.concurrency), '--batch-size', String(o.batchSize), '--log-level', 'error'];
+    const workerArgs = [
+      '--concurrency',
+      String(o.concurrency),
+      '--batch-size',
+      String(o.batchSize),
+      '--log-level',
+      'error',
+    ];
     const slots: (StartedWorker | undefined)[] = await Promise.all(
       Array.from({ length: o.workers }, (_, i) => bench.startWorker({ label: `w${i}`, args: workerArgs })),
     );
@@ -218,12 +234,14 @@ export async function runSoak(options: Partial<SoakOptions> & { log?: (line: str
       const s = workload[i] as Script;
       for (let tries = 0; ; tries += 1) {
         try {
-          const { record } = await bench.runtime.kaj.submitter.submit({
-            type: 'soak',
-            priority: s.priority,
-            payload: { fail_attempts: s.fail_attempts, poison: s.poison, ms: s.ms },
-          },
-            { owner: 'local' });
+          const { record } = await bench.runtime.kaj.submitter.submit(
+            {
+              type: 'soak',
+              priority: s.priority,
+              payload: { fail_attempts: s.fail_attempts, poison: s.poison, ms: s.ms },
+            },
+            { owner: 'local' },
+          );
           ids[i] = record.task_id;
           return;
         } catch (err) {
@@ -275,7 +293,9 @@ export async function runSoak(options: Partial<SoakOptions> & { log?: (line: str
     clearInterval(killer);
     clearInterval(progress);
     await Promise.allSettled(restarts);
-    o.log(`[${elapsed()}s] drained ${((drainedAt - submittedAt) / 1000).toFixed(1)}s after the last submit; ${kills} kills`);
+    o.log(
+      `[${elapsed()}s] drained ${((drainedAt - submittedAt) / 1000).toFixed(1)}s after the last submit; ${kills} kills`,
+    );
     // Let duplicates still on the queue be consumed and dropped before looking at the queues.
     await new Promise((r) => setTimeout(r, o.leaseSeconds * 1000 + 2_000));
     await bench.killWorkers();
@@ -344,19 +364,23 @@ export async function runSoak(options: Partial<SoakOptions> & { log?: (line: str
           AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
         }),
       );
-      leftoverMessages += Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
+      leftoverMessages +=
+        Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) +
+        Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
     }
     swept = bench.log.entries
       .filter((e) => e.message === 'outbox swept')
       .reduce((n, e) => n + Number((e.fields as { sent?: number } | undefined)?.sent ?? 0), 0);
 
     const extraRunsBound = kills * 3 * o.concurrency * o.batchSize;
-    if (succeeded + failed + cancelled !== o.tasks) problems.push(`succeeded + failed + cancelled = ${succeeded + failed + cancelled} ≠ ${o.tasks}`);
+    if (succeeded + failed + cancelled !== o.tasks)
+      problems.push(`succeeded + failed + cancelled = ${succeeded + failed + cancelled} ≠ ${o.tasks}`);
     if (unfinished > 0) problems.push(`${unfinished} task(s) not finished`);
     if (failedOther > 0) problems.push(`${failedOther} unexpected failure(s)`);
     if (wrongOutcome > 0) problems.push(`${wrongOutcome} poison task(s) succeeded`);
     if (extraRuns > extraRunsBound) problems.push(`${extraRuns} extra runs exceed the bound ${extraRunsBound}`);
-    if (duplicateCompletions > extraRunsBound) problems.push(`${duplicateCompletions} duplicate completions exceed the bound ${extraRunsBound}`);
+    if (duplicateCompletions > extraRunsBound)
+      problems.push(`${duplicateCompletions} duplicate completions exceed the bound ${extraRunsBound}`);
     const totalSeconds = (drainedAt - t0) / 1000;
     return {
       target: bench.target,

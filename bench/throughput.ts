@@ -40,7 +40,10 @@ interface Counters {
 /** Counts every command a client sends, and the write capacity DynamoDB reports for writes. */
 function instrument(client: SQSClient | DynamoDBClient, prefix: string, c: Counters): void {
   const stack = client.middlewareStack as unknown as {
-    add: (mw: (next: (a: any) => Promise<any>, ctx: any) => (a: any) => Promise<any>, o: { step: string; name: string }) => void;
+    add: (
+      mw: (next: (a: any) => Promise<any>, ctx: any) => (a: any) => Promise<any>,
+      o: { step: string; name: string },
+    ) => void;
   };
   stack.add(
     (next, ctx) => async (args) => {
@@ -67,7 +70,13 @@ async function run(): Promise<Record<string, number>> {
     },
     durationMs: () => {},
   };
-  const rt = await startLocalRuntime({ registry, port: 0, prefix: `bench-${process.pid}`, metrics, waitTimeSeconds: 1 });
+  const rt = await startLocalRuntime({
+    registry,
+    port: 0,
+    prefix: `bench-${process.pid}`,
+    metrics,
+    waitTimeSeconds: 1,
+  });
   const counters: Counters = { calls: new Map(), wcu: 0 };
   instrument(rt.clients.sqs, 'sqs', counters);
   instrument(rt.clients.dynamodb, 'dynamodb', counters);
@@ -81,7 +90,11 @@ async function run(): Promise<Record<string, number>> {
           const res = await fetch(`${rt.url}/api/v1/tasks`, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ type: 'noop', payload: { i }, priority: (['high', 'normal', 'low'] as const)[i % 3] }),
+            body: JSON.stringify({
+              type: 'noop',
+              payload: { i },
+              priority: (['high', 'normal', 'low'] as const)[i % 3],
+            }),
           });
           if (res.status !== 202) throw new Error(`submit ${i}: HTTP ${res.status} ${await res.text()}`);
         }
@@ -118,8 +131,12 @@ for (let r = 0; r < RUNS; r += 1) {
   results.push(res);
   process.stderr.write(`run ${r + 1}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
 }
-console.log(`\nKaj local throughput: ${N} no-op tasks, ${CLIENTS} HTTP clients, median of ${RUNS} runs (${new Date().toISOString()})`);
+console.log(
+  `\nKaj local throughput: ${N} no-op tasks, ${CLIENTS} HTTP clients, median of ${RUNS} runs (${new Date().toISOString()})`,
+);
 for (const key of Object.keys(results[0] ?? {})) {
   const values = results.map((r) => r[key] ?? NaN);
-  console.log(`  ${key.padEnd(32)} ${median(values).toFixed(2).padStart(10)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`);
+  console.log(
+    `  ${key.padEnd(32)} ${median(values).toFixed(2).padStart(10)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`,
+  );
 }

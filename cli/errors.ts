@@ -42,7 +42,8 @@ function chain(err: unknown): unknown[] {
   return out;
 }
 
-const text = (e: unknown) => (e instanceof Error ? `${e.name} ${e.message} ${(e as { code?: string }).code ?? ''}` : String(e));
+const text = (e: unknown) =>
+  e instanceof Error ? `${e.name} ${e.message} ${(e as { code?: string }).code ?? ''}` : String(e);
 
 /**
  * Turns any error into one or two lines for an operator, and an exit code. AWS errors are
@@ -68,7 +69,10 @@ export function explain(err: unknown): { message: string; exitCode: number } {
     return { message: 'no AWS region: pass --region REGION or set AWS_REGION.', exitCode: EXIT.failure };
   }
   if ((hit = find(/ExpiredToken|RequestExpired|token.*expired/i))) {
-    return { message: `AWS credentials have expired (${detail(hit)}): refresh them (e.g. \`aws sso login\`).`, exitCode: EXIT.failure };
+    return {
+      message: `AWS credentials have expired (${detail(hit)}): refresh them (e.g. \`aws sso login\`).`,
+      exitCode: EXIT.failure,
+    };
   }
   if ((hit = find(/AccessDenied|NotAuthorized|UnauthorizedOperation|InvalidClientTokenId|SignatureDoesNotMatch/))) {
     return { message: `AWS refused the request: ${detail(hit)}`, exitCode: EXIT.failure };

@@ -15,7 +15,9 @@ let interrupts = 0;
 process.on('SIGINT', () => {
   interrupts += 1;
   if (interrupts > 1) process.exit(130);
-  process.stderr.write('\nstopping: finishing the current step and releasing held messages (Ctrl-C again to quit at once)\n');
+  process.stderr.write(
+    '\nstopping: finishing the current step and releasing held messages (Ctrl-C again to quit at once)\n',
+  );
   controller.abort();
 });
 

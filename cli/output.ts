@@ -49,7 +49,13 @@ export function ago(iso: string | undefined, now: number): string {
   const s = Math.round((now - t) / 1000);
   const abs = Math.abs(s);
   const v =
-    abs < 60 ? `${abs}s` : abs < 3600 ? `${Math.floor(abs / 60)}m` : abs < 86_400 ? `${Math.floor(abs / 3600)}h` : `${Math.floor(abs / 86_400)}d`;
+    abs < 60
+      ? `${abs}s`
+      : abs < 3600
+        ? `${Math.floor(abs / 60)}m`
+        : abs < 86_400
+          ? `${Math.floor(abs / 3600)}h`
+          : `${Math.floor(abs / 86_400)}d`;
   return s >= 0 ? `${v} ago` : `in ${v}`;
 }
 

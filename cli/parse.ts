@@ -23,13 +23,15 @@ export function parseDuration(value: string): number {
 export function parseRate(value: string): number {
   const m = /^(\d+(?:\.\d+)?)(?:\/(s|m|min))?$/.exec(value.trim());
   const n = m === null ? Number.NaN : Number(m[1]) / (m[2] === undefined || m[2] === 's' ? 1 : 60);
-  if (!(n > 0) || n > 10_000) throw new InvalidArgumentError('expected a rate such as 10/s or 300/m (at most 10000/s).');
+  if (!(n > 0) || n > 10_000)
+    throw new InvalidArgumentError('expected a rate such as 10/s or 300/m (at most 10000/s).');
   return n;
 }
 
 export function parsePositiveInt(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number ≥ 1.');
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1)
+    throw new InvalidArgumentError('expected a whole number ≥ 1.');
   return n;
 }
 
@@ -67,9 +69,12 @@ export function parseWatch(value: string): number {
 const TASK_ID = /^t_[A-Za-z0-9_-]{1,254}$/;
 
 export function parseTaskId(value: string): string {
-  if (value === '') throw new InvalidArgumentError('a task id cannot be empty (task ids look like t_5c0f…, see `kaj dlq list`).');
+  if (value === '')
+    throw new InvalidArgumentError('a task id cannot be empty (task ids look like t_5c0f…, see `kaj dlq list`).');
   if (!TASK_ID.test(value)) {
-    throw new InvalidArgumentError(`"${printable(value)}" is not a task id (t_ followed by letters, digits, _ or -, such as t_5c0f…).`);
+    throw new InvalidArgumentError(
+      `"${printable(value)}" is not a task id (t_ followed by letters, digits, _ or -, such as t_5c0f…).`,
+    );
   }
   return value;
 }

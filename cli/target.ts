@@ -115,16 +115,22 @@ function isAlive(pid: number): boolean {
 function localTarget(cwd: string): Target {
   const file = resolve(cwd, LOCAL_STATE_PATH);
   if (!existsSync(file)) {
-    throw new CliError(`no local Kaj is running here: ${file} does not exist.\n  Start one with \`npm start\` in ${cwd} (then run kaj --local from the same directory).`);
+    throw new CliError(
+      `no local Kaj is running here: ${file} does not exist.\n  Start one with \`npm start\` in ${cwd} (then run kaj --local from the same directory).`,
+    );
   }
   let state: LocalState;
   try {
     state = localStateSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
   } catch (err) {
-    throw new CliError(`${file} is not a state file written by \`npm start\`: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+    throw new CliError(
+      `${file} is not a state file written by \`npm start\`: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+    );
   }
   if (!isAlive(state.pid)) {
-    throw new CliError(`the local Kaj (npm start, pid ${state.pid}) is not running any more (stale ${LOCAL_STATE_PATH}).\n  Start it again with \`npm start\`.`);
+    throw new CliError(
+      `the local Kaj (npm start, pid ${state.pid}) is not running any more (stale ${LOCAL_STATE_PATH}).\n  Start it again with \`npm start\`.`,
+    );
   }
   const settings = deploymentSettings(state.settings);
   const { sqs, dynamodb, destroy } = emulatorClients(state.endpoints, { maxAttempts: 2 });
@@ -143,10 +149,14 @@ function localTarget(cwd: string): Target {
 
 async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string | undefined>>): Promise<Target> {
   const stack = f.stack as string;
-  const region = f.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (f.endpointUrl !== undefined ? EMULATOR_REGION : undefined);
+  const region =
+    f.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (f.endpointUrl !== undefined ? EMULATOR_REGION : undefined);
   // LocalStack accepts any key; use its conventional one when nothing else is configured.
   const useTestKeys =
-    f.endpointUrl !== undefined && f.profile === undefined && env.AWS_ACCESS_KEY_ID === undefined && env.AWS_PROFILE === undefined;
+    f.endpointUrl !== undefined &&
+    f.profile === undefined &&
+    env.AWS_ACCESS_KEY_ID === undefined &&
+    env.AWS_PROFILE === undefined;
   const settings: ClientSettings = {
     ...(region === undefined ? {} : { region }),
     ...(f.profile === undefined ? {} : { profile: f.profile }),
@@ -163,9 +173,14 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
   } catch (err) {
     if (err instanceof CliError) throw err;
     if (err instanceof Error && /does not exist/.test(err.message)) {
-      throw new CliError(`stack ${stack} does not exist${region === undefined ? '' : ` in ${region}`} (check --region / --profile)`, 1, { cause: err });
+      throw new CliError(
+        `stack ${stack} does not exist${region === undefined ? '' : ` in ${region}`} (check --region / --profile)`,
+        1,
+        { cause: err },
+      );
     }
-    if (err instanceof Error && /is it a Kaj stack/.test(err.message)) throw new CliError(err.message, 1, { cause: err });
+    if (err instanceof Error && /is it a Kaj stack/.test(err.message))
+      throw new CliError(err.message, 1, { cause: err });
     throw err;
   } finally {
     cfn.destroy();

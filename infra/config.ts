@@ -31,8 +31,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Retention values CloudWatch Logs accepts, in days. */
 export const LOG_RETENTION_DAYS = [
-  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288,
-  3653,
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
 ] as const;
 
 /** Lambda's limits for an SQS event source mapping's maximum concurrency. */
@@ -81,7 +80,9 @@ export const configSchema = z.strictObject({
     .string()
     .regex(STACK_NAME, 'must start with a letter and contain 1-40 letters, digits or "-"')
     .default('kaj')
-    .describe('CloudFormation stack name; also the prefix of every resource name (`<stackName>-high`, `<stackName>-tasks`...).'),
+    .describe(
+      'CloudFormation stack name; also the prefix of every resource name (`<stackName>-high`, `<stackName>-tasks`...).',
+    ),
   authMode: z
     .enum(AUTH_MODES)
     .default('iam')
@@ -89,7 +90,9 @@ export const configSchema = z.strictObject({
   concurrency: perPriority(int(MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY), DEFAULTS.concurrency).describe(
     "Maximum concurrency of each priority's event source mapping (Lambda's minimum is 2).",
   ),
-  batchSize: perPriority(int(1, 10_000), each(DEFAULTS.batchSize)).describe('Messages per consumer invocation, per priority.'),
+  batchSize: perPriority(int(1, 10_000), each(DEFAULTS.batchSize)).describe(
+    'Messages per consumer invocation, per priority.',
+  ),
   maxBatchingWindowSeconds: perPriority(int(0, 300), each(DEFAULTS.maxBatchingWindowSeconds)).describe(
     'Seconds the event source mapping may wait to fill a batch, per priority.',
   ),
@@ -120,17 +123,25 @@ export const configSchema = z.strictObject({
   alarmEmail: z
     .email()
     .optional()
-    .describe('Email subscribed to the alarm topic every stack has (output AlarmTopicArn). No subscription when unset.'),
+    .describe(
+      'Email subscribed to the alarm topic every stack has (output AlarmTopicArn). No subscription when unset.',
+    ),
   oldestMessageAgeAlarmSeconds: int(60, 1_209_600)
     .default(900)
     .describe('Alarm when the oldest message of a priority queue is older than this.'),
   deletionProtection: z.boolean().default(true).describe('DynamoDB deletion protection on the task table.'),
-  retainData: z.boolean().default(true).describe('Keep the task table and the dead-letter queues when the stack is deleted.'),
+  retainData: z
+    .boolean()
+    .default(true)
+    .describe('Keep the task table and the dead-letter queues when the stack is deleted.'),
   throttling: z
     .strictObject({ rateLimit: int(1, 10_000).default(100), burstLimit: int(1, 5_000).default(200) })
     .prefault({})
     .describe('Default route throttling of the HTTP API (requests per second, burst).'),
-  dashboard: z.boolean().default(true).describe("Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards)."),
+  dashboard: z
+    .boolean()
+    .default(true)
+    .describe("Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards)."),
   encryptAlarmTopic: z
     .boolean()
     .default(false)
@@ -145,7 +156,9 @@ export const configSchema = z.strictObject({
 export type KajConfigInput = z.input<typeof configSchema>;
 
 /** Configuration with every default applied and every rule checked. */
-export type KajConfig = { readonly [K in keyof z.output<typeof configSchema>]: Readonly<z.output<typeof configSchema>[K]> };
+export type KajConfig = {
+  readonly [K in keyof z.output<typeof configSchema>]: Readonly<z.output<typeof configSchema>[K]>;
+};
 
 /** The configuration a plain `cdk deploy` gets. */
 export const DEFAULT_CONFIG: KajConfig = configSchema.parse({});

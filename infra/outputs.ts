@@ -64,10 +64,7 @@ export interface StackOutputLike {
  * Turns `DescribeStacks` outputs into {@link KajStackOutputs}.
  * @throws Error naming every missing key (e.g. the stack is not a Kaj stack, or is too old).
  */
-export function parseStackOutputs(
-  outputs: readonly StackOutputLike[],
-  stackName = 'the stack',
-): KajStackOutputs {
+export function parseStackOutputs(outputs: readonly StackOutputLike[], stackName = 'the stack'): KajStackOutputs {
   const values = new Map<string, string>();
   for (const o of outputs) {
     if (o.OutputKey !== undefined && o.OutputValue !== undefined) values.set(o.OutputKey, o.OutputValue);

@@ -50,7 +50,10 @@ export async function ensureResources(
 }
 
 /** Deletes what `ensureResources` made (tests clean up after themselves; `--reset`). */
-export async function deleteResources(clients: { sqs: SQSClient; dynamodb: DynamoDBClient }, prefix: string): Promise<void> {
+export async function deleteResources(
+  clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
+  prefix: string,
+): Promise<void> {
   const names = resourceNames(prefix);
   for (const p of PRIORITIES) {
     for (const name of [names.queues[p], names.deadLetterQueues[p]]) {

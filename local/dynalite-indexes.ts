@@ -101,7 +101,8 @@ const INDEX_KINDS = [
   { kind: 'Local', field: 'LocalSecondaryIndexes' },
   { kind: 'Global', field: 'GlobalSecondaryIndexes' },
 ] as const;
-const indexPrefix = (kind: 'Local' | 'Global', table: string, index: string) => `index-${kind.toLowerCase()}~${table}~${index}~`;
+const indexPrefix = (kind: 'Local' | 'Global', table: string, index: string) =>
+  `index-${kind.toLowerCase()}~${table}~${index}~`;
 
 /**
  * Makes every secondary index of every table in the dynalite store at `path` match its items,
@@ -114,7 +115,9 @@ export async function rebuildSecondaryIndexes(path: string): Promise<IndexRebuil
   try {
     await db.open();
   } catch (err) {
-    throw new IndexRebuildError(`cannot open the DynamoDB store in ${path} (is another npm start using it?)`, { cause: err });
+    throw new IndexRebuildError(`cannot open the DynamoDB store in ${path} (is another npm start using it?)`, {
+      cause: err,
+    });
   }
   try {
     const tables: TableDescription[] = [];
@@ -164,7 +167,9 @@ export async function rebuildSecondaryIndexes(path: string): Promise<IndexRebuil
     if (ops.length > 0) await db.batch(ops);
     return { tables: tables.length, items, removed, added, rewritten };
   } catch (err) {
-    throw new IndexRebuildError(`cannot rebuild the secondary indexes of the DynamoDB store in ${path}`, { cause: err });
+    throw new IndexRebuildError(`cannot rebuild the secondary indexes of the DynamoDB store in ${path}`, {
+      cause: err,
+    });
   } finally {
     await db.close().catch(() => undefined);
   }

@@ -116,7 +116,9 @@ async function listen(server: Server, port: number, host: string): Promise<numbe
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.close((err) => (err && (err as NodeJS.ErrnoException).code !== 'ERR_SERVER_NOT_RUNNING' ? reject(err) : resolve()));
+    server.close((err) =>
+      err && (err as NodeJS.ErrnoException).code !== 'ERR_SERVER_NOT_RUNNING' ? reject(err) : resolve(),
+    );
     server.closeAllConnections(); // keep-alive sockets and pending long polls
   });
 }
@@ -251,7 +253,10 @@ export const MOTO_TARGET: EmulatorTarget = {
 
 /** An emulator already running at `url` (LocalStack): one endpoint for both services; nothing to stop. */
 export function endpointTarget(url: string): EmulatorTarget {
-  return { name: `endpoint ${url}`, start: async () => ({ endpoints: { sqs: url, dynamodb: url }, stop: async () => {} }) };
+  return {
+    name: `endpoint ${url}`,
+    start: async () => ({ endpoints: { sqs: url, dynamodb: url }, stop: async () => {} }),
+  };
 }
 
 /**

@@ -120,7 +120,11 @@ export class SqsEventSource {
         await this.o.sqs.send(
           new ChangeMessageVisibilityBatchCommand({
             QueueUrl: this.o.queueUrl,
-            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle ?? '', VisibilityTimeout: 0 })),
+            Entries: chunk.map((m, j) => ({
+              Id: String(j),
+              ReceiptHandle: m.ReceiptHandle ?? '',
+              VisibilityTimeout: 0,
+            })),
           }),
         );
       } catch (err) {
@@ -136,7 +140,9 @@ export class SqsEventSource {
     const event: SQSEvent = { Records: messages.map((m) => this.toRecord(m)) };
     let failed: Set<string>;
     try {
-      const response = await this.o.handler(event, { getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) });
+      const response = await this.o.handler(event, {
+        getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      });
       failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
     } catch (err) {
       // As on AWS: a handler that throws fails the whole batch; every record stays on the queue.

@@ -109,7 +109,10 @@ async function serve(
   try {
     const body = await readBody(req);
     if (body === undefined) {
-      return send(res, errorResult(413, 'payload_too_large', `request body exceeds the gateway limit of ${GATEWAY_MAX_BODY} bytes`));
+      return send(
+        res,
+        errorResult(413, 'payload_too_large', `request body exceeds the gateway limit of ${GATEWAY_MAX_BODY} bytes`),
+      );
     }
     const result = await handler(toEvent(req, body));
     send(res, result);
@@ -122,7 +125,11 @@ async function serve(
 }
 
 function errorResult(statusCode: number, code: string, message: string): HttpResult {
-  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code, message } }) };
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ error: { code, message } }),
+  };
 }
 
 function readBody(req: IncomingMessage): Promise<string | undefined> {

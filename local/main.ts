@@ -1,5 +1,5 @@
 // The pinned AWS SDK warns that releases after January 2027 need Node 22; Kaj supports Node 20 locally and runs on nodejs22.x on Lambda.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -93,7 +93,10 @@ async function main(): Promise<void> {
         endpoints: runtime.endpoints,
         resources: r,
         // The CLI acts with this deployment's settings (lease, retention), not the defaults.
-        settings: { leaseSeconds: runtime.config.settings.leaseSeconds, retentionDays: runtime.config.settings.retentionDays },
+        settings: {
+          leaseSeconds: runtime.config.settings.leaseSeconds,
+          retentionDays: runtime.config.settings.retentionDays,
+        },
       },
       null,
       2,
@@ -133,7 +136,9 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
     logger.info(`${signal}: stopping consumers, letting running tasks finish (up to 30 s)`);
     rmSync(resolve(LOCAL_STATE_FILE), { force: true });
     void runtime.stop(30_000).then((cutOff) => {
-      logger.info(cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`);
+      logger.info(
+        cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`,
+      );
       process.exit(0);
     });
   };
@@ -143,6 +148,7 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
 
 main().catch((err: unknown) => {
   process.stderr.write(`kaj: could not start: ${err instanceof Error ? err.message : String(err)}\n`);
-  if (err instanceof Error && /EADDRINUSE/.test(String(err))) process.stderr.write('  the port is taken: try --port 3001\n');
+  if (err instanceof Error && /EADDRINUSE/.test(String(err)))
+    process.stderr.write('  the port is taken: try --port 3001\n');
   process.exit(1);
 });

@@ -89,11 +89,14 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     endpoints = { sqs: emulators.sqsEndpoint, dynamodb: emulators.dynamoEndpoint };
     const fixed = emulators.indexRebuild;
     if (fixed !== undefined && fixed.removed + fixed.added + fixed.rewritten > 0) {
-      logger.warn('the saved table was written by a process killed mid-write: its indexes were rebuilt from the items', {
-        stale_entries_removed: fixed.removed,
-        missing_entries_added: fixed.added,
-        entries_rewritten: fixed.rewritten,
-      });
+      logger.warn(
+        'the saved table was written by a process killed mid-write: its indexes were rebuilt from the items',
+        {
+          stale_entries_removed: fixed.removed,
+          missing_entries_added: fixed.added,
+          entries_rewritten: fixed.rewritten,
+        },
+      );
     }
   }
   const clients = emulatorClients(endpoints);
@@ -178,7 +181,10 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
       stopped ??= (async () => {
         clearInterval(sweepTimer);
         await new Promise<void>((r) => server.close(() => r()));
-        const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce((a, b) => a + b, 0);
+        const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce(
+          (a, b) => a + b,
+          0,
+        );
         await sweeping;
         clients.destroy();
         await emulators?.stop();
@@ -215,7 +221,10 @@ async function recoverMessages(d: {
       else if (out.kind === 'dead_letter_sent') deadLetters += 1;
       else if (out.kind === 'dead_letter_unsent') {
         // Not fatal: `kaj dlq redrive/purge --task ID` also work from the record alone.
-        d.logger.warn('could not write the dead letter of a failed task again', { task_id: item.task_id, error: String(out.error) });
+        d.logger.warn('could not write the dead letter of a failed task again', {
+          task_id: item.task_id,
+          error: String(out.error),
+        });
       }
     }
   }

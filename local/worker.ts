@@ -106,7 +106,8 @@ function parse(argv: string[]): WorkerArgs {
   };
   if (!v.sqs || !v.dynamodb || !v.prefix) fail('--sqs, --dynamodb and --prefix are required');
   const level = v['log-level'];
-  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') fail(`bad --log-level "${level}"`);
+  if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error')
+    fail(`bad --log-level "${level}"`);
   const args: WorkerArgs = {
     sqs: v.sqs,
     dynamodb: v.dynamodb,
@@ -123,7 +124,8 @@ function parse(argv: string[]): WorkerArgs {
     watchdog: num('watchdog', v.watchdog, 0),
     concurrency: num('concurrency', v.concurrency, 1),
   };
-  for (const [k, val] of Object.entries(opt)) if (val !== undefined) (args as unknown as Record<string, unknown>)[k] = val;
+  for (const [k, val] of Object.entries(opt))
+    if (val !== undefined) (args as unknown as Record<string, unknown>)[k] = val;
   if (v['registry-module'] !== undefined) args.registryModule = v['registry-module'];
   if (v['registry-export'] !== undefined) args.registryExport = v['registry-export'];
   return args;
@@ -158,7 +160,12 @@ async function main(): Promise<void> {
     );
     process.exit(1);
   }
-  const overrides: { leaseSeconds?: number; crashLoopReceives?: number; outboxGraceSeconds?: number; watchdogSeconds?: number } = {};
+  const overrides: {
+    leaseSeconds?: number;
+    crashLoopReceives?: number;
+    outboxGraceSeconds?: number;
+    watchdogSeconds?: number;
+  } = {};
   if (args.lease !== undefined) overrides.leaseSeconds = args.lease;
   if (args.crashLoopReceives !== undefined) overrides.crashLoopReceives = args.crashLoopReceives;
   if (args.outboxGrace !== undefined) overrides.outboxGraceSeconds = args.outboxGrace;
@@ -221,6 +228,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`kaj-worker: could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `kaj-worker: could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -6,7 +6,4 @@ import { sendEmail } from './send-email.js';
  * Every task type this deployment runs. To add one: write `tasks/<name>.ts` with
  * `defineTask({...})` and add it to this list.
  */
-export const registry = new TaskRegistry([
-  sendEmail,
-  makeThumbnails,
-]);
+export const registry = new TaskRegistry([sendEmail, makeThumbnails]);

@@ -18,12 +18,15 @@ export const makeThumbnails = defineTask({
   timeoutSeconds: 120,
   handler: async (payload, ctx) => {
     const path = new URL(payload.image_url).pathname;
-    if (!SUPPORTED.test(path)) throw new PermanentError(`unsupported image format: ${path}`, { code: 'UNSUPPORTED_FORMAT' });
+    if (!SUPPORTED.test(path))
+      throw new PermanentError(`unsupported image format: ${path}`, { code: 'UNSUPPORTED_FORMAT' });
     const digest = createHash('sha256').update(payload.image_url).digest('hex').slice(0, 16);
-    const thumbnails = [...new Set(payload.sizes)].sort((a, b) => a - b).map((size) => {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
-      return { size, key: `thumbnails/${digest}/${size}.webp` };
-    });
+    const thumbnails = [...new Set(payload.sizes)]
+      .sort((a, b) => a - b)
+      .map((size) => {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        return { size, key: `thumbnails/${digest}/${size}.webp` };
+      });
     return { thumbnails };
   },
 });

@@ -85,7 +85,9 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
         ];
       });
     } catch (err) {
-      throw new DeadLetterQueueUnavailableError(`SQS ReceiveMessage on the ${priority} DLQ failed: ${nameOf(err)}`, { cause: err });
+      throw new DeadLetterQueueUnavailableError(`SQS ReceiveMessage on the ${priority} DLQ failed: ${nameOf(err)}`, {
+        cause: err,
+      });
     }
   }
 
@@ -125,9 +127,12 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
       }
     }
     if (error !== undefined && failed.length === receiptHandles.length) {
-      throw new DeadLetterQueueUnavailableError(`SQS DeleteMessageBatch on the ${priority} DLQ failed: ${nameOf(error)}`, {
-        cause: error,
-      });
+      throw new DeadLetterQueueUnavailableError(
+        `SQS DeleteMessageBatch on the ${priority} DLQ failed: ${nameOf(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
     return failed;
   }
@@ -144,7 +149,11 @@ export class SqsQueueInspector implements QueueInspector {
     const out = await this.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
       }),
     );
     const a = out.Attributes ?? {};
@@ -174,7 +183,9 @@ export class SqsMessageMover implements MessageMover {
       );
     }
     if (latest?.status === 'RUNNING' || latest?.status === 'CANCELLING') {
-      throw new MoveTaskRunningError(`a message move task is already running on the ${source} DLQ (SQS allows one at a time)`);
+      throw new MoveTaskRunningError(
+        `a message move task is already running on the ${source} DLQ (SQS allows one at a time)`,
+      );
     }
   }
 
@@ -190,7 +201,9 @@ export class SqsMessageMover implements MessageMover {
   }
 
   async progress(source: Priority): Promise<MoveProgress | undefined> {
-    const out = await this.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: this.r.dlqArns[source], MaxResults: 1 }));
+    const out = await this.sqs.send(
+      new ListMessageMoveTasksCommand({ SourceArn: this.r.dlqArns[source], MaxResults: 1 }),
+    );
     const t = out.Results?.[0];
     if (t === undefined) return undefined;
     return {
@@ -223,7 +236,11 @@ export class DynamoTaskTable implements FailedTaskSource, StatusSource {
           ConsistentRead: true,
           FilterExpression: '#s = :failed AND #p = :p AND attribute_not_exists(#d) AND #f >= :since',
           ExpressionAttributeNames: { '#s': 'status', '#p': 'priority', '#d': 'discarded_at', '#f': 'finished_at' },
-          ExpressionAttributeValues: { ':failed': 'failed', ':p': priority, ':since': new Date(diedSince).toISOString() },
+          ExpressionAttributeValues: {
+            ':failed': 'failed',
+            ':p': priority,
+            ':since': new Date(diedSince).toISOString(),
+          },
           ExclusiveStartKey: startKey,
         }),
       );

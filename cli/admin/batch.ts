@@ -134,7 +134,11 @@ export async function processDeadLetters(
       const byQueue = groupBy(toDelete, (e) => e.dlq);
       for (const [priority, entries] of byQueue) {
         try {
-          for (const h of await deps.dlq.delete(priority, entries.map((e) => e.receiptHandle))) failedHandles.add(h);
+          for (const h of await deps.dlq.delete(
+            priority,
+            entries.map((e) => e.receiptHandle),
+          ))
+            failedHandles.add(h);
         } catch (err) {
           deleteError = describe(err);
           for (const e of entries) failedHandles.add(e.receiptHandle);
@@ -193,13 +197,22 @@ export type NamedTaskCheck =
  * selection (`--queue`, `--type`, `--error-contains`, `--since`), judged on the dead letter
  * its record would have (`deadLetterOf`), so that both paths select alike.
  */
-export function checkNamedTask(record: TaskRecord | undefined, o: Pick<BatchOptions, 'queues' | 'filter'>, now: number): NamedTaskCheck {
+export function checkNamedTask(
+  record: TaskRecord | undefined,
+  o: Pick<BatchOptions, 'queues' | 'filter'>,
+  now: number,
+): NamedTaskCheck {
   if (record === undefined) {
     return { ok: false, record, detail: 'no dead letter, no task record (never existed, or expired)' };
   }
-  if (record.status !== 'failed') return { ok: false, record, detail: `no dead letter; task is ${record.status}, not dead` };
+  if (record.status !== 'failed')
+    return { ok: false, record, detail: `no dead letter; task is ${record.status}, not dead` };
   if (!o.queues.includes(record.priority)) {
-    return { ok: false, record, detail: `no dead letter; task died on ${record.priority}, outside --queue ${o.queues.join(', ')}` };
+    return {
+      ok: false,
+      record,
+      detail: `no dead letter; task died on ${record.priority}, outside --queue ${o.queues.join(', ')}`,
+    };
   }
   const asLetter: DeadEntry = {
     messageId: '',
@@ -234,7 +247,12 @@ export async function processNamedTasks(
   const named = o.filter.taskIds ?? [];
   if (named.length === 0 || report.interrupted) return report;
   const seen = new Set(report.items.map((i) => i.task_id));
-  const counts: BatchCounts = { selected: report.selected, done: report.done, skipped: report.skipped, failed: report.failed };
+  const counts: BatchCounts = {
+    selected: report.selected,
+    done: report.done,
+    skipped: report.skipped,
+    failed: report.failed,
+  };
   const items = [...report.items];
   const pacer = new Pacer(o.dryRun ? undefined : o.ratePerSecond, deps.clock, deps.sleep);
   for (const taskId of new Set(named)) {
@@ -272,7 +290,10 @@ export function letterOf(entry: DeadEntry): DeadLetterRef | undefined {
 }
 
 /** The task record of a DLQ message: as read while selecting, else read now. */
-export async function recordOf(deps: { readonly store: Pick<TaskStore, 'get'> }, entry: DeadEntry): Promise<TaskRecord | undefined> {
+export async function recordOf(
+  deps: { readonly store: Pick<TaskStore, 'get'> },
+  entry: DeadEntry,
+): Promise<TaskRecord | undefined> {
   if (entry.record !== undefined) return entry.record ?? undefined;
   return entry.taskId === undefined ? undefined : deps.store.get(entry.taskId);
 }

@@ -156,17 +156,19 @@ export function summarize(entry: DeadEntry): DeadTaskSummary {
   const letter = entry.kind === 'dead_letter' ? (entry.letter as DeadLetter) : undefined;
   const error = letter?.last_error ?? r?.last_error;
   const lastError =
-    error !== undefined ? `${error.code !== undefined ? `${error.code} ` : ''}${error.name}: ${error.message}` : letter?.reason;
+    error !== undefined
+      ? `${error.code !== undefined ? `${error.code} ` : ''}${error.name}: ${error.message}`
+      : letter?.reason;
   return {
     taskId: entry.taskId,
     type: letter?.type ?? r?.type,
     originPriority: entry.originPriority,
     attempts: letter?.attempts ?? r?.attempts,
     lastError,
-    deadSince:
-      letter?.failed_at ?? (entry.kind === 'moved_by_sqs' ? (r?.finished_at ?? r?.updated_at) : undefined),
+    deadSince: letter?.failed_at ?? (entry.kind === 'moved_by_sqs' ? (r?.finished_at ?? r?.updated_at) : undefined),
     kind: entry.kind,
-    reason: letter?.reason ?? (entry.kind === 'moved_by_sqs' ? 'moved by SQS after maxReceiveCount receives' : undefined),
+    reason:
+      letter?.reason ?? (entry.kind === 'moved_by_sqs' ? 'moved by SQS after maxReceiveCount receives' : undefined),
   };
 }
 

@@ -21,7 +21,10 @@ export interface DeadLetterListing {
  * for `visibilitySeconds` and its receive count goes up by one; every message is made visible
  * again (visibility 0) as soon as its queue has been read. Nothing is deleted or changed.
  */
-export async function listDeadLetters(deps: ScanDeps, o: Omit<ScanOptions, 'loadRecords'> & { loadRecords?: boolean }): Promise<DeadLetterListing> {
+export async function listDeadLetters(
+  deps: ScanDeps,
+  o: Omit<ScanOptions, 'loadRecords'> & { loadRecords?: boolean },
+): Promise<DeadLetterListing> {
   const entries: DeadEntry[] = [];
   const scan = await scanDeadLetters(deps, o, async (page) => {
     entries.push(...page);

@@ -85,7 +85,16 @@ export async function nativeRedrive(deps: NativeRedriveDeps, o: NativeRedriveOpt
   for (const p of o.queues) {
     if (o.signal?.aborted) break;
     const destination = redriveTarget(o.to, p);
-    const report: NativeQueueReport = { dlq: p, destination, selected: 0, reset: 0, skipped: 0, failed: 0, repaired: 0, errors: [] };
+    const report: NativeQueueReport = {
+      dlq: p,
+      destination,
+      selected: 0,
+      reset: 0,
+      skipped: 0,
+      failed: 0,
+      repaired: 0,
+      errors: [],
+    };
     reports.push(report);
     const t0 = deps.clock.now();
     const candidates = await deps.failed.failedTasks(p, dlqRetentionStart(t0));
@@ -114,7 +123,11 @@ export async function nativeRedrive(deps: NativeRedriveDeps, o: NativeRedriveOpt
     if (o.signal?.aborted) break;
 
     // Every reset task is owed its message by the outbox now; the move only makes it faster.
-    await deps.mover.start(p, destination, o.ratePerSecond === undefined ? undefined : Math.min(500, Math.ceil(o.ratePerSecond)));
+    await deps.mover.start(
+      p,
+      destination,
+      o.ratePerSecond === undefined ? undefined : Math.min(500, Math.ceil(o.ratePerSecond)),
+    );
     for (;;) {
       const progress = await deps.mover.progress(p);
       if (progress !== undefined) report.move = progress;

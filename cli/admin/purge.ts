@@ -64,7 +64,12 @@ async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Pro
   if (letter === undefined || o.dryRun) {
     const plan = planPurge(entry, first);
     if (plan.action === 'mark' || plan.action === 'cancel') {
-      return { outcome: 'done', action: plan.action, detail: `dry run: would ${plan.action === 'mark' ? 'discard' : 'cancel'}`, deleteLetter: false };
+      return {
+        outcome: 'done',
+        action: plan.action,
+        detail: `dry run: would ${plan.action === 'mark' ? 'discard' : 'cancel'}`,
+        deleteLetter: false,
+      };
     }
     return skipped(o, plan.reason, plan.action === 'delete' && plan.reason !== 'not_kaj' ? plan.status : undefined);
   }
@@ -76,7 +81,12 @@ async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Pro
       case 'discarded':
         return { outcome: 'done', action: 'mark', detail: 'discarded', deleteLetter: true };
       case 'cancelled':
-        return { outcome: 'done', action: 'cancel', detail: `cancelled (was ${out.was}) and discarded`, deleteLetter: true };
+        return {
+          outcome: 'done',
+          action: 'cancel',
+          detail: `cancelled (was ${out.was}) and discarded`,
+          deleteLetter: true,
+        };
       case 'skipped':
         return skipped(o, out.reason, out.status);
     }
@@ -88,21 +98,46 @@ function purgeFromRecord(deps: PurgeDeps, o: PurgeOptions, first: TaskRecord | u
   return withReplans(first, async (record) => {
     const check = checkNamedTask(record, o, deps.clock.now());
     if (!check.ok) {
-      const hint = check.record?.status === 'queued' || check.record?.status === 'retrying' ? ' (kaj task cancel stops a waiting task)' : '';
-      return { outcome: 'failed', action: 'none', detail: `${check.detail}: nothing to purge${hint}`, deleteLetter: false };
+      const hint =
+        check.record?.status === 'queued' || check.record?.status === 'retrying'
+          ? ' (kaj task cancel stops a waiting task)'
+          : '';
+      return {
+        outcome: 'failed',
+        action: 'none',
+        detail: `${check.detail}: nothing to purge${hint}`,
+        deleteLetter: false,
+      };
     }
     const dead = check.record;
     // Counted as done, like a letter whose task was discarded already: a re-run finds its work done.
-    if (planRecordPurge(dead).action === 'skip') return { outcome: 'done', action: 'none', detail: 'task already discarded', deleteLetter: false };
-    if (o.dryRun) return { outcome: 'done', action: 'mark', detail: 'dry run: would discard (no dead letter in the DLQs)', deleteLetter: false };
+    if (planRecordPurge(dead).action === 'skip')
+      return { outcome: 'done', action: 'none', detail: 'task already discarded', deleteLetter: false };
+    if (o.dryRun)
+      return {
+        outcome: 'done',
+        action: 'mark',
+        detail: 'dry run: would discard (no dead letter in the DLQs)',
+        deleteLetter: false,
+      };
     const out = await deps.lifecycle.operations.discardRecord(dead, o);
     switch (out.kind) {
       case 'changed':
         return out;
       case 'discarded':
-        return { outcome: 'done', action: 'mark', detail: 'discarded (no dead letter in the DLQs)', deleteLetter: false };
+        return {
+          outcome: 'done',
+          action: 'mark',
+          detail: 'discarded (no dead letter in the DLQs)',
+          deleteLetter: false,
+        };
       default:
-        return { outcome: 'failed', action: 'none', detail: `task is ${dead.status}: nothing to purge`, deleteLetter: false };
+        return {
+          outcome: 'failed',
+          action: 'none',
+          detail: `task is ${dead.status}: nothing to purge`,
+          deleteLetter: false,
+        };
     }
   });
 }
@@ -111,8 +146,20 @@ type SkipReason = Extract<PurgeOutcome, { kind: 'skipped' }>['reason'] | 'not_ka
 
 /** A letter the purge does not mark: deleted (a letter already marked counts as done), or left while its task runs. */
 function skipped(o: PurgeOptions, reason: SkipReason, status: string | undefined): ItemResult {
-  if (reason === 'running') return { outcome: 'failed', action: 'leave', detail: 'task is running right now; try again later', deleteLetter: false };
-  if (reason === 'not_dead') return { outcome: 'failed', action: 'none', detail: `task is ${status}, not dead: nothing to purge`, deleteLetter: false };
+  if (reason === 'running')
+    return {
+      outcome: 'failed',
+      action: 'leave',
+      detail: 'task is running right now; try again later',
+      deleteLetter: false,
+    };
+  if (reason === 'not_dead')
+    return {
+      outcome: 'failed',
+      action: 'none',
+      detail: `task is ${status}, not dead: nothing to purge`,
+      deleteLetter: false,
+    };
   return deleteOnly(o, reason, status);
 }
 

@@ -78,7 +78,8 @@ export async function redriveDeadLetters(deps: RedriveDeps, o: RedriveOptions): 
 async function redriveOne(deps: RedriveDeps, o: RedriveOptions, entry: DeadEntry): Promise<ItemResult> {
   const letter = letterOf(entry);
   const first = letter === undefined ? undefined : await recordOf(deps, entry);
-  if (letter === undefined || o.dryRun) return planResult(planRedrive(entry, first, (r) => deps.lifecycle.sendUnconfirmed(r)));
+  if (letter === undefined || o.dryRun)
+    return planResult(planRedrive(entry, first, (r) => deps.lifecycle.sendUnconfirmed(r)));
   return withReplans(first, async (record) => {
     const out = await deps.lifecycle.operations.redriveLetter(letter, record, o);
     return out.kind === 'changed' ? out : letterResult(out);
@@ -94,24 +95,43 @@ function redriveFromRecord(deps: RedriveDeps, o: RedriveOptions, first: TaskReco
       const r = check.record;
       const plan = r === undefined ? undefined : planRecordRedrive(r);
       if (plan?.action === 'skip' && plan.reason === 'already_redriven') {
-        return { outcome: 'skipped', action: 'none', detail: `already redriven (task is ${r?.status})`, deleteLetter: false };
+        return {
+          outcome: 'skipped',
+          action: 'none',
+          detail: `already redriven (task is ${r?.status})`,
+          deleteLetter: false,
+        };
       }
       return { outcome: 'failed', action: 'none', detail: `${check.detail}: nothing to redrive`, deleteLetter: false };
     }
     const dead = check.record;
     if (planRecordRedrive(dead).action === 'skip') {
-      return { outcome: 'failed', action: 'none', detail: `task was discarded (kaj dlq purge) at ${dead.discarded_at}: not redriven`, deleteLetter: false };
+      return {
+        outcome: 'failed',
+        action: 'none',
+        detail: `task was discarded (kaj dlq purge) at ${dead.discarded_at}: not redriven`,
+        deleteLetter: false,
+      };
     }
     if (o.dryRun) {
       const target = redriveTarget(o.to, dead.priority);
-      return { outcome: 'done', action: 'reset_from_record', detail: `dry run: would redrive from the task record to ${target} (no dead letter in the DLQs)`, deleteLetter: false };
+      return {
+        outcome: 'done',
+        action: 'reset_from_record',
+        detail: `dry run: would redrive from the task record to ${target} (no dead letter in the DLQs)`,
+        deleteLetter: false,
+      };
     }
     const out = await deps.lifecycle.operations.redriveRecord(dead, o);
     switch (out.kind) {
       case 'changed':
         return out;
       case 'reset':
-        return sendResult('reset_from_record', out.sending, `queued on ${out.target} (from the task record: no dead letter in the DLQs)`);
+        return sendResult(
+          'reset_from_record',
+          out.sending,
+          `queued on ${out.target} (from the task record: no dead letter in the DLQs)`,
+        );
       default:
         return letterResult(out);
     }
@@ -126,9 +146,19 @@ function planResult(plan: LetterPlan): ItemResult {
     case 'resume':
       return { outcome: 'done', action: plan.action, detail: 'dry run: would redrive', deleteLetter: false };
     case 'discard_letter':
-      return { outcome: 'skipped', action: plan.action, detail: `dry run: would delete the message: ${skipText(plan.reason, plan.status)}`, deleteLetter: false };
+      return {
+        outcome: 'skipped',
+        action: plan.action,
+        detail: `dry run: would delete the message: ${skipText(plan.reason, plan.status)}`,
+        deleteLetter: false,
+      };
     case 'leave':
-      return { outcome: 'failed', action: plan.action, detail: plan.reason === 'not_kaj' ? NOT_KAJ : skipText(plan.reason), deleteLetter: false };
+      return {
+        outcome: 'failed',
+        action: plan.action,
+        detail: plan.reason === 'not_kaj' ? NOT_KAJ : skipText(plan.reason),
+        deleteLetter: false,
+      };
   }
 }
 
@@ -139,12 +169,22 @@ function letterResult(out: Exclude<RedriveOutcome, { kind: 'changed' }>): ItemRe
     case 'resumed':
       return sendResult('resume', out.sending, 'finished an interrupted redrive');
     case 'resent':
-      return { outcome: 'done', action: 'resend', detail: `message re-sent to ${out.target} (task was ${out.was})`, deleteLetter: true };
+      return {
+        outcome: 'done',
+        action: 'resend',
+        detail: `message re-sent to ${out.target} (task was ${out.was})`,
+        deleteLetter: true,
+      };
     case 'skipped':
       if (out.reason === 'not_found' || out.reason === 'not_dead' || out.reason === 'discarded') {
         return { outcome: 'failed', action: 'leave', detail: skipText(out.reason, out.status), deleteLetter: false };
       }
-      return { outcome: 'skipped', action: 'discard_letter', detail: skipText(out.reason, out.status), deleteLetter: true };
+      return {
+        outcome: 'skipped',
+        action: 'discard_letter',
+        detail: skipText(out.reason, out.status),
+        deleteLetter: true,
+      };
   }
 }
 

@@ -116,7 +116,9 @@ export async function scanDeadLetters(deps: ScanDeps, o: ScanOptions, onPage: Pa
         await Promise.all(
           fresh.map(async (e) => {
             const wanted =
-              o.loadRecords === true || (o.loadRecords === 'moved' && e.kind === 'moved_by_sqs') || needsRecord(e, o.filter);
+              o.loadRecords === true ||
+              (o.loadRecords === 'moved' && e.kind === 'moved_by_sqs') ||
+              needsRecord(e, o.filter);
             if (e.taskId !== undefined && wanted) {
               e.record = (await deps.store.get(e.taskId)) ?? null;
             }

@@ -69,7 +69,9 @@ export class StatusTallier {
       discarded: this.discarded,
       ...(o === undefined
         ? {}
-        : { oldestWaiting: { task_id: o.task_id, run_at: o.run_at, age_seconds: Math.round((this.now - o.at) / 1000) } }),
+        : {
+            oldestWaiting: { task_id: o.task_id, run_at: o.run_at, age_seconds: Math.round((this.now - o.at) / 1000) },
+          }),
     };
   }
 }
@@ -99,7 +101,10 @@ export async function collectStats(
 ): Promise<StatsSnapshot> {
   const queues = await Promise.all(
     PRIORITIES.map(async (priority): Promise<QueueStats> => {
-      const [q, d] = await Promise.all([deps.inspector.depth('queue', priority), deps.inspector.depth('dlq', priority)]);
+      const [q, d] = await Promise.all([
+        deps.inspector.depth('queue', priority),
+        deps.inspector.depth('dlq', priority),
+      ]);
       return { priority, queue: { ...q, oldestAgeSeconds: null }, dlq: { visible: d.visible, inFlight: d.inFlight } };
     }),
   );

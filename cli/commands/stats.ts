@@ -17,7 +17,11 @@ export function registerStats(program: Command, ctx: CliContext, _state: RunStat
     .command('stats')
     .description('queue depths per priority (visible, in flight, delayed), DLQ depths, and optionally tasks by status')
     .option('--by-status', 'also count tasks by status — this SCANS THE WHOLE TABLE (read cost grows with it)')
-    .addOption(new Option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C').preset('5').argParser(parseWatch))
+    .addOption(
+      new Option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C')
+        .preset('5')
+        .argParser(parseWatch),
+    )
     .option('--json', 'print JSON (one object per refresh with --watch)')
     .addHelpText(
       'after',

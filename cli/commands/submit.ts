@@ -18,7 +18,10 @@ export function registerSubmit(program: Command, ctx: CliContext, _state: RunSta
     .option('--idempotency-key <key>', 'a replay with the same key returns the same task')
     .option('--delay <seconds>', 'run no earlier than this many seconds from now', parseNonNegativeInt)
     .option('--json', 'print JSON')
-    .addHelpText('after', `\nExample:\n  kaj submit send_email --local --payload '{"to":"ada@example.com","subject":"hi"}'`)
+    .addHelpText(
+      'after',
+      `\nExample:\n  kaj submit send_email --local --payload '{"to":"ada@example.com","subject":"hi"}'`,
+    )
     .action(async (type: string, _o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, submitOptions);
       const registry = await ctx.registry();
@@ -28,23 +31,37 @@ export function registerSubmit(program: Command, ctx: CliContext, _state: RunSta
         async (s) => {
           let result;
           try {
-            result = await s.kaj.submitter.submit({
-              type,
-              ...(o.payload === undefined ? {} : { payload: o.payload }),
-              priority: o.priority,
-              ...(o.idempotencyKey === undefined ? {} : { idempotency_key: o.idempotencyKey }),
-              ...(o.delay === undefined ? {} : { delay_seconds: o.delay }),
-            }, { owner: `operator:${osActor()}` });
+            result = await s.kaj.submitter.submit(
+              {
+                type,
+                ...(o.payload === undefined ? {} : { payload: o.payload }),
+                priority: o.priority,
+                ...(o.idempotencyKey === undefined ? {} : { idempotency_key: o.idempotencyKey }),
+                ...(o.delay === undefined ? {} : { delay_seconds: o.delay }),
+              },
+              { owner: `operator:${osActor()}` },
+            );
           } catch (err) {
-            if (err instanceof ValidationError || err instanceof UnknownTaskTypeError) throw new UsageError(err.message);
+            if (err instanceof ValidationError || err instanceof UnknownTaskTypeError)
+              throw new UsageError(err.message);
             if (err instanceof IdempotencyConflictError) throw new CliError(err.message, 1, { cause: err });
             throw err;
           }
           const r = result.record;
           if (o.json === true) {
-            ctx.io.out(json({ task_id: r.task_id, status: r.status, priority: r.priority, run_at: r.run_at, replayed: result.replayed }));
+            ctx.io.out(
+              json({
+                task_id: r.task_id,
+                status: r.status,
+                priority: r.priority,
+                run_at: r.run_at,
+                replayed: result.replayed,
+              }),
+            );
           } else {
-            ctx.io.out(`${result.replayed ? 'already submitted' : 'submitted'}: ${r.task_id} (${r.type}, ${r.priority}, ${r.status}, runs at ${r.run_at})\n`);
+            ctx.io.out(
+              `${result.replayed ? 'already submitted' : 'submitted'}: ${r.task_id} (${r.type}, ${r.priority}, ${r.status}, runs at ${r.run_at})\n`,
+            );
           }
         },
         registry,

@@ -16,13 +16,21 @@ export function recordLines(r: TaskRecord, now: number): string[] {
   ];
   if (r.started_at !== undefined) lines.push(`started:      ${r.started_at}`);
   if (r.finished_at !== undefined) lines.push(`finished:     ${r.finished_at}`);
-  if (r.last_error !== undefined) lines.push(`last error:   ${r.last_error.code ? `${r.last_error.code} ` : ''}${r.last_error.name}: ${r.last_error.message}`);
-  if (r.outbox_pk !== undefined) lines.push(`owed message: ${r.outbox_pk} (sweeper sends it ${ago(new Date(r.outbox_due ?? 0).toISOString(), now)})`);
+  if (r.last_error !== undefined)
+    lines.push(
+      `last error:   ${r.last_error.code ? `${r.last_error.code} ` : ''}${r.last_error.name}: ${r.last_error.message}`,
+    );
+  if (r.outbox_pk !== undefined)
+    lines.push(
+      `owed message: ${r.outbox_pk} (sweeper sends it ${ago(new Date(r.outbox_due ?? 0).toISOString(), now)})`,
+    );
   if (r.redrive_count) lines.push(`redriven:     ${r.redrive_count} time(s)`);
   if (r.result !== undefined) lines.push(`result:       ${truncate(JSON.stringify(r.result), 200)}`);
   lines.push(`payload:      ${truncate(JSON.stringify(r.payload) ?? 'null', 200)}`);
   for (const h of r.history) {
-    lines.push(`attempt ${h.attempt}:    ${h.outcome} ${h.finished_at}${h.error ? ` — ${h.error.name}: ${h.error.message}` : ''}`);
+    lines.push(
+      `attempt ${h.attempt}:    ${h.outcome} ${h.finished_at}${h.error ? ` — ${h.error.name}: ${h.error.message}` : ''}`,
+    );
   }
   for (const a of r.audit ?? []) {
     lines.push(`audit:        ${a.action} by ${a.by} at ${a.at}${a.reason !== undefined ? ` — ${a.reason}` : ''}`);

@@ -20,7 +20,8 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
       const o = optionsOf(cmd, commonOptions);
       await withServices(ctx, o, async (s) => {
         const r = await s.kaj.store.get(taskId);
-        if (r === undefined) throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
+        if (r === undefined)
+          throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
         ctx.io.out(o.json === true ? json(r) : `${recordLines(r, ctx.clock.now()).join('\n')}\n`);
       });
     });
@@ -37,12 +38,18 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
         try {
           r = await s.kaj.lifecycle.cancel(taskId);
         } catch (err) {
-          if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError) throw new CliError(err.message, 1, { cause: err });
+          if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError)
+            throw new CliError(err.message, 1, { cause: err });
           throw err;
         }
         const requested = r.status === 'running';
         if (o.json === true) ctx.io.out(json({ task_id: r.task_id, status: r.status, cancel_requested: requested }));
-        else ctx.io.out(requested ? `task ${r.task_id} is running: cancel requested; its worker stops it at the next heartbeat\n` : `task ${r.task_id} is ${r.status}\n`);
+        else
+          ctx.io.out(
+            requested
+              ? `task ${r.task_id} is running: cancel requested; its worker stops it at the next heartbeat\n`
+              : `task ${r.task_id} is ${r.status}\n`,
+          );
       });
     });
 }

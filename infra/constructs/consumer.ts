@@ -102,9 +102,7 @@ export class TaskConsumer extends Construct {
       mappings[p] = this.handler.addEventSourceMapping(`${cap}Mapping`, {
         eventSourceArn: props.queues[p].queueArn,
         batchSize: s.batchSize,
-        ...(s.maxBatchingWindowSeconds > 0
-          ? { maxBatchingWindow: Duration.seconds(s.maxBatchingWindowSeconds) }
-          : {}),
+        ...(s.maxBatchingWindowSeconds > 0 ? { maxBatchingWindow: Duration.seconds(s.maxBatchingWindowSeconds) } : {}),
         maxConcurrency: s.maxConcurrency,
         reportBatchItemFailures: true,
       });

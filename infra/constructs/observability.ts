@@ -49,7 +49,7 @@ export interface ObservabilityProps {
 export const UNENCRYPTED_ALARM_TOPIC_REASON =
   'Alarm notifications carry no task data (alarm names and metric values only). CloudWatch alarms cannot publish ' +
   'to a topic encrypted with the AWS managed key aws/sns, and a customer managed key costs $1/month (up to $3 after ' +
-  'rotations) against Kaj\'s near-zero cost at rest. Set encryptAlarmTopic: true to encrypt it with one.';
+  "rotations) against Kaj's near-zero cost at rest. Set encryptAlarmTopic: true to encrypt it with one.";
 
 const cap = (p: Priority) => p.charAt(0).toUpperCase() + p.slice(1);
 
@@ -197,7 +197,9 @@ export class Observability extends Construct {
     // (confused deputy).
     const fromTheseAlarms = {
       StringEquals: { 'aws:SourceAccount': stack.account },
-      ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:${prefix}-*` },
+      ArnLike: {
+        'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:${prefix}-*`,
+      },
     };
     const cloudwatchAlarms = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
     this.alarmTopicKey = undefined;
@@ -306,7 +308,11 @@ export class Observability extends Construct {
       }),
     );
     dashboard.addWidgets(
-      new cloudwatch.GraphWidget({ title: 'Tasks succeeded', left: taskCount(METRICS.succeeded, 'succeeded'), width: 8 }),
+      new cloudwatch.GraphWidget({
+        title: 'Tasks succeeded',
+        left: taskCount(METRICS.succeeded, 'succeeded'),
+        width: 8,
+      }),
       new cloudwatch.GraphWidget({ title: 'Tasks retried', left: taskCount(METRICS.retried, 'retried'), width: 8 }),
       new cloudwatch.GraphWidget({ title: 'Tasks failed', left: taskCount(METRICS.failed, 'failed'), width: 8 }),
     );
@@ -314,8 +320,16 @@ export class Observability extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Task duration p50 / p99 (ms, per type)',
         left: [
-          new cloudwatch.SearchExpression({ expression: search(METRICS.duration, 'p50'), label: 'p50', period: minute }),
-          new cloudwatch.SearchExpression({ expression: search(METRICS.duration, 'p99'), label: 'p99', period: minute }),
+          new cloudwatch.SearchExpression({
+            expression: search(METRICS.duration, 'p50'),
+            label: 'p50',
+            period: minute,
+          }),
+          new cloudwatch.SearchExpression({
+            expression: search(METRICS.duration, 'p99'),
+            label: 'p99',
+            period: minute,
+          }),
         ],
         width: 12,
       }),

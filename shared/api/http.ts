@@ -25,7 +25,11 @@ export interface ApiDeps {
   readonly defaultOwner: string;
 }
 
-export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; headers: Record<string, string>; body: string };
+export type HttpResult = APIGatewayProxyStructuredResultV2 & {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+};
 
 const TASK_ID = /^t_[0-9a-f]{32}$/;
 /** How long a client should wait before retrying after a 503. */
@@ -76,10 +80,18 @@ async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller)
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
     throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json');
   }
-  const raw = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  const raw =
+    event.body === undefined
+      ? ''
+      : event.isBase64Encoded
+        ? Buffer.from(event.body, 'base64').toString('utf8')
+        : event.body;
   const bytes = Buffer.byteLength(raw);
   if (bytes > DEFAULTS.maxRequestBytes) {
-    throw new PayloadTooLargeError('body', `request body of ${bytes} bytes exceeds the limit of ${DEFAULTS.maxRequestBytes}`);
+    throw new PayloadTooLargeError(
+      'body',
+      `request body of ${bytes} bytes exceeds the limit of ${DEFAULTS.maxRequestBytes}`,
+    );
   }
   if (raw.trim() === '') throw new HttpError(400, 'invalid_json', 'request body is empty; send a JSON object');
   let body: unknown;
@@ -151,7 +163,8 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
   if (err instanceof PayloadTooLargeError) return problem(413, 'payload_too_large', err.message, err.field);
   if (err instanceof ValidationError) return problem(422, 'validation_error', err.message, err.field);
   if (err instanceof UnknownTaskTypeError) return problem(422, 'unknown_type', err.message, 'type');
-  if (err instanceof IdempotencyConflictError) return problem(409, 'idempotency_conflict', err.message, 'idempotency_key');
+  if (err instanceof IdempotencyConflictError)
+    return problem(409, 'idempotency_conflict', err.message, 'idempotency_key');
   if (err instanceof TaskNotFoundError) return problem(404, 'not_found', err.message);
   if (err instanceof TaskNotCancellableError) return problem(409, 'not_cancellable', err.message);
   if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {
@@ -160,6 +173,9 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
       'retry-after': RETRY_AFTER_SECONDS,
     });
   }
-  logger.error('unexpected error', { ...fields, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  logger.error('unexpected error', {
+    ...fields,
+    error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+  });
   return problem(500, 'internal', 'internal error');
 }

@@ -96,9 +96,7 @@ export interface ResourceNames {
  */
 export function resourceNames(prefix: string): ResourceNames {
   if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix)) {
-    throw new Error(
-      `resource prefix "${prefix}" is invalid: use 1-40 letters, digits, "-" or "_"`,
-    );
+    throw new Error(`resource prefix "${prefix}" is invalid: use 1-40 letters, digits, "-" or "_"`);
   }
   const queues = {} as Record<Priority, string>;
   const deadLetterQueues = {} as Record<Priority, string>;

@@ -20,7 +20,8 @@ export interface RuntimeSettings {
 
 export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>> = {}): RuntimeSettings {
   const leaseSeconds = overrides.leaseSeconds ?? DEFAULTS.leaseSeconds;
-  const queueVisibilityTimeoutSeconds = overrides.queueVisibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds;
+  const queueVisibilityTimeoutSeconds =
+    overrides.queueVisibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds;
   const s: RuntimeSettings = {
     leaseSeconds,
     heartbeatSeconds: leaseSeconds / 3,
@@ -135,7 +136,9 @@ export type EnvironmentSettings = Partial<Pick<RuntimeSettings, 'leaseSeconds' |
  * Returns only the variables that are set, as overrides for `runtimeSettings`.
  * @throws ConfigError whose `setting` is the variable's name, and whose message names it too.
  */
-export function settingsFromEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): EnvironmentSettings {
+export function settingsFromEnvironment(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): EnvironmentSettings {
   const variables = [
     ['leaseSeconds', ENV.leaseSeconds],
     ['retentionDays', ENV.retentionDays],

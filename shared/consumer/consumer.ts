@@ -8,14 +8,20 @@ import { redeliveryDelaySeconds } from '../retry/decide.js';
 import { PermanentError, TaskTimeoutError } from '../retry/errors.js';
 import type { Logger } from '../runtime/logger.js';
 import { StoreRejectedError } from '../store/errors.js';
-import { resolvePolicy, type AnyTaskDefinition, type ResolvedPolicy, type TaskContext, type TaskRegistry } from '../task/define.js';
+import {
+  resolvePolicy,
+  type AnyTaskDefinition,
+  type ResolvedPolicy,
+  type TaskContext,
+  type TaskRegistry,
+} from '../task/define.js';
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
 import { UnprocessableMessageError } from './errors.js';
-import { ExclusiveGate, processGate } from './exclusive-gate.js';
+import { type ExclusiveGate, processGate } from './exclusive-gate.js';
 import { Heartbeat } from './heartbeat.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -122,7 +128,8 @@ export class TaskConsumer {
       this.d.logger.error('infrastructure failure; message left for redelivery', {
         ...fields,
         error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        cause: err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
+        cause:
+          err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
         retry_in_seconds: backoff,
       });
       return 'retry';
@@ -144,7 +151,11 @@ export class TaskConsumer {
       await this.lifecycle.attemptFailed(claimed, permanent(err), resolvePolicy({}), 0);
       return 'ack';
     }
-    const policy = resolvePolicy({ ...def, maxAttempts: claimed.max_attempts, timeoutSeconds: claimed.timeout_seconds });
+    const policy = resolvePolicy({
+      ...def,
+      maxAttempts: claimed.max_attempts,
+      timeoutSeconds: claimed.timeout_seconds,
+    });
     const parsed = def.schema.safeParse(claimed.payload);
     if (!parsed.success) {
       await this.lifecycle.attemptFailed(claimed, permanent(parsed.error), policy, 0);
@@ -157,7 +168,13 @@ export class TaskConsumer {
     await holdMessage();
     const controller = new AbortController();
     const heartbeat = new Heartbeat(
-      { lifecycle: this.lifecycle, settings: this.d.settings, logger: this.d.logger, holdMessage, abort: (r) => controller.abort(r) },
+      {
+        lifecycle: this.lifecycle,
+        settings: this.d.settings,
+        logger: this.d.logger,
+        holdMessage,
+        abort: (r) => controller.abort(r),
+      },
       claimed,
     );
     const suspect = this.lifecycle.isSuspect(claimed);
@@ -175,7 +192,10 @@ export class TaskConsumer {
             return 'retry';
           }
           heartbeat.update(await this.lifecycle.markSolo(heartbeat.current));
-          this.d.logger.warn('running alone: this task crashed a worker before', { ...fields, crashes: claimed.crashes ?? 0 });
+          this.d.logger.warn('running alone: this task crashed a worker before', {
+            ...fields,
+            crashes: claimed.crashes ?? 0,
+          });
         }
         const started = this.d.clock.now();
         outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
@@ -217,7 +237,9 @@ export class TaskConsumer {
       if (!(err instanceof StoreRejectedError)) throw err;
       // The store refused the outcome itself (it can never be written): fail the task with a
       // short, storable reason instead of retrying the write forever.
-      const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, { code: 'UNSTORABLE' });
+      const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, {
+        code: 'UNSTORABLE',
+      });
       await this.lifecycle.attemptFailed(record, classifyError(reason), o.policy, o.durationMs);
       this.d.logger.error('outcome refused by the store; task failed', { ...o.fields, error: err.message });
     }
@@ -276,7 +298,10 @@ export class TaskConsumer {
       const checked = checkJsonValue(outcome.value, 'result', DEFAULTS.maxResultBytes);
       if (checked.ok) {
         const done = await this.lifecycle.succeed(record, checked.value, durationMs);
-        this.d.logger.info(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, { ...fields, duration_ms: durationMs });
+        this.d.logger.info(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, {
+          ...fields,
+          duration_ms: durationMs,
+        });
         return;
       }
       // One run, one clear reason: an unstorable result is the handler's bug, not an outage.
@@ -309,7 +334,8 @@ export class TaskConsumer {
   private priorityOf(r: SQSRecord): Priority {
     const name = r.eventSourceARN.split(':').pop() ?? '';
     const p = this.priorityByQueueName.get(name);
-    if (p === undefined) throw new UnprocessableMessageError(`record from unknown queue ${r.eventSourceARN}`, r.messageId);
+    if (p === undefined)
+      throw new UnprocessableMessageError(`record from unknown queue ${r.eventSourceARN}`, r.messageId);
     return p;
   }
 }
@@ -322,7 +348,8 @@ function parseMessage(r: SQSRecord): TaskMessage {
     throw new UnprocessableMessageError('message body is not JSON', r.messageId, err);
   }
   const parsed = taskMessageSchema.safeParse(body);
-  if (!parsed.success) throw new UnprocessableMessageError('message body is not a task message', r.messageId, parsed.error);
+  if (!parsed.success)
+    throw new UnprocessableMessageError('message body is not a task message', r.messageId, parsed.error);
   return parsed.data;
 }
 

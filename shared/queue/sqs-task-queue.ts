@@ -14,7 +14,12 @@ export interface QueueUrls {
   readonly deadLetterQueues: Readonly<Record<Priority, string>>;
 }
 
-const GONE = new Set(['ReceiptHandleIsInvalid', 'MessageNotInflight', 'InvalidParameterValue', 'AWS.SimpleQueueService.MessageNotInflight']);
+const GONE = new Set([
+  'ReceiptHandleIsInvalid',
+  'MessageNotInflight',
+  'InvalidParameterValue',
+  'AWS.SimpleQueueService.MessageNotInflight',
+]);
 
 /** `TaskQueue` on SQS standard queues, one per priority, each with its own DLQ. */
 export class SqsTaskQueue implements TaskQueue {
@@ -81,8 +86,11 @@ export class SqsTaskQueue implements TaskQueue {
         }),
       );
     } catch (err) {
-      if (GONE.has(nameOf(err))) throw new MessageGoneError(`message is no longer in flight: ${nameOf(err)}`, { cause: err });
-      throw new QueueUnavailableError(`SQS ChangeMessageVisibility on ${priority} failed: ${nameOf(err)}`, { cause: err });
+      if (GONE.has(nameOf(err)))
+        throw new MessageGoneError(`message is no longer in flight: ${nameOf(err)}`, { cause: err });
+      throw new QueueUnavailableError(`SQS ChangeMessageVisibility on ${priority} failed: ${nameOf(err)}`, {
+        cause: err,
+      });
     }
   }
 }

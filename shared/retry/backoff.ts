@@ -12,7 +12,8 @@ export interface BackoffPolicy {
  * @param attempt attempts made so far (1 after the first failure)
  */
 export function fullJitterDelayMs(attempt: number, policy: BackoffPolicy, random: RandomSource): number {
-  if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError(`attempt must be an integer >= 1, got ${attempt}`);
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new RangeError(`attempt must be an integer >= 1, got ${attempt}`);
   const ceilingMs = backoffCeilingMs(attempt, policy);
   return Math.floor(random.next() * (ceilingMs + 1));
 }

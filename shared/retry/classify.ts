@@ -30,7 +30,11 @@ export function classifyError(err: unknown): Classification {
   if (err instanceof RetryableError) {
     const after = err.retryAfterSeconds;
     return typeof after === 'number' && after >= 0
-      ? { retryable: true, retryAfterSeconds: Math.min(after, MAX_RETRY_AFTER_SECONDS), info: info(err, true, err.code) }
+      ? {
+          retryable: true,
+          retryAfterSeconds: Math.min(after, MAX_RETRY_AFTER_SECONDS),
+          info: info(err, true, err.code),
+        }
       : { retryable: true, info: info(err, true, err.code) };
   }
   const status = httpStatusOf(err);
@@ -56,7 +60,10 @@ function httpStatusOf(err: unknown): number | undefined {
  */
 function info(err: unknown, retryable: boolean, code?: unknown): ErrorInfo {
   const name = storableText(err instanceof Error && typeof err.name === 'string' ? err.name : typeof err, MAX_NAME);
-  const message = storableText(safeString(() => (err instanceof Error ? err.message : String(err))), MAX_MESSAGE);
+  const message = storableText(
+    safeString(() => (err instanceof Error ? err.message : String(err))),
+    MAX_MESSAGE,
+  );
   const c = typeof code === 'string' && code !== '' ? storableText(code, MAX_NAME) : undefined;
   return c === undefined ? { name, message, retryable } : { name, message, retryable, code: c };
 }

@@ -21,7 +21,10 @@ export class RetryableError extends KajError {
   readonly code: string | undefined;
   /** When set, the next attempt waits exactly this long instead of the backoff. */
   readonly retryAfterSeconds: number | undefined;
-  constructor(message: string, options: { cause?: unknown; code?: string; retryAfterSeconds?: number; taskId?: string } = {}) {
+  constructor(
+    message: string,
+    options: { cause?: unknown; code?: string; retryAfterSeconds?: number; taskId?: string } = {},
+  ) {
     super(message, options);
     this.code = options.code;
     if (options.retryAfterSeconds !== undefined && !(options.retryAfterSeconds >= 0)) {

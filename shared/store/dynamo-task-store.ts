@@ -1,11 +1,5 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TABLE_SCHEMA } from '../config/resources.js';
 import type { TaskRecord } from '../task/model.js';
@@ -50,7 +44,11 @@ export class DynamoTaskStore implements TaskStore {
   async get(taskId: string, options: ReadOptions = {}): Promise<TaskRecord | undefined> {
     try {
       const out = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: { [PK]: taskId }, ConsistentRead: options.consistent ?? true }),
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { [PK]: taskId },
+          ConsistentRead: options.consistent ?? true,
+        }),
       );
       return out.Item as TaskRecord | undefined;
     } catch (err) {
@@ -189,7 +187,11 @@ function itemOf(err: ConditionalCheckFailedException): TaskRecord | undefined {
  */
 const REJECTED = new Set(['ValidationException', 'SerializationException', 'ItemCollectionSizeLimitExceededException']);
 
-function unavailable(err: unknown, operation: string, taskId: string | undefined): StoreUnavailableError | StoreRejectedError {
+function unavailable(
+  err: unknown,
+  operation: string,
+  taskId: string | undefined,
+): StoreUnavailableError | StoreRejectedError {
   const name = err instanceof Error ? err.name : 'Error';
   const message = err instanceof Error ? err.message : String(err);
   if (REJECTED.has(name) || isMarshallError(err)) {
@@ -204,5 +206,7 @@ function unavailable(err: unknown, operation: string, taskId: string | undefined
  */
 function isMarshallError(err: unknown): boolean {
   if (!(err instanceof Error) || '$metadata' in err) return false;
-  return /MAX_SAFE_INTEGER|Unsupported type passed|Special numeric value|Number .* is|cannot be converted|marshall/i.test(err.message);
+  return /MAX_SAFE_INTEGER|Unsupported type passed|Special numeric value|Number .* is|cannot be converted|marshall/i.test(
+    err.message,
+  );
 }

@@ -78,5 +78,10 @@ export class OutboxSweeper {
 }
 
 function stillDue(current: TaskRecord | undefined, partition: string, now: number): current is TaskRecord {
-  return current !== undefined && current.outbox_pk === partition && current.outbox_due !== undefined && current.outbox_due <= now;
+  return (
+    current !== undefined &&
+    current.outbox_pk === partition &&
+    current.outbox_due !== undefined &&
+    current.outbox_due <= now
+  );
 }

@@ -6,7 +6,14 @@
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { RuntimeSettings } from '../config/settings.js';
 import type { TaskChanges } from '../store/task-store.js';
-import { outboxKey, type AttemptRecord, type ErrorInfo, type OutboxTarget, type TaskRecord, type TaskStatus } from './model.js';
+import {
+  outboxKey,
+  type AttemptRecord,
+  type ErrorInfo,
+  type OutboxTarget,
+  type TaskRecord,
+  type TaskStatus,
+} from './model.js';
 import { statusesAllowing, transition } from './state-machine.js';
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -26,7 +33,10 @@ export function outboxFields(
   settings: Pick<RuntimeSettings, 'outboxGraceSeconds'>,
 ): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
   // Beyond SQS's 15-minute delay, the sweeper sends it when the rest fits in DelaySeconds.
-  const due = target === 'queue' && runAtMs - now > SQS_DELAY_MS ? runAtMs - SQS_DELAY_MS : now + settings.outboxGraceSeconds * 1000;
+  const due =
+    target === 'queue' && runAtMs - now > SQS_DELAY_MS
+      ? runAtMs - SQS_DELAY_MS
+      : now + settings.outboxGraceSeconds * 1000;
   return { outbox_pk: outboxKey(target, priority), outbox_due: due };
 }
 

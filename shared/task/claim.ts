@@ -92,10 +92,16 @@ export class TaskClaims {
    */
   markSolo(record: TaskRecord): Promise<TaskRecord> {
     const now = this.d.clock.now();
-    return fencedUpdate(this.d, record, { set: { solo: true, lease_until: now + this.d.settings.leaseSeconds * 1000 } });
+    return fencedUpdate(this.d, record, {
+      set: { solo: true, lease_until: now + this.d.settings.leaseSeconds * 1000 },
+    });
   }
 
-  private async afterRejectedClaim(dispatchId: string, current: TaskRecord | undefined, now: number): Promise<ClaimOutcome> {
+  private async afterRejectedClaim(
+    dispatchId: string,
+    current: TaskRecord | undefined,
+    now: number,
+  ): Promise<ClaimOutcome> {
     if (current === undefined) return { kind: 'drop', reason: 'task not found' };
     if (current.dispatch_id !== dispatchId) return { kind: 'drop', reason: 'superseded by a newer dispatch' };
     if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}` };

@@ -106,7 +106,7 @@ export function resolvePolicy(def: TaskPolicy): ResolvedPolicy {
 }
 
 // The registry stores definitions of any schema; handlers are called with parsed payloads.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds every payload schema; handlers get parsed payloads
 export type AnyTaskDefinition = TaskDefinition<any, unknown>;
 
 /** The set of task types a deployment knows. Built once from `tasks/index.ts`. */

@@ -26,7 +26,10 @@ export class ValidationError extends TaskError {
 }
 
 export class UnknownTaskTypeError extends TaskError {
-  constructor(readonly type: string, readonly known: readonly string[]) {
+  constructor(
+    readonly type: string,
+    readonly known: readonly string[],
+  ) {
     super(`unknown task type "${type}"; known types: ${known.join(', ') || '(none)'}`);
   }
 }
@@ -45,7 +48,10 @@ export class TaskNotFoundError extends TaskError {
 }
 
 export class TaskNotCancellableError extends TaskError {
-  constructor(taskId: string, readonly status: TaskStatus) {
+  constructor(
+    taskId: string,
+    readonly status: TaskStatus,
+  ) {
     super(`task ${taskId} is ${status} and can no longer be cancelled`, { taskId });
   }
 }

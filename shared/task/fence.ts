@@ -17,7 +17,11 @@ export async function fencedUpdate(
   extra: Omit<TaskCondition, 'leaseToken' | 'status'> = {},
 ): Promise<TaskRecord> {
   try {
-    return await d.store.update(record.task_id, changes, { ...extra, leaseToken: record.lease_token, status: ['running'] });
+    return await d.store.update(record.task_id, changes, {
+      ...extra,
+      leaseToken: record.lease_token,
+      status: ['running'],
+    });
   } catch (err) {
     if (err instanceof ConditionFailedError) {
       d.metrics.count(METRICS.fencedWrites, record.type);

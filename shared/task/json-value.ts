@@ -26,7 +26,9 @@ export interface JsonProblem {
   readonly reason: string;
 }
 
-export type JsonCheck = { readonly ok: true; readonly value: unknown; readonly bytes: number } | ({ readonly ok: false } & JsonProblem);
+export type JsonCheck =
+  | { readonly ok: true; readonly value: unknown; readonly bytes: number }
+  | ({ readonly ok: false } & JsonProblem);
 
 class Unstorable extends Error {
   constructor(
@@ -49,7 +51,11 @@ export function checkJsonValue(value: unknown, root: string, maxBytes: number): 
   } catch (err) {
     if (err instanceof Unstorable) return { ok: false, path: err.path, reason: err.reason };
     // A throwing getter or toJSON: not a value we can store.
-    return { ok: false, path: root, reason: `could not be read as JSON (${err instanceof Error ? err.message : String(err)})` };
+    return {
+      ok: false,
+      path: root,
+      reason: `could not be read as JSON (${err instanceof Error ? err.message : String(err)})`,
+    };
   }
   const bytes = Buffer.byteLength(JSON.stringify(normalised ?? null));
   if (bytes > maxBytes) return { ok: false, path: root, reason: `${bytes} bytes exceeds the limit of ${maxBytes}` };
@@ -73,9 +79,13 @@ function normalise(v: unknown, path: string, depth: number, seen: Set<object>): 
     return normalise((obj as { toJSON: (key: string) => unknown }).toJSON(''), path, depth, seen);
   }
   if (obj instanceof Map || obj instanceof Set) {
-    throw new Unstorable(path, `a ${obj instanceof Map ? 'Map' : 'Set'} is not JSON (it would be stored as {}); convert it`);
+    throw new Unstorable(
+      path,
+      `a ${obj instanceof Map ? 'Map' : 'Set'} is not JSON (it would be stored as {}); convert it`,
+    );
   }
-  if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer) throw new Unstorable(path, 'binary data is not JSON; encode it as base64');
+  if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer)
+    throw new Unstorable(path, 'binary data is not JSON; encode it as base64');
   seen.add(obj);
   try {
     if (Array.isArray(obj)) {

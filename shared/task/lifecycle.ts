@@ -77,7 +77,12 @@ export class TaskLifecycle {
   succeed(record: TaskRecord, result: unknown, durationMs: number): Promise<TaskRecord> {
     return this.outcomes.succeed(record, result, durationMs);
   }
-  attemptFailed(record: TaskRecord, failure: Classification, policy: ResolvedPolicy, durationMs: number): Promise<TaskRecord> {
+  attemptFailed(
+    record: TaskRecord,
+    failure: Classification,
+    policy: ResolvedPolicy,
+    durationMs: number,
+  ): Promise<TaskRecord> {
     return this.outcomes.attemptFailed(record, failure, policy, durationMs);
   }
   cancelledWhileRunning(record: TaskRecord, durationMs: number): Promise<TaskRecord> {

@@ -185,7 +185,8 @@ export function planLetterRedrive(
     if (WAITING.includes(record.status)) return { action: 'resend' };
     return { action: 'discard_letter', reason: 'finished', status: record.status };
   }
-  if ((record.status === 'queued' || record.status === 'retrying') && sendUnconfirmed(record)) return { action: 'resume' };
+  if ((record.status === 'queued' || record.status === 'retrying') && sendUnconfirmed(record))
+    return { action: 'resume' };
   if (record.status === 'failed') return { action: 'discard_letter', reason: 'superseded', status: record.status };
   return { action: 'discard_letter', reason: 'already_redriven', status: record.status };
 }
@@ -235,7 +236,11 @@ export class OperatorActions {
    * that leaves an outbox entry, so from then on the task runs even if the caller dies; the new
    * message is sent after it. The caller deletes the DLQ message only after this returns.
    */
-  async redriveLetter(letter: DeadLetterRef, record: TaskRecord | undefined, request: RedriveRequest): Promise<RedriveOutcome> {
+  async redriveLetter(
+    letter: DeadLetterRef,
+    record: TaskRecord | undefined,
+    request: RedriveRequest,
+  ): Promise<RedriveOutcome> {
     const plan = planLetterRedrive(letter, record, (r) => this.outbox.sendUnconfirmed(r));
     if (record === undefined || plan.action === 'leave') return { kind: 'skipped', reason: 'not_found' };
     switch (plan.action) {
@@ -375,10 +380,14 @@ export class OperatorActions {
   private async reset(record: TaskRecord, target: Priority, request: RedriveRequest): Promise<RedriveOutcome> {
     let reset: TaskRecord;
     try {
-      reset = await this.d.store.update(record.task_id, this.resetChanges(record, target, request, this.d.random.id()), {
-        status: ['failed'],
-        dispatchId: record.dispatch_id,
-      });
+      reset = await this.d.store.update(
+        record.task_id,
+        this.resetChanges(record, target, request, this.d.random.id()),
+        {
+          status: ['failed'],
+          dispatchId: record.dispatch_id,
+        },
+      );
     } catch (err) {
       return this.changed(err, record.task_id);
     }
@@ -392,7 +401,11 @@ export class OperatorActions {
     try {
       audited = await this.d.store.update(
         record.task_id,
-        { set: { updated_at: iso(now) }, add: { redrive_count: 1 }, append: { audit: [auditEntry('redrive', request, now)] } },
+        {
+          set: { updated_at: iso(now) },
+          add: { redrive_count: 1 },
+          append: { audit: [auditEntry('redrive', request, now)] },
+        },
         { status: WAITING, dispatchId: record.dispatch_id },
       );
     } catch (err) {
@@ -448,7 +461,11 @@ export class OperatorActions {
     try {
       const cancelled = await this.d.store.update(
         record.task_id,
-        { ...cancel, set: { ...cancel.set, discarded_at: iso(now) }, append: { audit: [auditEntry('purge', operator, now)] } },
+        {
+          ...cancel,
+          set: { ...cancel.set, discarded_at: iso(now) },
+          append: { audit: [auditEntry('purge', operator, now)] },
+        },
         { status: [record.status], dispatchId: record.dispatch_id },
       );
       return { kind: 'cancelled', record: cancelled, was: record.status };
@@ -468,7 +485,12 @@ export class OperatorActions {
   }
 
   /** Sends the task's current dispatch to `priority`, due at `runAt`; quietly leaves a failure to the sweeper. */
-  private async sendCurrentMessage(record: TaskRecord, priority: Priority, runAt: string, mode: 'quietly' | 'or_throw'): Promise<void> {
+  private async sendCurrentMessage(
+    record: TaskRecord,
+    priority: Priority,
+    runAt: string,
+    mode: 'quietly' | 'or_throw',
+  ): Promise<void> {
     try {
       await this.outbox.resend(record, { priority, runAtMs: Date.parse(runAt) });
     } catch (err) {

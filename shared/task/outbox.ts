@@ -30,7 +30,8 @@ export class TaskOutbox {
    */
   async dispatch(record: TaskRecord): Promise<'sent' | 'deferred' | 'none'> {
     if (record.outbox_pk === undefined) return 'none';
-    if (record.outbox_pk.startsWith('queue#')) return this.sendQueued(record, record.priority, Date.parse(record.run_at));
+    if (record.outbox_pk.startsWith('queue#'))
+      return this.sendQueued(record, record.priority, Date.parse(record.run_at));
     await this.d.queue.sendDead(deadLetterOf(record, this.d.clock.now()));
     await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);
     return 'sent';
@@ -42,7 +43,10 @@ export class TaskOutbox {
    * whose in-memory queues lost their messages. The claim absorbs any duplicate.
    * @throws QueueUnavailableError
    */
-  resend(record: TaskRecord, o: { readonly priority?: Priority; readonly runAtMs?: number } = {}): Promise<'sent' | 'deferred'> {
+  resend(
+    record: TaskRecord,
+    o: { readonly priority?: Priority; readonly runAtMs?: number } = {},
+  ): Promise<'sent' | 'deferred'> {
     return this.sendQueued(record, o.priority ?? record.priority, o.runAtMs ?? Date.parse(record.run_at));
   }
 
@@ -117,12 +121,19 @@ export class TaskOutbox {
     }
     if (isFinished(record.status) && !record.outbox_pk?.startsWith('dlq#')) {
       await this.d.store
-        .update(record.task_id, { remove: ['outbox_pk', 'outbox_due'] }, { status: [record.status], outboxPending: true })
+        .update(
+          record.task_id,
+          { remove: ['outbox_pk', 'outbox_due'] },
+          { status: [record.status], outboxPending: true },
+        )
         .catch(ignoreConflict);
       return 'none';
     }
     if (CLAIMABLE_FRESH.includes(record.status) && Date.parse(record.run_at) < now) {
-      this.d.logger.info('sending (or re-sending) a queued task’s message', { task_id: record.task_id, status: record.status });
+      this.d.logger.info('sending (or re-sending) a queued task’s message', {
+        task_id: record.task_id,
+        status: record.status,
+      });
     }
     return this.dispatch(record);
   }

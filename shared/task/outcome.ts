@@ -3,7 +3,15 @@ import type { Classification } from '../retry/classify.js';
 import { afterFailure } from '../retry/decide.js';
 import { ConditionFailedError } from '../store/errors.js';
 import type { TaskChanges } from '../store/task-store.js';
-import { attemptRecord, cancelChanges, failChanges, finishedExpiry, iso, outboxFields, withAttempt } from './changes.js';
+import {
+  attemptRecord,
+  cancelChanges,
+  failChanges,
+  finishedExpiry,
+  iso,
+  outboxFields,
+  withAttempt,
+} from './changes.js';
 import type { ResolvedPolicy } from './define.js';
 import { LeaseLostError } from './errors.js';
 import { fencedUpdate } from './fence.js';
@@ -49,12 +57,25 @@ export class AttemptOutcomes {
    * Records a failed attempt and what follows (`afterFailure`): a retry (new message, full-jitter
    * delay or the error's retryAfter) or death (status failed, dead letter).
    */
-  async attemptFailed(record: TaskRecord, failure: Classification, policy: ResolvedPolicy, durationMs: number): Promise<TaskRecord> {
+  async attemptFailed(
+    record: TaskRecord,
+    failure: Classification,
+    policy: ResolvedPolicy,
+    durationMs: number,
+  ): Promise<TaskRecord> {
     const now = this.d.clock.now();
     const next = afterFailure(record.attempts, record.max_attempts, failure, policy.backoff, this.d.random);
     if (next.kind === 'fail') {
-      const history = withAttempt(record.history, attemptRecord(record, 'failed', now, durationMs, failure.info), this.d.settings);
-      const failed = await this.settle(record, durationMs, failChanges(record, failure.info, history, now, this.d.settings));
+      const history = withAttempt(
+        record.history,
+        attemptRecord(record, 'failed', now, durationMs, failure.info),
+        this.d.settings,
+      );
+      const failed = await this.settle(
+        record,
+        durationMs,
+        failChanges(record, failure.info, history, now, this.d.settings),
+      );
       if (failed.status !== 'failed') return failed;
       this.d.metrics.count(METRICS.failed, record.type);
       await this.outbox.dispatchQuietly(failed);
@@ -67,7 +88,11 @@ export class AttemptOutcomes {
         run_at: iso(runAt),
         updated_at: iso(now),
         last_error: failure.info,
-        history: withAttempt(record.history, attemptRecord(record, 'retrying', now, durationMs, failure.info), this.d.settings),
+        history: withAttempt(
+          record.history,
+          attemptRecord(record, 'retrying', now, durationMs, failure.info),
+          this.d.settings,
+        ),
         dispatch_id: this.d.random.id(),
         ...outboxFields('queue', record.priority, runAt, now, this.d.settings),
       },
@@ -105,7 +130,11 @@ export class AttemptOutcomes {
     } catch (err) {
       if (!(err instanceof ConditionFailedError)) throw err;
       const current = err.current ?? (await this.d.store.get(record.task_id));
-      if (current?.status === 'running' && current.lease_token === record.lease_token && current.cancel_requested === true) {
+      if (
+        current?.status === 'running' &&
+        current.lease_token === record.lease_token &&
+        current.cancel_requested === true
+      ) {
         return this.cancelledWhileRunning(record, durationMs);
       }
       this.d.metrics.count(METRICS.fencedWrites, record.type);

@@ -24,7 +24,9 @@ export const submitRequestSchema = z.strictObject({
     .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
     .optional(),
   delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).optional(),
-  run_at: z.iso.datetime({ offset: false, message: 'must be an ISO-8601 UTC time such as 2026-01-01T12:00:00Z' }).optional(),
+  run_at: z.iso
+    .datetime({ offset: false, message: 'must be an ISO-8601 UTC time such as 2026-01-01T12:00:00Z' })
+    .optional(),
   max_attempts: z.number().int().min(1).max(DEFAULTS.maxAttemptsLimit).optional(),
   timeout_seconds: z.number().int().min(1).max(DEFAULTS.maxTaskTimeoutSeconds).optional(),
 });
@@ -42,7 +44,8 @@ export function validationErrorOf(error: z.ZodError, prefix?: string): Validatio
   const issue = error.issues[0];
   const path = issue?.path.map(String) ?? [];
   if (issue?.code === 'unrecognized_keys') path.push(...issue.keys.slice(0, 1));
-  const field = [prefix, ...path].filter((p): p is string => p !== undefined && p !== '').join('.') || (prefix ?? 'body');
+  const field =
+    [prefix, ...path].filter((p): p is string => p !== undefined && p !== '').join('.') || (prefix ?? 'body');
   const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid');
   return new ValidationError(field, `${field}: ${message}`, { cause: error });
 }
@@ -103,7 +106,8 @@ export class TaskSubmitter {
     const payload = checked.value;
 
     const now = this.d.clock.now();
-    const runAtMs = req.run_at !== undefined ? Math.max(now, Date.parse(req.run_at)) : now + (req.delay_seconds ?? 0) * 1000;
+    const runAtMs =
+      req.run_at !== undefined ? Math.max(now, Date.parse(req.run_at)) : now + (req.delay_seconds ?? 0) * 1000;
     if (runAtMs - now > MAX_DELAY_SECONDS * 1000) {
       throw new ValidationError('run_at', 'run_at: must be within 365 days');
     }

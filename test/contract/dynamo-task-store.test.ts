@@ -24,8 +24,10 @@ function optionsFor(target: Target): TaskStoreContractOptions {
       return {
         conditionFailureReturnsItem: true,
         knownFailures: {
-          numberUnderflow: 'moto refuses such a number in PutItem but stores it from an UpdateItem SET; DynamoDB (and dynalite) refuse both',
-          zeroLimit: 'moto answers Limit 0 with a body the SDK cannot parse (SyntaxError: StoreUnavailableError), not a ValidationException',
+          numberUnderflow:
+            'moto refuses such a number in PutItem but stores it from an UpdateItem SET; DynamoDB (and dynalite) refuse both',
+          zeroLimit:
+            'moto answers Limit 0 with a body the SDK cannot parse (SyntaxError: StoreUnavailableError), not a ValidationException',
         },
       };
     default:
@@ -48,7 +50,11 @@ describe.each(targets())('DynamoTaskStore on $name', (target) => {
       await t.stop();
     };
     const endpoints = t.endpoints ?? { sqs: embedded?.sqsEndpoint ?? '', dynamodb: embedded?.dynamoEndpoint ?? '' };
-    const config = { region: EMULATOR_REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 };
+    const config = {
+      region: EMULATOR_REGION,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+    };
     dynamodb = new DynamoDBClient({ ...config, endpoint: endpoints.dynamodb });
     sqs = new SQSClient({ ...config, endpoint: endpoints.sqs });
     prefix = uniquePrefix('store-contract');

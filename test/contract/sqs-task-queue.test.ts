@@ -17,7 +17,11 @@ import { targets } from '../support/targets.js';
 import { uniquePrefix } from '../support/wait.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
 
-const CONFIG = { region: EMULATOR_REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 };
+const CONFIG = {
+  region: EMULATOR_REGION,
+  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  maxAttempts: 1,
+};
 
 /** A local port nothing listens on. */
 async function closedPort(): Promise<number> {

@@ -10,7 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Priority } from '../../shared/config/resources.js';
 import { MessageGoneError, QueueError, QueueUnavailableError } from '../../shared/queue/errors.js';
-import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/queue/message.js';
+import {
+  MAX_ERROR_ATTRIBUTE_CHARS,
+  MESSAGE_ATTRIBUTES as A,
+  type DeadLetter,
+  type TaskMessage,
+} from '../../shared/queue/message.js';
 import type { TaskQueue } from '../../shared/queue/task-queue.js';
 import type { ReceivedTaskMessage } from '../support/memory-task-queue.js';
 
@@ -56,7 +61,12 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
       await subject.cleanup();
     });
 
-    const message = (o: Partial<TaskMessage> = {}): TaskMessage => ({ task_id: taskId, dispatch_id: `d_${randomUUID()}`, timeout_seconds: 60, ...o });
+    const message = (o: Partial<TaskMessage> = {}): TaskMessage => ({
+      task_id: taskId,
+      dispatch_id: `d_${randomUUID()}`,
+      timeout_seconds: 60,
+      ...o,
+    });
     const letter = (o: Partial<DeadLetter> = {}): DeadLetter => ({
       task_id: taskId,
       dispatch_id: 'd_dead',
@@ -81,20 +91,23 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
     }
 
     describe('Method: send', () => {
-      it.each(PRIORITIES)('puts the message on the %s queue only, with its body and the task id, type and priority attributes', async (priority) => {
-        const m = message();
-        await queue.send(priority, m, { delaySeconds: 0, type: 'make_thumbnails' });
-        const got = await subject.receive(priority);
-        expect(got).toHaveLength(1);
-        expect(JSON.parse(got[0]?.body ?? 'null')).toStrictEqual(m);
-        expect(got[0]?.attributes).toStrictEqual({
-          [A.taskId]: string(taskId),
-          [A.type]: string('make_thumbnails'),
-          [A.priority]: string(priority),
-        });
-        expect(got[0]?.receiveCount).toBe(1);
-        await othersEmpty({ priority, dead: false });
-      });
+      it.each(PRIORITIES)(
+        'puts the message on the %s queue only, with its body and the task id, type and priority attributes',
+        async (priority) => {
+          const m = message();
+          await queue.send(priority, m, { delaySeconds: 0, type: 'make_thumbnails' });
+          const got = await subject.receive(priority);
+          expect(got).toHaveLength(1);
+          expect(JSON.parse(got[0]?.body ?? 'null')).toStrictEqual(m);
+          expect(got[0]?.attributes).toStrictEqual({
+            [A.taskId]: string(taskId),
+            [A.type]: string('make_thumbnails'),
+            [A.priority]: string(priority),
+          });
+          expect(got[0]?.receiveCount).toBe(1);
+          await othersEmpty({ priority, dead: false });
+        },
+      );
 
       it('sends a message without timeout_seconds as it is', async () => {
         const m: TaskMessage = { task_id: taskId, dispatch_id: 'd_1' };
@@ -118,7 +131,9 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
         const ms = [message(), message(), message()];
         for (const m of ms) await queue.send('low', m, { delaySeconds: 0, type: 'job' });
         const got = await subject.receive('low');
-        expect(got.map((g) => (JSON.parse(g.body) as TaskMessage).dispatch_id).sort()).toEqual(ms.map((m) => m.dispatch_id).sort());
+        expect(got.map((g) => (JSON.parse(g.body) as TaskMessage).dispatch_id).sort()).toEqual(
+          ms.map((m) => m.dispatch_id).sort(),
+        );
         expect(await subject.receive('low')).toEqual([]); // hidden while received
       });
     });
@@ -193,13 +208,17 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
       });
 
       it('throws MessageGoneError for a receipt handle that never was one', async () => {
-        await expect(queue.changeVisibility('normal', 'not-a-receipt-handle', 10)).rejects.toBeInstanceOf(MessageGoneError);
+        await expect(queue.changeVisibility('normal', 'not-a-receipt-handle', 10)).rejects.toBeInstanceOf(
+          MessageGoneError,
+        );
       });
 
       it('throws MessageGoneError for the handle of a message on another priority queue', async () => {
         await queue.send('high', message(), { delaySeconds: 0, type: 'job' });
         const [got] = await subject.receive('high');
-        await expect(queue.changeVisibility('low', got?.receiptHandle ?? '', 10)).rejects.toBeInstanceOf(MessageGoneError);
+        await expect(queue.changeVisibility('low', got?.receiptHandle ?? '', 10)).rejects.toBeInstanceOf(
+          MessageGoneError,
+        );
       });
     });
 

@@ -38,7 +38,8 @@ export const STORE_CASES = {
     'evaluates a condition that has no status part (dispatchId, leaseToken, outboxPending, noCancelRequest alone, or none) on an update that does not write status',
   emptyStatusList: 'treats an empty status list as no status condition',
   undefinedAddAppend: 'changes nothing for an add or append whose value is undefined, as for such a set',
-  numberUnderflow: 'rejects a non-zero number smaller in magnitude than 1e-130, on create and on update (StoreRejectedError)',
+  numberUnderflow:
+    'rejects a non-zero number smaller in magnitude than 1e-130, on create and on update (StoreRejectedError)',
   zeroLimit: 'rejects a limit below 1 (StoreRejectedError)',
 } as const;
 export type StoreCase = keyof typeof STORE_CASES;
@@ -154,7 +155,11 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   );
 }
 
-export function describeTaskStoreContract(name: string, factory: TaskStoreFactory, options: TaskStoreContractOptions): void {
+export function describeTaskStoreContract(
+  name: string,
+  factory: TaskStoreFactory,
+  options: TaskStoreContractOptions,
+): void {
   const knownFailures = options.knownFailures ?? {};
   /** A test that may be a declared known failure of this store. */
   const contractCase = (key: StoreCase, fn: () => Promise<void>): void => {
@@ -243,7 +248,7 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
         const got = await store.get(record.task_id);
         expect(got).toStrictEqual(minimalRecord(id(), { payload: { keep: 1, list: [1, 2], zero: 0 } }));
         expect(got).not.toHaveProperty('started_at');
-        expect(Object.is((got?.payload as { zero: number }).zero, 0)).toBe(true);
+        expect(Object.is((got!.payload as { zero: number }).zero, 0)).toBe(true);
       });
 
       it('throws TaskAlreadyExistsError carrying the existing record, and keeps it', async () => {
@@ -296,7 +301,6 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
         expect(await store.get(id(2))).toStrictEqual(under);
       });
 
-
       it('stores a Map as a map (plain object)', async () => {
         await store.create(minimalRecord(id(), { payload: new Map([['a', 1]]) }));
         expect((await store.get(id()))?.payload).toStrictEqual({ a: 1 });
@@ -324,7 +328,9 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
       });
 
       it('set replaces a whole attribute (maps are not merged), can write null, and skips undefined values', async () => {
-        const before = await seed(minimalRecord(id(), { payload: { a: 1, nested: { x: 1 } }, result: { r: 1 }, owner: 'me' }));
+        const before = await seed(
+          minimalRecord(id(), { payload: { a: 1, nested: { x: 1 } }, result: { r: 1 }, owner: 'me' }),
+        );
         const written = await store.update(
           id(),
           { set: { payload: { nested: { y: 2 } }, result: null, owner: undefined } },
@@ -345,15 +351,25 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
 
       it('set ignores task_id (the key is never rewritten); with nothing else to change it is a RangeError', async () => {
         const before = await seed(minimalRecord(id()));
-        const written = await store.update(id(), { set: { task_id: id(2), updated_at: iso(T0 + 7) } }, { status: ['queued'] });
+        const written = await store.update(
+          id(),
+          { set: { task_id: id(2), updated_at: iso(T0 + 7) } },
+          { status: ['queued'] },
+        );
         expect(written).toStrictEqual({ ...before, updated_at: iso(T0 + 7) });
         expect(await store.get(id(2))).toBeUndefined();
-        await expect(store.update(id(), { set: { task_id: id(2) } }, { status: ['queued'] })).rejects.toBeInstanceOf(RangeError);
+        await expect(store.update(id(), { set: { task_id: id(2) } }, { status: ['queued'] })).rejects.toBeInstanceOf(
+          RangeError,
+        );
       });
 
       it('remove deletes attributes, and removing one the item lacks is no error', async () => {
         const before = await seed(minimalRecord(id(), { owner: 'me', lease_until: T0 }));
-        const written = await store.update(id(), { remove: ['owner', 'lease_until', 'result'] }, { status: ['queued'] });
+        const written = await store.update(
+          id(),
+          { remove: ['owner', 'lease_until', 'result'] },
+          { status: ['queued'] },
+        );
         const { owner: _owner, lease_until: _lease, ...rest } = before;
         expect(written).toStrictEqual(rest);
         expect(Object.keys(written)).not.toContain('owner');
@@ -376,8 +392,12 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
         const a2 = { action: 'purge', at: iso(T0 + 1), by: 'ops', reason: 'done' };
         const a3 = { action: 'redrive', at: iso(T0 + 2), by: 'bot' };
         await seed(minimalRecord(id(1)));
-        expect((await store.update(id(1), { append: { audit: [a1] } }, { status: ['queued'] })).audit).toStrictEqual([a1]);
-        expect((await store.update(id(1), { append: { audit: [a2, a3] } }, { status: ['queued'] })).audit).toStrictEqual([a1, a2, a3]);
+        expect((await store.update(id(1), { append: { audit: [a1] } }, { status: ['queued'] })).audit).toStrictEqual([
+          a1,
+        ]);
+        expect(
+          (await store.update(id(1), { append: { audit: [a2, a3] } }, { status: ['queued'] })).audit,
+        ).toStrictEqual([a1, a2, a3]);
         await seed(minimalRecord(id(2)));
         expect((await store.update(id(2), { append: { audit: [] } }, { status: ['queued'] })).audit).toStrictEqual([]);
       });
@@ -388,7 +408,10 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
           store.update(id(), { set: { started_at: iso(T0 + 1) }, remove: ['started_at'] }, { status: ['queued'] }),
           id(),
         );
-        await expectRejected(store.update(id(), { set: { attempts: 4 }, add: { attempts: 1 } }, { status: ['queued'] }), id());
+        await expectRejected(
+          store.update(id(), { set: { attempts: 4 }, add: { attempts: 1 } }, { status: ['queued'] }),
+          id(),
+        );
         expect(await store.get(id())).toStrictEqual(before);
       });
 
@@ -401,7 +424,9 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
       it('throws RangeError for an update with no change', async () => {
         const before = await seed(minimalRecord(id()));
         await expect(store.update(id(), {}, { status: ['queued'] })).rejects.toBeInstanceOf(RangeError);
-        await expect(store.update(id(), { set: { owner: undefined } }, { status: ['queued'] })).rejects.toBeInstanceOf(RangeError);
+        await expect(store.update(id(), { set: { owner: undefined } }, { status: ['queued'] })).rejects.toBeInstanceOf(
+          RangeError,
+        );
         expect(await store.get(id())).toStrictEqual(before);
       });
 
@@ -467,15 +492,31 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
         await check(running(1), { orLeaseExpiredBefore: T0 + 1 }, 'holds');
         await check(running(2), { orLeaseExpiredBefore: T0 }, 'fails'); // lease_until == time: not before
         await check(running(3), { orLeaseExpiredBefore: T0 - 1 }, 'fails'); // lease still live
-        await check(minimalRecord(id(4), { status: 'retrying', lease_until: T0 }), { orLeaseExpiredBefore: T0 + 1 }, 'fails');
+        await check(
+          minimalRecord(id(4), { status: 'retrying', lease_until: T0 }),
+          { orLeaseExpiredBefore: T0 + 1 },
+          'fails',
+        );
         await check(minimalRecord(id(5), { status: 'running' }), { orLeaseExpiredBefore: T0 + 1 }, 'fails'); // no lease_until
       });
 
       it('status OR orLeaseExpiredBefore: holds when either holds, fails when neither does', async () => {
-        await check(running(1, { lease_until: T0 + 10_000 }), { status: ['running'], orLeaseExpiredBefore: T0 }, 'holds');
+        await check(
+          running(1, { lease_until: T0 + 10_000 }),
+          { status: ['running'], orLeaseExpiredBefore: T0 },
+          'holds',
+        );
         await check(running(2), { status: ['queued'], orLeaseExpiredBefore: T0 + 1 }, 'holds');
-        await check(running(3, { lease_until: T0 + 10_000 }), { status: ['queued'], orLeaseExpiredBefore: T0 }, 'fails');
-        await check(minimalRecord(id(4), { status: 'failed', lease_until: 1 }), { status: ['queued'], orLeaseExpiredBefore: T0 }, 'fails');
+        await check(
+          running(3, { lease_until: T0 + 10_000 }),
+          { status: ['queued'], orLeaseExpiredBefore: T0 },
+          'fails',
+        );
+        await check(
+          minimalRecord(id(4), { status: 'failed', lease_until: 1 }),
+          { status: ['queued'], orLeaseExpiredBefore: T0 },
+          'fails',
+        );
       });
 
       it('dispatchId: holds when it equals the stored one, fails otherwise', async () => {
@@ -504,7 +545,13 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
       });
 
       it('all given parts must hold: one failing part fails the whole condition', async () => {
-        const all = { status: ['running'] as TaskStatus[], dispatchId: 'dispatch-1', leaseToken: 4, outboxPending: false, noCancelRequest: true };
+        const all = {
+          status: ['running'] as TaskStatus[],
+          dispatchId: 'dispatch-1',
+          leaseToken: 4,
+          outboxPending: false,
+          noCancelRequest: true,
+        };
         await check(running(1), all, 'holds');
         await check(running(2), { ...all, dispatchId: 'other' }, 'fails');
         await check(running(3), { ...all, leaseToken: 9 }, 'fails');
@@ -515,13 +562,24 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
 
       it('a failed condition reports the whole item as stored, nested values included', async () => {
         const stored = await seed(fullRecord(id(), partition()));
-        await expectConditionFailed(id(), { set: { status: 'succeeded' } }, { status: ['running'], leaseToken: 99 }, stored);
+        await expectConditionFailed(
+          id(),
+          { set: { status: 'succeeded' } },
+          { status: ['running'], leaseToken: 99 },
+          stored,
+        );
       });
 
       contractCase('conditionWithoutStatus', async () => {
         const record = minimalRecord(id(), { outbox_pk: partition(), outbox_due: T0 });
         const before = await seed(record);
-        for (const holding of [{}, { dispatchId: 'dispatch-1' }, { leaseToken: 0 }, { outboxPending: true }, { noCancelRequest: true }]) {
+        for (const holding of [
+          {},
+          { dispatchId: 'dispatch-1' },
+          { leaseToken: 0 },
+          { outboxPending: true },
+          { noCancelRequest: true },
+        ]) {
           await store.update(id(), touch, holding);
         }
         expect(await store.get(id())).toStrictEqual({ ...before, ...touch.set });
@@ -564,11 +622,22 @@ export function describeTaskStoreContract(name: string, factory: TaskStoreFactor
 
       it('returns at most limit entries, the oldest; removing their outbox attributes pages on to the next', async () => {
         const mine = partition();
-        for (let n = 1; n <= 5; n += 1) await store.create(minimalRecord(id(n), { outbox_pk: mine, outbox_due: T0 + n * 10 }));
+        for (let n = 1; n <= 5; n += 1)
+          await store.create(minimalRecord(id(n), { outbox_pk: mine, outbox_due: T0 + n * 10 }));
         await expect.poll(() => due(mine, T0 + 1000, 2)).toEqual([id(1), id(2)]);
-        for (const n of [1, 2]) await store.update(id(n), { remove: ['outbox_pk', 'outbox_due'] }, { status: ['queued'], outboxPending: true });
+        for (const n of [1, 2])
+          await store.update(
+            id(n),
+            { remove: ['outbox_pk', 'outbox_due'] },
+            { status: ['queued'], outboxPending: true },
+          );
         await expect.poll(() => due(mine, T0 + 1000, 2)).toEqual([id(3), id(4)]);
-        for (const n of [3, 4]) await store.update(id(n), { remove: ['outbox_pk', 'outbox_due'] }, { status: ['queued'], outboxPending: true });
+        for (const n of [3, 4])
+          await store.update(
+            id(n),
+            { remove: ['outbox_pk', 'outbox_due'] },
+            { status: ['queued'], outboxPending: true },
+          );
         await expect.poll(() => due(mine, T0 + 1000, 2)).toEqual([id(5)]);
         await store.update(id(5), { remove: ['outbox_pk', 'outbox_due'] }, { status: ['queued'] });
         await expect.poll(() => due(mine, T0 + 1000, 2)).toEqual([]);

@@ -22,8 +22,10 @@ beforeAll(() => {
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 const newApp = (context: Record<string, unknown> = {}) => new App({ context, outdir });
 
-const stackWith = (config: Record<string, unknown>, context: Record<string, unknown> = {}) => () =>
-  new KajStack(newApp(context), 'KajConfigTest', { config: config as never });
+const stackWith =
+  (config: Record<string, unknown>, context: Record<string, unknown> = {}) =>
+  () =>
+    new KajStack(newApp(context), 'KajConfigTest', { config: config as never });
 
 describe('defaults', () => {
   it('an empty configuration is the documented defaults, from shared DEFAULTS', () => {
@@ -49,7 +51,10 @@ describe('invalid configuration fails with the key named', () => {
     [{ concurrency: 1 }, /"concurrency\.high"/],
     [{ concurrency: { high: 1001 } }, /"concurrency\.high"/],
     [{ queueVisibilityTimeoutSeconds: 299 }, /"queueVisibilityTimeoutSeconds".*consumerTimeoutSeconds/],
-    [{ consumerTimeoutSeconds: 600 }, /"queueVisibilityTimeoutSeconds" \(330\) must be >= consumerTimeoutSeconds \(600\)/],
+    [
+      { consumerTimeoutSeconds: 600 },
+      /"queueVisibilityTimeoutSeconds" \(330\) must be >= consumerTimeoutSeconds \(600\)/,
+    ],
     [{ consumerTimeoutSeconds: 120 }, /"consumerTimeoutSeconds".*>=300/],
     [{ consumerTimeoutSeconds: 901, queueVisibilityTimeoutSeconds: 1000 }, /"consumerTimeoutSeconds".*<=900/],
     [{ alarmEmail: 'not-an-email' }, /"alarmEmail".*email/i],
@@ -165,7 +170,9 @@ describe('stack outputs', () => {
 
   it('reads the alarm topic ARN, and still reads a stack deployed before that output existed', () => {
     const arn = 'arn:aws:sns:us-east-1:123456789012:kaj-alarms';
-    expect(parseStackOutputs([...outputs, { OutputKey: OUTPUT_KEYS.alarmTopicArn, OutputValue: arn }]).alarmTopicArn).toBe(arn);
+    expect(
+      parseStackOutputs([...outputs, { OutputKey: OUTPUT_KEYS.alarmTopicArn, OutputValue: arn }]).alarmTopicArn,
+    ).toBe(arn);
     expect(parseStackOutputs(outputs).alarmTopicArn).toBeUndefined();
   });
 

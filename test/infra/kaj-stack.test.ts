@@ -58,10 +58,13 @@ const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
   Object.entries(s.resources).filter(([, r]) => r.Type === type);
 
 /** Every IAM statement attached to a function's execution role. */
-function roleStatements(s: SynthesizedKaj, functionId: string): { Action: string | string[]; Resource: unknown; Effect: string }[] {
+function roleStatements(
+  s: SynthesizedKaj,
+  functionId: string,
+): { Action: string | string[]; Resource: unknown; Effect: string }[] {
   const fn = s.resources[functionId];
   expect(fn?.Type).toBe('AWS::Lambda::Function');
-  const roleId = (fn?.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const roleId = (fn!.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
   const role = s.resources[roleId];
   expect(role?.Properties.ManagedPolicyArns, 'no AWS managed policy on the role').toBeUndefined();
   expect(role?.Properties.Policies, 'no inline policy on the role').toBeUndefined();
@@ -339,7 +342,8 @@ describe('functions', () => {
     }
     const baseEnv = base.resources[base.logicalId(base.stack.api.handler)]!.Properties.Environment.Variables;
     expect(baseEnv[ENV.logLevel]).toBe('INFO');
-    const variantEnv = variant.resources[variant.logicalId(variant.stack.api.handler)]!.Properties.Environment.Variables;
+    const variantEnv =
+      variant.resources[variant.logicalId(variant.stack.api.handler)]!.Properties.Environment.Variables;
     expect(variantEnv[ENV.logLevel]).toBe('DEBUG');
   });
 
@@ -436,7 +440,7 @@ describe('ID secret', () => {
     }
   });
 
-  it('no plain secret value appears anywhere in the template, and the only reference is the API\'s', () => {
+  it("no plain secret value appears anywhere in the template, and the only reference is the API's", () => {
     for (const s of [base, variant]) {
       const json = JSON.stringify(s.template.toJSON());
       expect(json).not.toContain(DEVELOPMENT_ID_SECRET);
@@ -474,7 +478,8 @@ describe('HTTP API', () => {
   });
 
   it('authMode none removes authorization and warns at synth', () => {
-    for (const [, r] of ofType(variant, 'AWS::ApiGatewayV2::Route')) expect(r.Properties.AuthorizationType).toBe('NONE');
+    for (const [, r] of ofType(variant, 'AWS::ApiGatewayV2::Route'))
+      expect(r.Properties.AuthorizationType).toBe('NONE');
     Annotations.fromStack(variant.stack).hasWarning('*', Match.stringLikeRegexp('authMode is "none"'));
     expect(Annotations.fromStack(base.stack).findWarning('*', Match.stringLikeRegexp('authMode'))).toHaveLength(0);
   });
@@ -488,7 +493,9 @@ describe('HTTP API', () => {
     expect(format.requestId).toBe('$context.requestId');
     expect(format.status).toBe('$context.status');
     expect(Object.values(format).join(' ')).not.toMatch(/body/i);
-    expect(stage.Properties.AccessLogSettings.DestinationArn).toEqual(getAtt(base.logicalId(base.stack.api.accessLogGroup)));
+    expect(stage.Properties.AccessLogSettings.DestinationArn).toEqual(
+      getAtt(base.logicalId(base.stack.api.accessLogGroup)),
+    );
     const [[, variantStage]] = ofType(variant, 'AWS::ApiGatewayV2::Stage') as [[string, CfnResourceJson]];
     expect(variantStage.Properties.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 25, ThrottlingBurstLimit: 50 });
   });
@@ -507,7 +514,9 @@ describe('observability', () => {
       expect(alarm(base, `dlqNotEmpty-${p}`)).toMatchObject({
         Namespace: 'AWS/SQS',
         MetricName: 'ApproximateNumberOfMessagesVisible',
-        Dimensions: [{ Name: 'QueueName', Value: getAtt(base.logicalId(base.stack.taskQueues.deadLetterQueues[p]), 'QueueName') }],
+        Dimensions: [
+          { Name: 'QueueName', Value: getAtt(base.logicalId(base.stack.taskQueues.deadLetterQueues[p]), 'QueueName') },
+        ],
         Statistic: 'Maximum',
         Threshold: 0,
         ComparisonOperator: 'GreaterThanThreshold',
@@ -551,7 +560,7 @@ describe('observability', () => {
     expect(alarm(base, 'apiErrors').MetricName).toBe('Errors');
   });
 
-  it('every alarm notifies the stack\'s alarm topic on ALARM and OK, with or without alarmEmail', () => {
+  it("every alarm notifies the stack's alarm topic on ALARM and OK, with or without alarmEmail", () => {
     for (const s of [base, variant]) {
       const topicId = s.logicalId(s.stack.observability.alarmTopic);
       const keys = Object.keys(s.stack.observability.alarms);
@@ -571,7 +580,18 @@ describe('observability', () => {
     StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
     ArnLike: {
       'aws:SourceArn': {
-        'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:alarm:${prefix}-*`]],
+        'Fn::Join': [
+          '',
+          [
+            'arn:',
+            { Ref: 'AWS::Partition' },
+            ':cloudwatch:',
+            { Ref: 'AWS::Region' },
+            ':',
+            { Ref: 'AWS::AccountId' },
+            `:alarm:${prefix}-*`,
+          ],
+        ],
       },
     },
   });
@@ -585,7 +605,11 @@ describe('observability', () => {
     expect(policies).toHaveLength(1);
     const statements = policies[0]![1].Properties.PolicyDocument.Statement;
     expect(statements).toContainEqual(
-      expect.objectContaining({ Effect: 'Deny', Action: 'sns:Publish', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      expect.objectContaining({
+        Effect: 'Deny',
+        Action: 'sns:Publish',
+        Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+      }),
     );
     expect(statements).toContainEqual(
       expect.objectContaining({
@@ -598,7 +622,7 @@ describe('observability', () => {
     );
   }
 
-  it('by default the alarm topic is not encrypted (no KMS key), TLS-only, and only this stack\'s alarms may publish', () => {
+  it("by default the alarm topic is not encrypted (no KMS key), TLS-only, and only this stack's alarms may publish", () => {
     const topicId = base.logicalId(base.stack.observability.alarmTopic);
     expect(ofType(base, 'AWS::SNS::Topic')).toHaveLength(1);
     const topic = base.resources[topicId]!;
@@ -610,7 +634,7 @@ describe('observability', () => {
     expectTopicPolicy(base, 'kaj');
   });
 
-  it('the unencrypted topic\'s cdk-nag SNS2 finding is acknowledged with the reason; the encrypted one has none', () => {
+  it("the unencrypted topic's cdk-nag SNS2 finding is acknowledged with the reason; the encrypted one has none", () => {
     const acks = (s: SynthesizedKaj) =>
       s.stack.observability.alarmTopic.node
         .findAll()
@@ -625,7 +649,7 @@ describe('observability', () => {
     expect(acks(variant).filter((a) => 'Annotation::AwsSolutions-SNS2' in a)).toHaveLength(0);
   });
 
-  it('encryptAlarmTopic: the topic is encrypted with a rotating customer managed key that only this stack\'s alarms may use', () => {
+  it("encryptAlarmTopic: the topic is encrypted with a rotating customer managed key that only this stack's alarms may use", () => {
     const topicId = variant.logicalId(variant.stack.observability.alarmTopic);
     const key = variant.stack.observability.alarmTopicKey;
     expect(key).toBeDefined();
@@ -663,7 +687,7 @@ describe('observability', () => {
     });
   });
 
-  it('an alarm on the HTTP API stage\'s 5xx answers', () => {
+  it("an alarm on the HTTP API stage's 5xx answers", () => {
     expect(alarm(base, 'api5xx')).toMatchObject({
       Namespace: 'AWS/ApiGateway',
       MetricName: '5xx',
@@ -699,7 +723,12 @@ describe('observability', () => {
     const emitted = written
       .flatMap((w) => w.split('\n'))
       .filter((l) => l.includes('"_aws"'))
-      .map((l) => JSON.parse(l) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } } & Record<string, unknown>);
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+          } & Record<string, unknown>,
+      );
     for (const [key, name] of [
       ['consumerItemFailures', METRICS.consumerItemFailures],
       ['sweeperItemFailures', METRICS.sweeperItemFailures],
@@ -708,16 +737,20 @@ describe('observability', () => {
       expect(emf, `no EMF line for ${name}`).toBeDefined();
       const directive = emf!._aws.CloudWatchMetrics[0]!;
       expect(directive.Dimensions, 'one dimension set').toHaveLength(1);
-      const emittedDims = directive.Dimensions[0]!.map((d) => ({ Name: d, Value: emf![d] })).sort((a, b) => a.Name.localeCompare(b.Name));
+      const emittedDims = directive.Dimensions[0]!.map((d) => ({ Name: d, Value: emf![d] })).sort((a, b) =>
+        a.Name.localeCompare(b.Name),
+      );
       const a = alarm(base, key);
       expect(a).toMatchObject({ Namespace: directive.Namespace, MetricName: name, Statistic: 'Sum', Threshold: 0 });
-      expect([...(a.Dimensions as { Name: string }[])].sort((x, y) => x.Name.localeCompare(y.Name))).toEqual(emittedDims);
+      expect([...(a.Dimensions as { Name: string }[])].sort((x, y) => x.Name.localeCompare(y.Name))).toEqual(
+        emittedDims,
+      );
       // Today that is the Powertools service dimension alone, and no TaskType.
       expect(emittedDims).toEqual([{ Name: 'service', Value: METRICS.serviceName }]);
     }
   });
 
-  it('the dashboard graphs the new alarms\' metrics: API 5xx and consumer/sweeper item failures', () => {
+  it("the dashboard graphs the new alarms' metrics: API 5xx and consumer/sweeper item failures", () => {
     const [[, dashboard]] = ofType(base, 'AWS::CloudWatch::Dashboard') as [[string, CfnResourceJson]];
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const m of [METRICS.consumerItemFailures, METRICS.sweeperItemFailures]) {
@@ -776,7 +809,8 @@ describe('cdk-nag AwsSolutions', () => {
       const s = which === 'default' ? base : variant;
       const report = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s.stack);
       const found = report.violations.map(
-        (v) => `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}: ${v.description}`,
+        (v) =>
+          `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}: ${v.description}`,
       );
       expect(found).toEqual([]);
       expect(report.success).toBe(true);
@@ -799,23 +833,27 @@ describe('cdk-nag AwsSolutions', () => {
 const cfnLintAvailable = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' }).status === 0;
 
 describe('cfn-lint', () => {
-  // Skipped only when cfn-lint is not installed (pip install cfn-lint); CI images have it.
-  it.skipIf(!cfnLintAvailable)('the synthesized templates pass cfn-lint', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'kaj-cfn-lint-'));
-    try {
-      for (const [name, s] of [
-        ['default', base],
-        ['variant', variant],
-      ] as const) {
-        const file = path.join(dir, `${name}.template.json`);
-        writeFileSync(file, JSON.stringify(s.template.toJSON(), null, 1));
-        // W3005 ("DependsOn already enforced by GetAtt") is CDK's own: every Function DependsOn
-        // its role even though it also GetAtts it. Nothing else is ignored.
-        const run = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', file], { encoding: 'utf8' });
-        expect(run.status, `cfn-lint ${name}:\n${run.stdout}\n${run.stderr}`).toBe(0);
+  // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
+  it.skipIf(!cfnLintAvailable)(
+    'the synthesized templates pass cfn-lint',
+    () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'kaj-cfn-lint-'));
+      try {
+        for (const [name, s] of [
+          ['default', base],
+          ['variant', variant],
+        ] as const) {
+          const file = path.join(dir, `${name}.template.json`);
+          writeFileSync(file, JSON.stringify(s.template.toJSON(), null, 1));
+          // W3005 ("DependsOn already enforced by GetAtt") is CDK's own: every Function DependsOn
+          // its role even though it also GetAtts it. Nothing else is ignored.
+          const run = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', file], { encoding: 'utf8' });
+          expect(run.status, `cfn-lint ${name}:\n${run.stdout}\n${run.stderr}`).toBe(0);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 });

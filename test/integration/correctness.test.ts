@@ -46,7 +46,10 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
   async function call(method: string, path: string, body?: unknown, identity?: string) {
     const res = await fetch(`${runtime.url}${path}`, {
       method,
-      headers: { 'content-type': 'application/json', ...(identity === undefined ? {} : { 'x-kaj-identity': identity }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(identity === undefined ? {} : { 'x-kaj-identity': identity }),
+      },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     });
     return { status: res.status, json: (await res.json()) as any };
@@ -99,7 +102,11 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     expect(done.status).toBe('failed');
     expect(done.attempts).toBe(1);
     expect(runs).toBe(1);
-    expect(done.last_error).toMatchObject({ code: 'UNSTORABLE_RESULT', retryable: false, message: 'result.total: NaN is not a JSON number' });
+    expect(done.last_error).toMatchObject({
+      code: 'UNSTORABLE_RESULT',
+      retryable: false,
+      message: 'result.total: NaN is not a JSON number',
+    });
   });
 
   it('item 3: DynamoDB’s ValidationException (an item over 400 KB) is a permanent StoreRejectedError, not an outage', async () => {
@@ -107,7 +114,9 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     const id = res.json.task_id as string;
     await until(id, ['succeeded']);
     const store = new DynamoTaskStore(runtime.clients.dynamodb, runtime.config.tableName);
-    const err = await store.update(id, { set: { result: 'x'.repeat(410 * 1024) } }, { status: ['succeeded'] }).catch((e: unknown) => e);
+    const err = await store
+      .update(id, { set: { result: 'x'.repeat(410 * 1024) } }, { status: ['succeeded'] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StoreRejectedError);
     expect((err as Error).message).toMatch(/ValidationException/);
   });

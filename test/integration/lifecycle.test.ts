@@ -23,7 +23,10 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
 
   afterAll(() => stop());
 
-  async function post(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+  async function post(
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; json: any; headers: Headers }> {
     const res = await fetch(`${runtime.url}/api/v1/tasks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
@@ -38,10 +41,14 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
   }
 
   async function until(id: string, statuses: string[], timeoutMs = 20_000): Promise<TaskView> {
-    return waitFor(`task ${id} to reach ${statuses.join('/')}`, async () => {
-      const { json } = await get(id);
-      return statuses.includes(json.status) ? (json as TaskView) : undefined;
-    }, { timeoutMs });
+    return waitFor(
+      `task ${id} to reach ${statuses.join('/')}`,
+      async () => {
+        const { json } = await get(id);
+        return statuses.includes(json.status) ? (json as TaskView) : undefined;
+      },
+      { timeoutMs },
+    );
   }
 
   it('runs a submitted task to succeeded with its result', async () => {
@@ -85,7 +92,11 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
       for (const other of out.Messages ?? []) {
         if (other !== m) {
           await runtime.clients.sqs.send(
-            new ChangeMessageVisibilityCommand({ QueueUrl: runtime.resources.deadLetterQueueUrls.low, ReceiptHandle: other.ReceiptHandle, VisibilityTimeout: 0 }),
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: runtime.resources.deadLetterQueueUrls.low,
+              ReceiptHandle: other.ReceiptHandle,
+              VisibilityTimeout: 0,
+            }),
           );
         }
       }
@@ -132,17 +143,25 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
     expect(del.status).toBe(200);
     expect(await del.json()).toEqual({ task_id: id, status: 'cancelled' });
     // Wait until the delayed message has been delivered and dropped, then check.
-    await waitFor('the delayed message to be consumed', async () => {
-      const { GetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
-      const a = await runtime.clients.sqs.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: runtime.resources.queueUrls.normal,
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed', 'ApproximateNumberOfMessagesNotVisible'],
-        }),
-      );
-      const total = Object.values(a.Attributes ?? {}).reduce((s, v) => s + Number(v), 0);
-      return total === 0 ? true : undefined;
-    }, { timeoutMs: 15_000, intervalMs: 200 });
+    await waitFor(
+      'the delayed message to be consumed',
+      async () => {
+        const { GetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
+        const a = await runtime.clients.sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: runtime.resources.queueUrls.normal,
+            AttributeNames: [
+              'ApproximateNumberOfMessages',
+              'ApproximateNumberOfMessagesDelayed',
+              'ApproximateNumberOfMessagesNotVisible',
+            ],
+          }),
+        );
+        const total = Object.values(a.Attributes ?? {}).reduce((s, v) => s + Number(v), 0);
+        return total === 0 ? true : undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 200 },
+    );
     expect(probe.runs(id)).toBe(0);
     expect((await get(id)).json.status).toBe('cancelled');
     const again = await fetch(`${runtime.url}/api/v1/tasks/${id}`, { method: 'DELETE' });
@@ -220,9 +239,13 @@ describe.each(targets())('priorities under saturation on $name', (target) => {
     const t0 = Date.now();
     for (let i = 0; i < 12; i += 1) low.push(await submit('low'));
     for (let i = 0; i < 12; i += 1) high.push(await submit('high'));
-    await waitFor('all tasks to start', () => ([...low, ...high].every((id) => probe.runs(id) > 0) ? true : undefined), {
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      'all tasks to start',
+      () => ([...low, ...high].every((id) => probe.runs(id) > 0) ? true : undefined),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     const median = (ids: string[]) => {
       const s = ids.map((id) => (probe.starts.get(id)?.[0] ?? 0) - t0).sort((a, b) => a - b);
       return s[Math.floor(s.length / 2)] ?? 0;

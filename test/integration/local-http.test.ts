@@ -64,7 +64,11 @@ function exchange(port: number, parts: readonly (string | Buffer)[]): Promise<Ra
     let received = Buffer.alloc(0);
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no complete response within ${ANSWER_WITHIN_MS} ms; got ${JSON.stringify(received.toString('latin1').slice(0, 300))}`));
+      reject(
+        new Error(
+          `no complete response within ${ANSWER_WITHIN_MS} ms; got ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
+        ),
+      );
     }, ANSWER_WITHIN_MS);
     const finish = (r: RawResponse) => {
       clearTimeout(timer);
@@ -87,7 +91,11 @@ function exchange(port: number, parts: readonly (string | Buffer)[]): Promise<Ra
         const decoded = dechunk(body);
         if (decoded !== undefined) finish({ status, headers, body: decoded });
       } else if (length !== undefined ? body.length >= Number(length) : closed) {
-        finish({ status, headers, body: body.subarray(0, length === undefined ? body.length : Number(length)).toString('utf8') });
+        finish({
+          status,
+          headers,
+          body: body.subarray(0, length === undefined ? body.length : Number(length)).toString('utf8'),
+        });
       }
     };
     socket.on('data', (d: Buffer) => {
@@ -167,7 +175,9 @@ describe('local HTTP server: every error has the API error shape', () => {
       called = true;
       return echo(e);
     });
-    const r = await exchange(port, [`GET /api/v1/tasks HTTP/1.1\r\nhost: localhost\r\nx-big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n\r\n`]);
+    const r = await exchange(port, [
+      `GET /api/v1/tasks HTTP/1.1\r\nhost: localhost\r\nx-big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n\r\n`,
+    ]);
     expectApiError(r, 431, 'headers_too_large');
     expect(called).toBe(false);
   });
@@ -234,7 +244,9 @@ describe('local HTTP server: a stalled request times out', () => {
     const { port } = await listen(echo, { requestTimeoutMs: 300 });
     const raw = await closedByServer(port, ['GET /api/v1/tasks HTTP/1.1\r\nhost: loc']);
     expect(raw).toMatch(/^HTTP\/1\.1 408 /);
-    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'request_timeout', message: expect.any(String) } });
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { code: 'request_timeout', message: expect.any(String) },
+    });
   });
 
   it('the timeout covers receiving the request only: a handler slower than it still answers', async () => {

@@ -58,7 +58,8 @@ interface Example {
 /** Rule 3: commands the test does not run, each with its reason. */
 const NOT_RUN: readonly { readonly reason: string; readonly matches: (command: string) => boolean }[] = [
   {
-    reason: 'starts, installs or tests the project: the test starts the runtime itself, as `npm start -- --port N --in-memory`',
+    reason:
+      'starts, installs or tests the project: the test starts the runtime itself, as `npm start -- --port N --in-memory`',
     matches: (c) => /^npm (install|ci|start|test)\b/.test(c),
   },
   {
@@ -157,7 +158,11 @@ function freePort(): Promise<number> {
 }
 
 /** Runs one command in bash, asynchronously (the runtime's output pipes must keep draining meanwhile). */
-function runBash(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function runBash(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -190,7 +195,9 @@ describe('README examples: extraction', () => {
   });
 
   it('every command is either excluded by a written rule or one this test can run against npm start', () => {
-    const unknown = examples.filter((e) => !NOT_RUN.some((r) => r.matches(e.command)) && !isLocalCurl(e.command) && !isLocalKaj(e.command));
+    const unknown = examples.filter(
+      (e) => !NOT_RUN.some((r) => r.matches(e.command)) && !isLocalCurl(e.command) && !isLocalKaj(e.command),
+    );
     expect(unknown.map((e) => `${e.section}: ${e.command}`)).toEqual([]);
   });
 
@@ -208,7 +215,7 @@ describe('README examples: extraction', () => {
       '## API',
       '```sh',
       "curl -s -X POST $URL/x -H 'a: b' \\",
-      "  -d '{\"type\":\"t\",",
+      '  -d \'{"type":"t",',
       '       "n":1}\'',
       '# {"task_id":"t_1…"}',
       '```',
@@ -226,12 +233,14 @@ describe('README examples: extraction', () => {
     ].join('\n');
     const ex = extractExamples(md);
     expect(ex.map((e) => [e.section, e.command, e.shown])).toEqual([
-      ['API', "curl -s -X POST $URL/x -H 'a: b' \\\n  -d '{\"type\":\"t\",\n       \"n\":1}'", ['# {"task_id":"t_1…"}']],
+      ['API', 'curl -s -X POST $URL/x -H \'a: b\' \\\n  -d \'{"type":"t",\n       "n":1}\'', ['# {"task_id":"t_1…"}']],
       ['Operations', 'npx kaj stats --local   # comment', ['QUEUE  VISIBLE']],
       ['Operations', 'npx kaj task show t_ab… --local', ['status:       succeeded']],
     ]);
     const id = `t_${'c'.repeat(32)}`;
-    expect(substitute('curl http://127.0.0.1:3000/api/v1/tasks/t_5c…', 4321, id)).toBe(`curl http://127.0.0.1:4321/api/v1/tasks/${id}`);
+    expect(substitute('curl http://127.0.0.1:3000/api/v1/tasks/t_5c…', 4321, id)).toBe(
+      `curl http://127.0.0.1:4321/api/v1/tasks/${id}`,
+    );
     expect(substitute(`npx kaj task show t_${'a'.repeat(32)} --local`, 1, id)).toBe(`npx kaj task show ${id} --local`);
     expect(() => substitute('npx kaj task show t_5c… --local', 1, undefined)).toThrow(/no example has submitted/);
   });
@@ -336,12 +345,17 @@ describe('README examples: run against npm start', () => {
       }
       if (e.lang === 'console') {
         const actual = stdout.split('\n').map(squash);
-        for (const shown of e.shown.filter((l) => RESULT_LINE.test(l))) expect(actual, `shown "${shown}"\n${where}`).toContain(squash(shown));
+        for (const shown of e.shown.filter((l) => RESULT_LINE.test(l)))
+          expect(actual, `shown "${shown}"\n${where}`).toContain(squash(shown));
       }
       ran.push(`${e.section}: ${e.command.split('\n')[0]}`);
     }
     // The Operations example's replay really ran (a guard against rules that skip everything).
     expect(ran.filter((r) => r.startsWith('Operations:') && r.includes('dlq redrive')).length).toBeGreaterThan(0);
-    for (const s of SECTIONS) expect(ran.some((r) => r.startsWith(`${s}:`)), s).toBe(true);
+    for (const s of SECTIONS)
+      expect(
+        ran.some((r) => r.startsWith(`${s}:`)),
+        s,
+      ).toBe(true);
   }, 300_000);
 });

@@ -107,11 +107,19 @@ export class Fault {
 
 /** The slice of an SDK client's middleware stack this uses (the SDK's own types are per service). */
 interface StackLike {
-    add(
-      mw: (next: (args: { input: unknown }) => Promise<unknown>, context: { commandName?: string }) => (args: { input: unknown }) => Promise<unknown>,
-      options: { step: 'initialize' | 'deserialize'; name: string; priority?: 'high' | 'normal' | 'low'; override?: boolean },
-    ): void;
-    remove(name: string): boolean;
+  add(
+    mw: (
+      next: (args: { input: unknown }) => Promise<unknown>,
+      context: { commandName?: string },
+    ) => (args: { input: unknown }) => Promise<unknown>,
+    options: {
+      step: 'initialize' | 'deserialize';
+      name: string;
+      priority?: 'high' | 'normal' | 'low';
+      override?: boolean;
+    },
+  ): void;
+  remove(name: string): boolean;
 }
 
 let attachments = 0;

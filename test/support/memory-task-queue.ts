@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULTS, type Priority } from '../../shared/config/resources.js';
 import { MessageGoneError, QueueUnavailableError } from '../../shared/queue/errors.js';
-import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/queue/message.js';
+import {
+  MAX_ERROR_ATTRIBUTE_CHARS,
+  MESSAGE_ATTRIBUTES as A,
+  type DeadLetter,
+  type TaskMessage,
+} from '../../shared/queue/message.js';
 import type { TaskQueue } from '../../shared/queue/task-queue.js';
 
 export interface MemoryTaskQueueOptions {
@@ -93,7 +98,9 @@ export class MemoryTaskQueue implements TaskQueue {
         [A.priority]: str(letter.priority),
         [A.attempts]: { dataType: 'Number', value: String(letter.attempts) },
         [A.failedAt]: str(letter.failed_at),
-        [A.error]: str(error.length > MAX_ERROR_ATTRIBUTE_CHARS ? `${error.slice(0, MAX_ERROR_ATTRIBUTE_CHARS - 1)}…` : error),
+        [A.error]: str(
+          error.length > MAX_ERROR_ATTRIBUTE_CHARS ? `${error.slice(0, MAX_ERROR_ATTRIBUTE_CHARS - 1)}…` : error,
+        ),
       },
       visibleAt: this.now(),
       receiptHandle: undefined,
@@ -130,7 +137,12 @@ export class MemoryTaskQueue implements TaskQueue {
       this.issued.add(m.receiptHandle);
       m.receiveCount += 1;
       m.visibleAt = now + (options.visibilitySeconds ?? 30) * 1000;
-      out.push({ body: m.body, attributes: structuredClone(m.attributes), receiptHandle: m.receiptHandle, receiveCount: m.receiveCount });
+      out.push({
+        body: m.body,
+        attributes: structuredClone(m.attributes),
+        receiptHandle: m.receiptHandle,
+        receiveCount: m.receiveCount,
+      });
     }
     return out;
   }

@@ -92,7 +92,9 @@ export class MemoryTaskStore implements TaskStore {
   async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
     this.maybeFail('listOutboxDue');
     if (!Number.isInteger(limit) || limit < 1) {
-      throw new StoreRejectedError(`memory store Query rejected: ValidationException: limit must be an integer >= 1, got ${limit}`);
+      throw new StoreRejectedError(
+        `memory store Query rejected: ValidationException: limit must be an integer >= 1, got ${limit}`,
+      );
     }
     return [...this.items.values()]
       .filter((r) => r.outbox_pk === partition && typeof r.outbox_due === 'number' && r.outbox_due <= dueBy)
@@ -159,7 +161,8 @@ function storableItem(item: object, operation: string, taskId: string): TaskReco
   };
   const stored = storable(item, '', reject) as Record<string, unknown>;
   const bytes = itemSize(stored);
-  if (bytes > MAX_ITEM_BYTES) reject(`ValidationException: Item size has exceeded the maximum allowed size (${bytes} bytes)`);
+  if (bytes > MAX_ITEM_BYTES)
+    reject(`ValidationException: Item size has exceeded the maximum allowed size (${bytes} bytes)`);
   return stored as unknown as TaskRecord;
 }
 
@@ -181,7 +184,9 @@ function storable(v: unknown, path: string, reject: (why: string) => never): unk
   }
   if (typeof v !== 'object') return reject(`Unsupported type passed: ${typeof v} (${path})`);
   if (Array.isArray(v)) {
-    return v.filter((e) => e !== undefined && typeof e !== 'function').map((e, i) => storable(e, `${path}[${i}]`, reject));
+    return v
+      .filter((e) => e !== undefined && typeof e !== 'function')
+      .map((e, i) => storable(e, `${path}[${i}]`, reject));
   }
   if (v instanceof Map) return storable(Object.fromEntries(v), path, reject);
   if (v instanceof Set || ArrayBuffer.isView(v)) return structuredClone(v); // string/number sets, binary
@@ -215,7 +220,9 @@ function valueSize(v: unknown): number {
   if (v instanceof Set) return [...v].reduce((s: number, e) => s + valueSize(e), 0);
   if (ArrayBuffer.isView(v)) return v.byteLength;
   if (typeof v === 'object') {
-    return 3 + Object.entries(v as object).reduce((s: number, [k, e]) => s + 1 + Buffer.byteLength(k) + valueSize(e), 0);
+    return (
+      3 + Object.entries(v as object).reduce((s: number, [k, e]) => s + 1 + Buffer.byteLength(k) + valueSize(e), 0)
+    );
   }
   return 0;
 }
@@ -224,7 +231,9 @@ function holds(r: TaskRecord, c: TaskCondition): boolean {
   const alternatives: boolean[] = [];
   if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
   if (c.orLeaseExpiredBefore !== undefined) {
-    alternatives.push(r.status === 'running' && typeof r.lease_until === 'number' && r.lease_until < c.orLeaseExpiredBefore);
+    alternatives.push(
+      r.status === 'running' && typeof r.lease_until === 'number' && r.lease_until < c.orLeaseExpiredBefore,
+    );
   }
   if (alternatives.length > 0 && !alternatives.some(Boolean)) return false;
   if (c.dispatchId !== undefined && r.dispatch_id !== c.dispatchId) return false;

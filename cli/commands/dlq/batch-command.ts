@@ -37,7 +37,10 @@ export async function runBatchCommand<R extends Omit<BatchReport, 'done'>>(
   const queues = queuesOf(o);
   await withServices(ctx, o, async (s) => {
     const depth = await dlqDepth(s, queues);
-    if (!(await approved(ctx, state, o, command.question(describeFilter(filter, queues, o.limit), depth), command.verb))) return;
+    if (
+      !(await approved(ctx, state, o, command.question(describeFilter(filter, queues, o.limit), depth), command.verb))
+    )
+      return;
     const progress = new Progress(ctx.io, o.dryRun === true ? 'checking' : command.working, o.limit ?? depth);
     const rate = o.rate;
     const report = await command.run(s, {
@@ -53,14 +56,20 @@ export async function runBatchCommand<R extends Omit<BatchReport, 'done'>>(
       onProgress: (c) => progress.update(c.done + c.skipped + c.failed, countsText(c, command.doneKey)),
     });
     progress.finish();
-    state.exitCode = finishBatch(ctx, o.json === true, report, { key: command.doneKey, count: command.done(report), verb: command.verb });
+    state.exitCode = finishBatch(ctx, o.json === true, report, {
+      key: command.doneKey,
+      count: command.done(report),
+      verb: command.verb,
+    });
   });
 }
 
 /** Asks on a terminal; refuses (usage error) when there is none to ask on. */
 export async function confirm(ctx: CliContext, question: string, what: string): Promise<boolean> {
   if (!ctx.io.stdinIsTTY || !ctx.io.stderrIsTTY) {
-    throw new UsageError(`refusing to ${what} without --yes (no terminal to ask on). Add --yes, or --dry-run to preview.`);
+    throw new UsageError(
+      `refusing to ${what} without --yes (no terminal to ask on). Add --yes, or --dry-run to preview.`,
+    );
   }
   const answer = await ctx.prompt(`${question} [y/N] `);
   return /^y(es)?$/i.test(answer.trim());
@@ -109,11 +118,18 @@ function writeBatchText(ctx: CliContext, items: readonly ReportItem[], dryRun: b
   if (shown.length > 0) {
     const rows = shown
       .slice(0, 200)
-      .map((i) => [i.task_id ?? `(message ${(i.message_id ?? '').slice(0, 8)})`, i.dlq ?? '-', i.action, i.outcome, truncate(i.detail ?? '', 90)]);
+      .map((i) => [
+        i.task_id ?? `(message ${(i.message_id ?? '').slice(0, 8)})`,
+        i.dlq ?? '-',
+        i.action,
+        i.outcome,
+        truncate(i.detail ?? '', 90),
+      ]);
     if (!dryRun) ctx.io.out('failed:\n');
     ctx.io.out(table(['TASK ID', 'DLQ', 'ACTION', 'OUTCOME', 'DETAIL'], rows));
     if (shown.length > rows.length) ctx.io.out(`… and ${shown.length - rows.length} more (--json for all)\n`);
   }
   if (dryRun) ctx.io.out('dry run: nothing was changed; every message read was released.\n');
-  if (interrupted) ctx.io.out('interrupted: the rest was not touched; messages held were released. Run again to continue.\n');
+  if (interrupted)
+    ctx.io.out('interrupted: the rest was not touched; messages held were released. Run again to continue.\n');
 }

@@ -10,7 +10,15 @@ import { ago, json, sideBySide, table, truncate } from '../../output.js';
 import { parseTaskId } from '../../parse.js';
 import { withServices } from '../../services.js';
 import { recordLines } from '../task-record.js';
-import { addFilterOptions, describeFilter, filterOf, LIST_VISIBILITY_SECONDS, LISTING_EFFECTS, queuesOf, receiveTiming } from './selection.js';
+import {
+  addFilterOptions,
+  describeFilter,
+  filterOf,
+  LIST_VISIBILITY_SECONDS,
+  LISTING_EFFECTS,
+  queuesOf,
+  receiveTiming,
+} from './selection.js';
 
 const FILTER_EXAMPLES = `
 Filters combine (AND). Examples:
@@ -19,7 +27,9 @@ Filters combine (AND). Examples:
 
 /** `kaj dlq list`: dead tasks in the DLQs, read and released. */
 export function registerList(dlq: Command, ctx: CliContext): void {
-  const list = dlq.command('list').description('list dead tasks in the DLQs (task, type, origin queue, attempts, last error, dead since)');
+  const list = dlq
+    .command('list')
+    .description('list dead tasks in the DLQs (task, type, origin queue, attempts, last error, dead since)');
   addFilterOptions(list, { task: true, limitHelp: 'stop after N dead tasks (default 100)' });
   list
     .option('--json', 'print JSON')
@@ -43,12 +53,20 @@ export function registerList(dlq: Command, ctx: CliContext): void {
           },
         );
         if (o.json === true) {
-          ctx.io.out(json({ tasks: listing.tasks.map(listedJson), received: listing.scan.received, released: listing.scan.released }));
+          ctx.io.out(
+            json({
+              tasks: listing.tasks.map(listedJson),
+              received: listing.scan.received,
+              released: listing.scan.released,
+            }),
+          );
           return;
         }
         const now = ctx.clock.now();
         if (listing.tasks.length === 0) {
-          ctx.io.out(`no dead tasks in the ${describeFilter(filter, queues)} (${listing.scan.received} message(s) read).\n`);
+          ctx.io.out(
+            `no dead tasks in the ${describeFilter(filter, queues)} (${listing.scan.received} message(s) read).\n`,
+          );
           return;
         }
         ctx.io.out(
@@ -105,19 +123,34 @@ export function registerShow(dlq: Command, ctx: CliContext): void {
           ctx.io.out(
             json({
               task_id: taskId,
-              dead_letters: listing.entries.map((e) => ({ message_id: e.messageId, dlq: e.dlq, kind: e.kind, receive_count: e.receiveCount ?? null, body: e.letter ?? null })),
+              dead_letters: listing.entries.map((e) => ({
+                message_id: e.messageId,
+                dlq: e.dlq,
+                kind: e.kind,
+                receive_count: e.receiveCount ?? null,
+                body: e.letter ?? null,
+              })),
               record: record ?? null,
             }),
           );
           return;
         }
-        const right = { title: 'TASK RECORD', lines: record === undefined ? ['(not found: expired or deleted)'] : recordLines(record, ctx.clock.now()) };
+        const right = {
+          title: 'TASK RECORD',
+          lines: record === undefined ? ['(not found: expired or deleted)'] : recordLines(record, ctx.clock.now()),
+        };
         if (listing.entries.length === 0) {
           ctx.io.out(sideBySide({ title: 'DEAD LETTER', lines: ['(none in the DLQs)'] }, right, ctx.io.columns ?? 120));
           return;
         }
         for (const e of listing.entries) {
-          ctx.io.out(sideBySide({ title: `DEAD LETTER (${e.dlq} DLQ)`, lines: letterLines(e, record) }, right, ctx.io.columns ?? 120));
+          ctx.io.out(
+            sideBySide(
+              { title: `DEAD LETTER (${e.dlq} DLQ)`, lines: letterLines(e, record) },
+              right,
+              ctx.io.columns ?? 120,
+            ),
+          );
         }
       });
     });

@@ -30,7 +30,10 @@ export async function runNative(
       ...(o.rate === undefined ? {} : { ratePerSecond: o.rate }),
       signal: ctx.signal,
       onProgress: (r: NativeQueueReport) =>
-        progress.update(r.reset, `${r.dlq}: reset ${r.reset}/${r.selected}${r.move ? `, moved ${r.move.moved}/${r.move.toMove} (${r.move.status})` : ''}`),
+        progress.update(
+          r.reset,
+          `${r.dlq}: reset ${r.reset}/${r.selected}${r.move ? `, moved ${r.move.moved}/${r.move.toMove} (${r.move.status})` : ''}`,
+        ),
     },
   );
   progress.finish();

@@ -37,7 +37,8 @@ export function registerPurge(dlq: Command, ctx: CliContext, state: RunState): v
         verb: 'purge',
         doneKey: 'purged',
         working: 'purging',
-        question: (selection, depth) => `Purge (discard for good) dead tasks from the ${selection} (${depth} message(s) there now)?`,
+        question: (selection, depth) =>
+          `Purge (discard for good) dead tasks from the ${selection} (${depth} message(s) there now)?`,
         run: (s, batch) =>
           purgeDeadLetters(
             { dlq: s.dlq, store: s.kaj.store, lifecycle: s.kaj.lifecycle, clock: ctx.clock, sleep: ctx.sleep },

@@ -53,7 +53,11 @@ export function registerRedrive(dlq: Command, ctx: CliContext, state: RunState):
     .description('re-queue dead tasks: reset each task record, send it to a queue, then delete its dead letter');
   addFilterOptions(redrive, { task: true, limitHelp: 'redrive at most N tasks' });
   redrive
-    .addOption(new Option('--to <queue>', 'where to send them: original (the queue each died on), high, normal or low').default('original').argParser(parseTarget))
+    .addOption(
+      new Option('--to <queue>', 'where to send them: original (the queue each died on), high, normal or low')
+        .default('original')
+        .argParser(parseTarget),
+    )
     .option('--rate <n/s>', 'at most this many tasks per second, e.g. 20/s (default: as fast as it goes)', parseRate)
     .option('--dry-run', 'show what would happen, change nothing')
     .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
@@ -72,7 +76,9 @@ export function registerRedrive(dlq: Command, ctx: CliContext, state: RunState):
       };
       if (o.native === true) {
         if (!isEmptyFilter(filterOf(o, ctx.clock.now())) || o.limit !== undefined) {
-          throw new UsageError('--native moves whole DLQs: it takes no --type, --error-contains, --since, --task or --limit (--queue picks one DLQ)');
+          throw new UsageError(
+            '--native moves whole DLQs: it takes no --type, --error-contains, --since, --task or --limit (--queue picks one DLQ)',
+          );
         }
         await withServices(ctx, o, (s) => runNative(ctx, state, s, o, queuesOf(o), request));
         return;
@@ -82,7 +88,8 @@ export function registerRedrive(dlq: Command, ctx: CliContext, state: RunState):
         verb: 'redrive',
         doneKey: 'redriven',
         working: 'redriving',
-        question: (selection, depth) => `Redrive dead tasks from the ${selection} (${depth} message(s) there now) to ${to}?`,
+        question: (selection, depth) =>
+          `Redrive dead tasks from the ${selection} (${depth} message(s) there now) to ${to}?`,
         run: (s, batch) =>
           redriveDeadLetters(
             { dlq: s.dlq, store: s.kaj.store, lifecycle: s.kaj.lifecycle, clock: ctx.clock, sleep: ctx.sleep },

@@ -27,7 +27,10 @@ export function addFilterOptions(cmd: Command, o: { task: boolean; limitHelp: st
   cmd
     .addOption(new Option('--queue <priority>', 'only the DLQ of this priority').choices(PRIORITIES))
     .option('--type <type>', 'only tasks of this type')
-    .option('--error-contains <text>', "only tasks whose last error contains this text (case-insensitive; message, name or code)")
+    .option(
+      '--error-contains <text>',
+      'only tasks whose last error contains this text (case-insensitive; message, name or code)',
+    )
     .option('--since <duration>', 'only tasks that died within this long, e.g. 30m, 2h, 7d', parseDuration)
     .option('--limit <n>', o.limitHelp, parsePositiveInt);
   if (o.task) cmd.option('--task <id...>', 'only these task ids', collectTaskIds);

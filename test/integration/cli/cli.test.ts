@@ -133,7 +133,10 @@ describe('kaj targets', () => {
   it('--local with a stale state file: names the dead pid', async () => {
     const stale = localStateDir(runtime);
     const file = join(stale.dir, '.kaj', 'local.json');
-    writeFileSync(file, JSON.stringify({ pid: 2 ** 22 + 12345, endpoints: runtime.endpoints, resources: runtime.resources }));
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: 2 ** 22 + 12345, endpoints: runtime.endpoints, resources: runtime.resources }),
+    );
     const r = await kajRunner(stale.dir)(['stats', '--local']);
     stale.remove();
     expect(r.code).toBe(1);
@@ -186,7 +189,15 @@ describe('kaj submit, task show, task cancel, stats', () => {
     expect(r.code).toBe(0);
     const snap = JSON.parse(r.out);
     expect(snap.queues.map((q: { priority: string }) => q.priority)).toEqual(['high', 'normal', 'low']);
-    expect(snap.queues[0]).toMatchObject({ queue: { visible: expect.any(Number), inFlight: expect.any(Number), delayed: expect.any(Number), oldestAgeSeconds: null }, dlq: { visible: 0 } });
+    expect(snap.queues[0]).toMatchObject({
+      queue: {
+        visible: expect.any(Number),
+        inFlight: expect.any(Number),
+        delayed: expect.any(Number),
+        oldestAgeSeconds: null,
+      },
+      dlq: { visible: 0 },
+    });
     expect(snap.byStatus.counts.succeeded).toBeGreaterThanOrEqual(2);
     expect(snap.byStatus.counts.cancelled).toBeGreaterThanOrEqual(1);
 
@@ -212,6 +223,7 @@ describe('kaj submit, task show, task cancel, stats', () => {
   });
 });
 
+// biome-ignore lint/plugin/no-conditional-skip: moto is optional; without it only the embedded emulators run
 describe.skipIf(!motoAvailable())('--native on moto', () => {
   it('moto has no StartMessageMoveTask: native redrive refuses before changing anything', async () => {
     const moto = await startMoto();

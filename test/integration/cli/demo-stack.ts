@@ -33,7 +33,10 @@ const deliverWebhook = defineTask({
     } catch {
       // no key at all
     }
-    if (key !== 'valid') throw new PermanentError(`webhook ${new URL(payload.url).host} rejected the API key (401 Unauthorized)`, { code: 'HTTP_401' });
+    if (key !== 'valid')
+      throw new PermanentError(`webhook ${new URL(payload.url).host} rejected the API key (401 Unauthorized)`, {
+        code: 'HTTP_401',
+      });
     return { delivered: payload.event };
   },
 });
@@ -48,7 +51,9 @@ writeFileSync(
   resolve(LOCAL_STATE_FILE),
   `${JSON.stringify({ pid: process.pid, apiUrl: runtime.url, endpoints: runtime.endpoints, resources: runtime.resources }, null, 2)}\n`,
 );
-process.stdout.write(`demo stack up: API ${runtime.url}; task types send_email, make_thumbnails, deliver_webhook (key file ${KEY_FILE})\n`);
+process.stdout.write(
+  `demo stack up: API ${runtime.url}; task types send_email, make_thumbnails, deliver_webhook (key file ${KEY_FILE})\n`,
+);
 const stop = () => {
   rmSync(resolve(LOCAL_STATE_FILE), { force: true });
   void runtime.stop(5_000).then(() => process.exit(0));

@@ -7,7 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
 import type { DeadLetterQueues } from '../../../cli/admin/dead-letters.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { dlqDepth, kajRunner, localStateDir, records, Scenario, submitMany, untilDlq, untilStatus, waitFor } from './harness.js';
+import {
+  dlqDepth,
+  kajRunner,
+  localStateDir,
+  records,
+  Scenario,
+  submitMany,
+  untilDlq,
+  untilStatus,
+  waitFor,
+} from './harness.js';
 
 const scenario = new Scenario();
 let runtime: LocalRuntime;
@@ -43,10 +53,27 @@ describe('kaj dlq (embedded emulators)', () => {
 
     const listed = await kaj(['dlq', 'list', '--local', '--json']);
     expect(listed.code).toBe(0);
-    const body = JSON.parse(listed.out) as { tasks: { task_id: string; type: string; origin_priority: string; attempts: number; last_error: string; dead_since: string; status: string; kind: string }[] };
+    const body = JSON.parse(listed.out) as {
+      tasks: {
+        task_id: string;
+        type: string;
+        origin_priority: string;
+        attempts: number;
+        last_error: string;
+        dead_since: string;
+        status: string;
+        kind: string;
+      }[];
+    };
     expect(body.tasks.map((t) => t.task_id).sort()).toEqual([...fixable, ...broken].sort());
     const one = body.tasks.find((t) => t.task_id === fixable[0]);
-    expect(one).toMatchObject({ type: 'fixable', origin_priority: 'normal', attempts: 1, status: 'failed', kind: 'dead_letter' });
+    expect(one).toMatchObject({
+      type: 'fixable',
+      origin_priority: 'normal',
+      attempts: 1,
+      status: 'failed',
+      kind: 'dead_letter',
+    });
     expect(one?.last_error).toContain('config missing');
     expect(Date.parse(one?.dead_since ?? '')).toBeGreaterThan(Date.now() - 60_000);
     await untilDlq(runtime, 'normal', 6); // everything visible again
@@ -81,7 +108,17 @@ describe('kaj dlq (embedded emulators)', () => {
 
   it('redrive by type moves only that type, and once the cause is fixed the tasks succeed', async () => {
     scenario.broken = false;
-    const res = await kaj(['dlq', 'redrive', '--local', '--type', 'fixable', '--yes', '--reason', 'SMTP_HOST set', '--json']);
+    const res = await kaj([
+      'dlq',
+      'redrive',
+      '--local',
+      '--type',
+      'fixable',
+      '--yes',
+      '--reason',
+      'SMTP_HOST set',
+      '--json',
+    ]);
     expect(res.code).toBe(0);
     expect(JSON.parse(res.out)).toMatchObject({ dry_run: false, selected: 4, redriven: 4, skipped: 0, failed: 0 });
 
@@ -112,7 +149,9 @@ describe('kaj dlq (embedded emulators)', () => {
         return d.delete(p, h);
       },
     });
-    const first = await kaj(['dlq', 'redrive', '--local', '--queue', 'low', '--yes', '--json'], { seams: { dlq: crashOnce } });
+    const first = await kaj(['dlq', 'redrive', '--local', '--queue', 'low', '--yes', '--json'], {
+      seams: { dlq: crashOnce },
+    });
     expect(first.code).toBe(1); // partial failure
     expect(JSON.parse(first.out)).toMatchObject({ selected: 5, redriven: 0, failed: 5 });
     await untilStatus(runtime, ids, 'succeeded'); // the sends happened: the tasks ran
@@ -157,7 +196,13 @@ describe('kaj dlq (embedded emulators)', () => {
     );
     await untilDlq(runtime, 'high', 1);
     const listed = JSON.parse((await kaj(['dlq', 'list', '--local', '--queue', 'high', '--json'])).out);
-    expect(listed.tasks[0]).toMatchObject({ task_id: 't_moved_by_sqs', kind: 'moved_by_sqs', type: 'fixable', origin_priority: 'high', status: 'queued' });
+    expect(listed.tasks[0]).toMatchObject({
+      task_id: 't_moved_by_sqs',
+      kind: 'moved_by_sqs',
+      type: 'fixable',
+      origin_priority: 'high',
+      status: 'queued',
+    });
 
     const res = await kaj(['dlq', 'redrive', '--local', '--queue', 'high', '--type', 'fixable', '--yes', '--json']);
     expect(JSON.parse(res.out)).toMatchObject({ redriven: 1, items: [{ action: 'resend' }] });
@@ -174,14 +219,30 @@ describe('kaj dlq (embedded emulators)', () => {
     const res = await kaj(['dlq', 'redrive', '--local', '--native', '--queue', 'high', '--yes', '--json']);
     expect(res.code).toBe(0);
     const body = JSON.parse(res.out);
-    expect(body.queues[0]).toMatchObject({ dlq: 'high', selected: 3, reset: 3, failed: 0, move: { status: 'COMPLETED', moved: 3 } });
+    expect(body.queues[0]).toMatchObject({
+      dlq: 'high',
+      selected: 3,
+      reset: 3,
+      failed: 0,
+      move: { status: 'COMPLETED', moved: 3 },
+    });
     const done = await untilStatus(runtime, ids, 'succeeded');
     for (const r of done) expect(scenario.successes.get(r.task_id)).toBe(1);
     await untilDlq(runtime, 'high', 0);
   });
 
   it('purge marks the tasks discarded (audited), status stays failed, letters gone', async () => {
-    const res = await kaj(['dlq', 'purge', '--local', '--type', 'always_broken', '--yes', '--reason', 'customer deleted', '--json']);
+    const res = await kaj([
+      'dlq',
+      'purge',
+      '--local',
+      '--type',
+      'always_broken',
+      '--yes',
+      '--reason',
+      'customer deleted',
+      '--json',
+    ]);
     expect(res.code).toBe(0);
     expect(JSON.parse(res.out)).toMatchObject({ selected: 2, purged: 2, failed: 0 });
     for (const r of await records(runtime, broken)) {
@@ -190,6 +251,8 @@ describe('kaj dlq (embedded emulators)', () => {
     }
     await untilDlq(runtime, 'normal', 0);
     expect(await dlqDepth(runtime, 'normal')).toEqual({ visible: 0, inFlight: 0 });
-    await waitFor('nothing else to run', async () => ((await kaj(['stats', '--local', '--json'])).code === 0 ? true : undefined));
+    await waitFor('nothing else to run', async () =>
+      (await kaj(['stats', '--local', '--json'])).code === 0 ? true : undefined,
+    );
   });
 });

@@ -23,7 +23,12 @@ export function localStateDir(runtime: LocalRuntime): { dir: string; remove(): v
   mkdirSync(join(dir, '.kaj'));
   writeFileSync(
     join(dir, '.kaj', 'local.json'),
-    JSON.stringify({ pid: process.pid, apiUrl: runtime.url, endpoints: runtime.endpoints, resources: runtime.resources }),
+    JSON.stringify({
+      pid: process.pid,
+      apiUrl: runtime.url,
+      endpoints: runtime.endpoints,
+      resources: runtime.resources,
+    }),
   );
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -35,7 +40,13 @@ export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
     const code = await runCli(
       args,
       defaultContext({
-        io: { out: (t) => void (out += t), err: (t) => void (err += t), stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false },
+        io: {
+          out: (t) => void (out += t),
+          err: (t) => void (err += t),
+          stdoutIsTTY: false,
+          stderrIsTTY: false,
+          stdinIsTTY: false,
+        },
         cwd,
         env: {},
         actor: 'tester',
@@ -88,7 +99,12 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
 }
 
-export async function submitMany(runtime: LocalRuntime, type: string, n: number, priority: Priority = 'normal'): Promise<string[]> {
+export async function submitMany(
+  runtime: LocalRuntime,
+  type: string,
+  n: number,
+  priority: Priority = 'normal',
+): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 1) {
     const { record } = await runtime.kaj.submitter.submit({ type, payload: {}, priority }, { owner: 'local' });
@@ -101,7 +117,11 @@ export async function records(runtime: LocalRuntime, ids: readonly string[]): Pr
   return Promise.all(ids.map(async (id) => (await runtime.kaj.store.get(id)) as TaskRecord));
 }
 
-export async function untilStatus(runtime: LocalRuntime, ids: readonly string[], status: TaskRecord['status']): Promise<TaskRecord[]> {
+export async function untilStatus(
+  runtime: LocalRuntime,
+  ids: readonly string[],
+  status: TaskRecord['status'],
+): Promise<TaskRecord[]> {
   return waitFor(`${ids.length} task(s) to be ${status}`, async () => {
     const rs = await records(runtime, ids);
     return rs.every((r) => r.status === status) ? rs : undefined;

@@ -35,7 +35,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'kaj-restart-'));
   const first = await start();
   broken = await submitMany(first, 'always_broken', 2);
-  [purged] = await submitMany(first, 'always_broken', 1) as [string];
+  [purged] = (await submitMany(first, 'always_broken', 1)) as [string];
   fixable = await submitMany(first, 'fixable', 3);
   await untilStatus(first, [...broken, purged, ...fixable], 'failed');
   await untilDlq(first, 'normal', 6);
@@ -148,8 +148,12 @@ describe('dead letters after a restart of the local runtime', () => {
 async function deleteLetterOf(rt: LocalRuntime, taskId: string): Promise<void> {
   const url = rt.resources.deadLetterQueueUrls.normal;
   for (let i = 0; i < 10; i += 1) {
-    const out = await rt.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
-    const mine = (out.Messages ?? []).find((m) => (JSON.parse(m.Body ?? '{}') as { task_id?: string }).task_id === taskId);
+    const out = await rt.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
+    );
+    const mine = (out.Messages ?? []).find(
+      (m) => (JSON.parse(m.Body ?? '{}') as { task_id?: string }).task_id === taskId,
+    );
     if (mine !== undefined) {
       await rt.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: mine.ReceiptHandle }));
       return;

@@ -65,7 +65,10 @@ async function attributesOf(url: string, names: QueueAttributeName[]): Promise<R
   return out.Attributes ?? {};
 }
 
-async function receive(url: string, opts: { visibility?: number; wait?: number; max?: number } = {}): Promise<Message[]> {
+async function receive(
+  url: string,
+  opts: { visibility?: number; wait?: number; max?: number } = {},
+): Promise<Message[]> {
   const out = await sqs.send(
     new ReceiveMessageCommand({
       QueueUrl: url,
@@ -88,12 +91,20 @@ describe('local-aws-sqs (patched)', () => {
     expect(first?.ReceiptHandle).toBeDefined();
     for (let i = 0; i < 5; i++) {
       await sqs.send(
-        new ChangeMessageVisibilityCommand({ QueueUrl: main.url, ReceiptHandle: first!.ReceiptHandle, VisibilityTimeout: 30 }),
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: main.url,
+          ReceiptHandle: first!.ReceiptHandle,
+          VisibilityTimeout: 30,
+        }),
       );
     }
     // Give the lease up: the message must come back on the main queue, received twice in all.
     await sqs.send(
-      new ChangeMessageVisibilityCommand({ QueueUrl: main.url, ReceiptHandle: first!.ReceiptHandle, VisibilityTimeout: 0 }),
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: main.url,
+        ReceiptHandle: first!.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
     );
     const [second] = await receive(main.url, { visibility: 30, wait: 2 });
     expect(second?.Body).toBe('hb');
@@ -142,14 +153,20 @@ describe('local-aws-sqs (patched)', () => {
 
     // Send the visible one to the DLQ (maxReceiveCount 1), then redrive the DLQ back.
     expect(await receive(main.url, { visibility: 0 })).toHaveLength(1);
-    await expect.poll(async () => (await attributesOf(dlq.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('1');
+    await expect
+      .poll(async () => (await attributesOf(dlq.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages)
+      .toBe('1');
     await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
     await expect
       .poll(async () => (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: dlq.arn }))).Results?.[0], {
         timeout: 5000,
         interval: 200,
       })
-      .toMatchObject({ Status: 'COMPLETED', ApproximateNumberOfMessagesMoved: 1, ApproximateNumberOfMessagesToMove: 1 });
+      .toMatchObject({
+        Status: 'COMPLETED',
+        ApproximateNumberOfMessagesMoved: 1,
+        ApproximateNumberOfMessagesToMove: 1,
+      });
     expect((await attributesOf(main.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('1');
   }, 15_000);
 });

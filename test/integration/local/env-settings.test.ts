@@ -84,7 +84,13 @@ describe('npm start reads the documented environment variables', () => {
   ])('%s=%s: exit 2, the variable named', async (name, value, message) => {
     const p = startMain({ [name]: value });
     // Bounded either way: it exits, or it starts (the banner), which is the failure.
-    const first = await Promise.race([p.exited, p.waitFor(/Ctrl-C drains/).then(() => 'started' as const, () => 'exited' as const)]);
+    const first = await Promise.race([
+      p.exited,
+      p.waitFor(/Ctrl-C drains/).then(
+        () => 'started' as const,
+        () => 'exited' as const,
+      ),
+    ]);
     expect(first, p.output()).not.toBe('started');
     const exit = await p.exited;
     expect(exit.code, p.output()).toBe(2);
@@ -99,12 +105,21 @@ describe('npm start reads the documented environment variables', () => {
     const res = await fetch(`${state.apiUrl}/api/v1/tasks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'send_email', payload: { to: 'ada@example.com', subject: 'lease', simulate: { latency_ms: 1500 } } }),
+      body: JSON.stringify({
+        type: 'send_email',
+        payload: { to: 'ada@example.com', subject: 'lease', simulate: { latency_ms: 1500 } },
+      }),
     });
     const { task_id: taskId } = (await res.json()) as { task_id: string };
-    const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: state.endpoints.dynamodb, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const dynamodb = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: state.endpoints.dynamodb,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
     const doc = DynamoDBDocumentClient.from(dynamodb);
-    const get = async () => (await doc.send(new GetCommand({ TableName: state.resources.tableName, Key: { task_id: taskId } }))).Item as TaskRecord;
+    const get = async () =>
+      (await doc.send(new GetCommand({ TableName: state.resources.tableName, Key: { task_id: taskId } })))
+        .Item as TaskRecord;
     try {
       const running = await until('the task to be running', async () => {
         const r = await get();

@@ -59,7 +59,9 @@ function open(dataDir: string): Promise<LocalRuntime> {
 }
 
 /** Every entry of the outbox GSI, through DynamoDB Query (what the sweeper reads). */
-async function indexEntries(rt: LocalRuntime): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
+async function indexEntries(
+  rt: LocalRuntime,
+): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
   const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const out: Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>> = [];
   for (const target of ['queue', 'dlq'] as const) {
@@ -73,14 +75,17 @@ async function indexEntries(rt: LocalRuntime): Promise<Array<Pick<TaskRecord, 't
           ExpressionAttributeValues: { ':pk': outboxKey(target, p) },
         }),
       );
-      for (const i of (page.Items ?? []) as TaskRecord[]) out.push({ task_id: i.task_id, outbox_pk: i.outbox_pk, outbox_due: i.outbox_due, status: i.status });
+      for (const i of (page.Items ?? []) as TaskRecord[])
+        out.push({ task_id: i.task_id, outbox_pk: i.outbox_pk, outbox_due: i.outbox_due, status: i.status });
     }
   }
   return out.sort((a, b) => a.task_id.localeCompare(b.task_id));
 }
 
 /** What the items say the outbox GSI holds: every item with an outbox entry. */
-async function itemsWithOutbox(rt: LocalRuntime): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
+async function itemsWithOutbox(
+  rt: LocalRuntime,
+): Promise<Array<Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due' | 'status'>>> {
   const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const page = await doc.send(new ScanCommand({ TableName: TABLE, ConsistentRead: true }));
   return ((page.Items ?? []) as TaskRecord[])
@@ -95,7 +100,10 @@ describe('the saved outbox index after torn writes', () => {
     runtime = await open(dir);
     const ids: string[] = [];
     for (let i = 0; i < 4; i += 1) {
-      const { record } = await runtime.kaj.submitter.submit({ type: 'send_email', payload: { to: 'ada@example.com', subject: `s${i}` } }, { owner: 'local' });
+      const { record } = await runtime.kaj.submitter.submit(
+        { type: 'send_email', payload: { to: 'ada@example.com', subject: `s${i}` } },
+        { owner: 'local' },
+      );
       ids.push(record.task_id);
     }
     const before = await indexEntries(runtime);
@@ -108,11 +116,12 @@ describe('the saved outbox index after torn writes', () => {
     const db = new Level(dir, { valueEncoding: 'json' });
     await db.open();
     const table = await db.get(`table~${TABLE}`);
-    const indexSchema = (table as { GlobalSecondaryIndexes: Array<{ IndexName: string; KeySchema: unknown }> }).GlobalSecondaryIndexes.find(
-      (g) => g.IndexName === INDEX,
-    )?.KeySchema;
+    const indexSchema = (
+      table as { GlobalSecondaryIndexes: Array<{ IndexName: string; KeySchema: unknown }> }
+    ).GlobalSecondaryIndexes.find((g) => g.IndexName === INDEX)?.KeySchema;
     const entries = new Map<string, Stored>();
-    for await (const [key, value] of db.iterator({ gte: INDEX_PREFIX, lt: `${INDEX_PREFIX}\xff` })) entries.set(key, value as Stored);
+    for await (const [key, value] of db.iterator({ gte: INDEX_PREFIX, lt: `${INDEX_PREFIX}\xff` }))
+      entries.set(key, value as Stored);
     const entryOf = (id: string) => [...entries].find(([, v]) => v.task_id?.S === id) as [string, Stored];
     // 1. PutItem of a task that never got its item: an entry for a task that does not exist.
     const ghost: Stored = { ...entryOf(moved)[1], task_id: { S: 't_ghost00000000000000000000000000' } };
@@ -139,7 +148,10 @@ describe('the saved outbox index after torn writes', () => {
   it('an intact store is left as it is', async () => {
     dir = mkdtempSync(join(tmpdir(), 'kaj-index-'));
     runtime = await open(dir);
-    await runtime.kaj.submitter.submit({ type: 'send_email', payload: { to: 'ada@example.com', subject: 'x' } }, { owner: 'local' });
+    await runtime.kaj.submitter.submit(
+      { type: 'send_email', payload: { to: 'ada@example.com', subject: 'x' } },
+      { owner: 'local' },
+    );
     await runtime.stop(1_000);
     runtime = await open(dir);
     expect(runtime.indexRebuild).toMatchObject({ tables: 1, items: 1, removed: 0, added: 0, rewritten: 0 });

@@ -26,7 +26,10 @@ async function startWithSlowTask(): Promise<{ npm: Started; state: ReturnType<ty
   const res = await fetch(`${state.apiUrl}/api/v1/tasks`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'send_email', payload: { to: 'ada@example.com', subject: 'slow', simulate: { latency_ms: 4000 } } }),
+    body: JSON.stringify({
+      type: 'send_email',
+      payload: { to: 'ada@example.com', subject: 'slow', simulate: { latency_ms: 4000 } },
+    }),
   });
   expect(res.status).toBe(202);
   const { task_id: taskId } = (await res.json()) as { task_id: string };

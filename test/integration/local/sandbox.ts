@@ -20,7 +20,11 @@ export function sandbox(): { dir: string; remove(): void } {
   const real = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } };
   writeFileSync(
     join(dir, 'package.json'),
-    JSON.stringify({ name: 'kaj-start-sandbox', private: true, type: 'module', scripts: { start: real.scripts.start } }, null, 2),
+    JSON.stringify(
+      { name: 'kaj-start-sandbox', private: true, type: 'module', scripts: { start: real.scripts.start } },
+      null,
+      2,
+    ),
   );
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -41,7 +45,12 @@ export interface Started {
  * Spawns `command args` in `dir` as the leader of a new process group (so that a test can
  * clean up everything it started, by that group's id, even if a grandchild outlives npm).
  */
-export function start(dir: string, command: string, args: readonly string[], env: Record<string, string> = {}): Started {
+export function start(
+  dir: string,
+  command: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Started {
   const child = spawn(command, args, {
     cwd: dir,
     detached: true,
@@ -112,7 +121,12 @@ export function alive(pid: number): boolean {
 }
 
 /** What a running `npm start` wrote to `.kaj/local.json` in its directory. */
-export function localState(dir: string): { pid: number; apiUrl: string; endpoints: { sqs: string; dynamodb: string }; resources: { tableName: string } } {
+export function localState(dir: string): {
+  pid: number;
+  apiUrl: string;
+  endpoints: { sqs: string; dynamodb: string };
+  resources: { tableName: string };
+} {
   const file = join(dir, '.kaj', 'local.json');
   if (!existsSync(file)) throw new Error(`${file} does not exist`);
   return JSON.parse(readFileSync(file, 'utf8'));

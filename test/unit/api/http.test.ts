@@ -10,7 +10,12 @@ const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({ n: z.number() }), handler: async () => ({}) }),
 ]);
 
-function event(method: string, path: string, body?: string, headers: Record<string, string> = {}): APIGatewayProxyEventV2 {
+function event(
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {},
+): APIGatewayProxyEventV2 {
   return {
     version: '2.0',
     routeKey: '$default',
@@ -47,7 +52,11 @@ describe('Function: handleHttp', () => {
 
   it('accepts a base64 body and a stage prefix in the path', async () => {
     const { kaj } = unitKaj(registry);
-    const e = event('POST', '/prod/api/v1/tasks', Buffer.from(JSON.stringify({ type: 'job', payload: { n: 1 } })).toString('base64'));
+    const e = event(
+      'POST',
+      '/prod/api/v1/tasks',
+      Buffer.from(JSON.stringify({ type: 'job', payload: { n: 1 } })).toString('base64'),
+    );
     e.isBase64Encoded = true;
     expect((await kaj.handleHttp(e)).statusCode).toBe(202);
   });
@@ -55,10 +64,28 @@ describe('Function: handleHttp', () => {
   it.each([
     ['bad JSON', event('POST', '/api/v1/tasks', '{'), 400, 'invalid_json', undefined],
     ['empty body', event('POST', '/api/v1/tasks'), 400, 'invalid_json', undefined],
-    ['wrong content type', event('POST', '/api/v1/tasks', '{}', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type', undefined],
-    ['too large', event('POST', '/api/v1/tasks', JSON.stringify({ type: 'job', payload: { s: 'x'.repeat(70_000) } })), 413, 'payload_too_large', 'body'],
+    [
+      'wrong content type',
+      event('POST', '/api/v1/tasks', '{}', { 'content-type': 'text/plain' }),
+      415,
+      'unsupported_media_type',
+      undefined,
+    ],
+    [
+      'too large',
+      event('POST', '/api/v1/tasks', JSON.stringify({ type: 'job', payload: { s: 'x'.repeat(70_000) } })),
+      413,
+      'payload_too_large',
+      'body',
+    ],
     ['unknown type', event('POST', '/api/v1/tasks', '{"type":"zzz"}'), 422, 'unknown_type', 'type'],
-    ['bad payload', event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":"1"}}'), 422, 'validation_error', 'payload.n'],
+    [
+      'bad payload',
+      event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":"1"}}'),
+      422,
+      'validation_error',
+      'payload.n',
+    ],
     ['unknown route', event('GET', '/api/v2/tasks'), 404, 'not_found', undefined],
     ['wrong method', event('PUT', '/api/v1/tasks'), 405, 'method_not_allowed', undefined],
     ['malformed id', event('GET', '/api/v1/tasks/../../etc'), 404, 'not_found', undefined],
@@ -120,7 +147,8 @@ describe('Function: handleHttp', () => {
     const created = body(await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}')));
     const got = body(await kaj.handleHttp(event('GET', `/api/v1/tasks/${created.task_id}`)));
     expect(got).toMatchObject({ task_id: created.task_id, status: 'queued', attempts: 0, history: [] });
-    for (const internal of ['payload', 'lease_token', 'dispatch_id', 'fingerprint', 'outbox_pk']) expect(got).not.toHaveProperty(internal);
+    for (const internal of ['payload', 'lease_token', 'dispatch_id', 'fingerprint', 'outbox_pk'])
+      expect(got).not.toHaveProperty(internal);
     const del = await kaj.handleHttp(event('DELETE', `/api/v1/tasks/${created.task_id}`));
     expect(del.statusCode).toBe(200);
     expect(body(del)).toEqual({ task_id: created.task_id, status: 'cancelled' });

@@ -12,7 +12,11 @@ import { unitKaj } from '../../support/fixtures.js';
  */
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({ n: z.number().optional() }).passthrough(), handler: async () => ({}) }),
-  defineTask({ type: 'when', schema: z.object({ at: z.coerce.date() }), handler: async (p) => ({ year: p.at.getUTCFullYear() }) }),
+  defineTask({
+    type: 'when',
+    schema: z.object({ at: z.coerce.date() }),
+    handler: async (p) => ({ year: p.at.getUTCFullYear() }),
+  }),
 ]);
 
 const ALICE = 'arn:aws:iam::111122223333:user/alice';
@@ -89,7 +93,8 @@ describe('Owner model', () => {
 
   it('lets an operator (no owner given) read and cancel any task', async () => {
     const { kaj } = unitKaj(registry);
-    const id = json(await kaj.handleHttp(event('POST', '/api/v1/tasks', ALICE, { type: 'job', payload: {} }))).task_id as string;
+    const id = json(await kaj.handleHttp(event('POST', '/api/v1/tasks', ALICE, { type: 'job', payload: {} })))
+      .task_id as string;
     expect((await kaj.lifecycle.find(id)).owner).toBe(ALICE);
     expect((await kaj.lifecycle.cancel(id)).status).toBe('cancelled');
   });
@@ -113,7 +118,9 @@ describe('Payloads the store would refuse are 422 naming the field (issue 8, ite
 
   it('accepts a schema that transforms into a non-JSON value (z.coerce.date()): the payload as sent is stored', async () => {
     const { kaj, store } = unitKaj(registry);
-    const res = await kaj.handleHttp(event('POST', '/api/v1/tasks', ALICE, { type: 'when', payload: { at: '2026-11-30T00:00:00Z' } }));
+    const res = await kaj.handleHttp(
+      event('POST', '/api/v1/tasks', ALICE, { type: 'when', payload: { at: '2026-11-30T00:00:00Z' } }),
+    );
     expect(res.statusCode).toBe(202);
     expect(store.items.get(json(res).task_id as string)?.payload).toEqual({ at: '2026-11-30T00:00:00Z' });
   });

@@ -11,7 +11,8 @@ describe('CLI argument parsing', () => {
     expect(parseDuration('2h')).toBe(7_200_000);
     expect(parseDuration('7d')).toBe(604_800_000);
     expect(parseDuration('1h30m')).toBe(5_400_000);
-    for (const bad of ['', '3', '3x', 'h', '-1h', '0m', '1h 2m']) expect(() => parseDuration(bad)).toThrow(InvalidArgumentError);
+    for (const bad of ['', '3', '3x', 'h', '-1h', '0m', '1h 2m'])
+      expect(() => parseDuration(bad)).toThrow(InvalidArgumentError);
   });
   it('rates', () => {
     expect(parseRate('10')).toBe(10);
@@ -20,14 +21,18 @@ describe('CLI argument parsing', () => {
     for (const bad of ['0', 'fast', '-1/s', '5/h']) expect(() => parseRate(bad)).toThrow(InvalidArgumentError);
   });
   it('task ids: Kaj-made and hand-made ids pass; empty, spaced, control characters and oversized ones do not', () => {
-    for (const ok of ['t_5c0f00112233445566778899aabbccdd', 't_nope', 't_moved_by_sqs', 't_a-b']) expect(parseTaskId(ok)).toBe(ok);
+    for (const ok of ['t_5c0f00112233445566778899aabbccdd', 't_nope', 't_moved_by_sqs', 't_a-b'])
+      expect(parseTaskId(ok)).toBe(ok);
     for (const bad of ['', ' ', 't_', 'x', ' t_a', 't_a ', 't_a/b', 't_a\u0000', `t_${'a'.repeat(255)}`]) {
       expect(() => parseTaskId(bad), JSON.stringify(bad)).toThrow(InvalidArgumentError);
     }
   });
   it('--task <id...> still collects several ids, each checked', () => {
     const parse = (...args: string[]) => {
-      const cmd = addFilterOptions(new Command('x').exitOverride().configureOutput({ writeErr: () => {} }), { task: true, limitHelp: '' });
+      const cmd = addFilterOptions(new Command('x').exitOverride().configureOutput({ writeErr: () => {} }), {
+        task: true,
+        limitHelp: '',
+      });
       cmd.parse(args, { from: 'user' });
       return filterOf(cmd.opts(), 0).taskIds;
     };
@@ -44,8 +49,13 @@ describe('CLI argument parsing', () => {
     expect(() => checkTargetFlags({ local: true })).not.toThrow();
   });
   it('explains AWS errors by their cause, without a stack trace', () => {
-    const creds = Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' });
-    expect(explain(new Error('wrapped', { cause: creds }))).toMatchObject({ exitCode: 1, message: expect.stringMatching(/no usable AWS credentials/) });
+    const creds = Object.assign(new Error('Could not load credentials from any providers'), {
+      name: 'CredentialsProviderError',
+    });
+    expect(explain(new Error('wrapped', { cause: creds }))).toMatchObject({
+      exitCode: 1,
+      message: expect.stringMatching(/no usable AWS credentials/),
+    });
     expect(explain(new Error('Region is missing')).message).toMatch(/--region/);
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:4566'), { code: 'ECONNREFUSED' });
     expect(explain(refused).message).toMatch(/cannot reach/);

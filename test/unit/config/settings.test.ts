@@ -67,7 +67,10 @@ describe('Function: runtimeSettings', () => {
     ['leaseSeconds 3', { leaseSeconds: 3 }],
     ['leaseSeconds 900 under a 900 s visibility timeout', { leaseSeconds: 900, queueVisibilityTimeoutSeconds: 900 }],
     ['leaseSeconds equal to the visibility timeout', { leaseSeconds: 300, queueVisibilityTimeoutSeconds: 300 }],
-    ['queueVisibilityTimeoutSeconds just above the largest task timeout', { queueVisibilityTimeoutSeconds: DEFAULTS.maxTaskTimeoutSeconds + 1 }],
+    [
+      'queueVisibilityTimeoutSeconds just above the largest task timeout',
+      { queueVisibilityTimeoutSeconds: DEFAULTS.maxTaskTimeoutSeconds + 1 },
+    ],
     ['retentionDays 1', { retentionDays: 1 }],
     ['retentionDays 3650', { retentionDays: 3650 }],
     ['a fractional outboxGraceSeconds', { outboxGraceSeconds: 0.5, watchdogSeconds: 0.5 }],
@@ -82,10 +85,18 @@ describe('Function: runtimeSettings', () => {
 
   it.each<[keyof RuntimeSettings, Overrides, RegExp]>([
     ['leaseSeconds', { leaseSeconds: 2 }, /^leaseSeconds must be in \[3, 900\], got 2$/],
-    ['leaseSeconds', { leaseSeconds: 901, queueVisibilityTimeoutSeconds: 1000 }, /^leaseSeconds must be in \[3, 900\], got 901$/],
+    [
+      'leaseSeconds',
+      { leaseSeconds: 901, queueVisibilityTimeoutSeconds: 1000 },
+      /^leaseSeconds must be in \[3, 900\], got 901$/,
+    ],
     ['leaseSeconds', { leaseSeconds: Number.NaN }, /^leaseSeconds must be in \[3, 900\], got NaN$/],
     ['leaseSeconds', { leaseSeconds: Number.POSITIVE_INFINITY }, /^leaseSeconds must be in/],
-    ['leaseSeconds', { leaseSeconds: DEFAULTS.queueVisibilityTimeoutSeconds + 1 }, /^leaseSeconds must not exceed the queue visibility timeout$/],
+    [
+      'leaseSeconds',
+      { leaseSeconds: DEFAULTS.queueVisibilityTimeoutSeconds + 1 },
+      /^leaseSeconds must not exceed the queue visibility timeout$/,
+    ],
     [
       'queueVisibilityTimeoutSeconds',
       { leaseSeconds: 60, queueVisibilityTimeoutSeconds: DEFAULTS.maxTaskTimeoutSeconds },
@@ -97,7 +108,11 @@ describe('Function: runtimeSettings', () => {
     ['outboxGraceSeconds', { outboxGraceSeconds: 0 }, /^outboxGraceSeconds must be > 0$/],
     ['outboxGraceSeconds', { outboxGraceSeconds: -1 }, /^outboxGraceSeconds must be > 0$/],
     ['outboxGraceSeconds', { outboxGraceSeconds: Number.NaN }, /^outboxGraceSeconds must be > 0$/],
-    ['watchdogSeconds', { outboxGraceSeconds: 60, watchdogSeconds: 59 }, /^watchdogSeconds must be >= outboxGraceSeconds$/],
+    [
+      'watchdogSeconds',
+      { outboxGraceSeconds: 60, watchdogSeconds: 59 },
+      /^watchdogSeconds must be >= outboxGraceSeconds$/,
+    ],
     ['watchdogSeconds', { watchdogSeconds: Number.NaN }, /^watchdogSeconds must be >= outboxGraceSeconds$/],
     ['crashLoopReceives', { crashLoopReceives: 0 }, /^crashLoopReceives must be an integer >= 1$/],
     ['crashLoopReceives', { crashLoopReceives: 2.5 }, /^crashLoopReceives must be an integer >= 1$/],
@@ -120,7 +135,12 @@ describe('Function: loadFunctionConfig', () => {
 
   it('reads the table, the queue and DLQ URLs, and default settings; no ID secret unless set', () => {
     const config = loadFunctionConfig(ENVIRONMENT);
-    expect(config).toEqual({ tableName: 'kaj-tasks', queueUrls: QUEUES, deadLetterQueueUrls: DLQS, settings: runtimeSettings() });
+    expect(config).toEqual({
+      tableName: 'kaj-tasks',
+      queueUrls: QUEUES,
+      deadLetterQueueUrls: DLQS,
+      settings: runtimeSettings(),
+    });
     expect(config).not.toHaveProperty('idSecret');
   });
 
@@ -133,24 +153,33 @@ describe('Function: loadFunctionConfig', () => {
     }
   });
 
-  it.each([ENV.leaseSeconds, ENV.retentionDays])('rejects a %s that is not a number, naming the variable and the value', (name) => {
-    for (const value of ['abc', '1 day', 'Infinity', 'NaN']) {
-      const err = configError(() => loadFunctionConfig({ ...ENVIRONMENT, [name]: value }));
-      expect(err.setting).toBe(name);
-      expect(err.message).toBe(`${name} must be a number, got "${value}"`);
-    }
-  });
+  it.each([ENV.leaseSeconds, ENV.retentionDays])(
+    'rejects a %s that is not a number, naming the variable and the value',
+    (name) => {
+      for (const value of ['abc', '1 day', 'Infinity', 'NaN']) {
+        const err = configError(() => loadFunctionConfig({ ...ENVIRONMENT, [name]: value }));
+        expect(err.setting).toBe(name);
+        expect(err.message).toBe(`${name} must be a number, got "${value}"`);
+      }
+    },
+  );
 
   it('applies KAJ_LEASE_SECONDS and KAJ_RETENTION_DAYS as overrides; empty means the default', () => {
     const config = loadFunctionConfig({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '30', KAJ_RETENTION_DAYS: '14' });
     expect(config.settings).toEqual(runtimeSettings({ leaseSeconds: 30, retentionDays: 14 }));
     expect(config.settings.heartbeatSeconds).toBe(10);
-    expect(loadFunctionConfig({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '', KAJ_RETENTION_DAYS: '' }).settings).toEqual(runtimeSettings());
+    expect(loadFunctionConfig({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '', KAJ_RETENTION_DAYS: '' }).settings).toEqual(
+      runtimeSettings(),
+    );
   });
 
   it('validates the overrides with runtimeSettings (the error names the setting, not the variable)', () => {
-    expect(configError(() => loadFunctionConfig({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '2' })).setting).toBe('leaseSeconds');
-    expect(configError(() => loadFunctionConfig({ ...ENVIRONMENT, KAJ_RETENTION_DAYS: '0' })).setting).toBe('retentionDays');
+    expect(configError(() => loadFunctionConfig({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '2' })).setting).toBe(
+      'leaseSeconds',
+    );
+    expect(configError(() => loadFunctionConfig({ ...ENVIRONMENT, KAJ_RETENTION_DAYS: '0' })).setting).toBe(
+      'retentionDays',
+    );
   });
 
   it('takes KAJ_ID_SECRET when set and not empty (it is optional)', () => {
@@ -174,7 +203,9 @@ describe('Function: settingsFromEnvironment', () => {
     expect(settingsFromEnvironment({})).toEqual({});
     expect(settingsFromEnvironment({ KAJ_LEASE_SECONDS: '', KAJ_RETENTION_DAYS: '' })).toEqual({});
     expect(settingsFromEnvironment({ KAJ_LEASE_SECONDS: '45' })).toEqual({ leaseSeconds: 45 });
-    expect(settingsFromEnvironment({ KAJ_LEASE_SECONDS: '30', KAJ_RETENTION_DAYS: '14', KAJ_TABLE_NAME: 'ignored' })).toEqual({
+    expect(
+      settingsFromEnvironment({ KAJ_LEASE_SECONDS: '30', KAJ_RETENTION_DAYS: '14', KAJ_TABLE_NAME: 'ignored' }),
+    ).toEqual({
       leaseSeconds: 30,
       retentionDays: 14,
     });
@@ -191,12 +222,15 @@ describe('Function: settingsFromEnvironment', () => {
     ['KAJ_LEASE_SECONDS', '600', 'leaseSeconds must not exceed the queue visibility timeout'],
     ['KAJ_RETENTION_DAYS', '0', 'retentionDays must be an integer in [1, 3650], got 0'],
     ['KAJ_RETENTION_DAYS', '2.5', 'retentionDays must be an integer in [1, 3650], got 2.5'],
-  ])('rejects %s=%s out of range, naming the variable, with runtimeSettings’ error as the cause', (name, value, reason) => {
-    const err = configError(() => settingsFromEnvironment({ [name]: value }));
-    expect(err.setting).toBe(name);
-    expect(err.message).toBe(`${name}=${value}: ${reason}`);
-    expect(err.cause).toBeInstanceOf(ConfigError);
-  });
+  ])(
+    'rejects %s=%s out of range, naming the variable, with runtimeSettings’ error as the cause',
+    (name, value, reason) => {
+      const err = configError(() => settingsFromEnvironment({ [name]: value }));
+      expect(err.setting).toBe(name);
+      expect(err.message).toBe(`${name}=${value}: ${reason}`);
+      expect(err.cause).toBeInstanceOf(ConfigError);
+    },
+  );
 
   it('reads process.env by default', () => {
     vi.stubEnv('KAJ_LEASE_SECONDS', '12');
@@ -211,14 +245,28 @@ describe('Function: settingsFromEnvironment', () => {
 
 describe('Function: functionEnvironment', () => {
   it('writes the table and every queue and DLQ URL, and the settings only when given', () => {
-    expect(functionEnvironment({ tableName: 'kaj-tasks', queueUrls: QUEUES, deadLetterQueueUrls: DLQS })).toEqual(ENVIRONMENT);
+    expect(functionEnvironment({ tableName: 'kaj-tasks', queueUrls: QUEUES, deadLetterQueueUrls: DLQS })).toEqual(
+      ENVIRONMENT,
+    );
     expect(
-      functionEnvironment({ tableName: 'kaj-tasks', queueUrls: QUEUES, deadLetterQueueUrls: DLQS, leaseSeconds: 90, retentionDays: 3 }),
+      functionEnvironment({
+        tableName: 'kaj-tasks',
+        queueUrls: QUEUES,
+        deadLetterQueueUrls: DLQS,
+        leaseSeconds: 90,
+        retentionDays: 3,
+      }),
     ).toEqual({ ...ENVIRONMENT, KAJ_LEASE_SECONDS: '90', KAJ_RETENTION_DAYS: '3' });
   });
 
   it('round-trips through loadFunctionConfig', () => {
-    const c = { tableName: 'stack-tasks', queueUrls: QUEUES, deadLetterQueueUrls: DLQS, leaseSeconds: 90, retentionDays: 3 };
+    const c = {
+      tableName: 'stack-tasks',
+      queueUrls: QUEUES,
+      deadLetterQueueUrls: DLQS,
+      leaseSeconds: 90,
+      retentionDays: 3,
+    };
     const loaded = loadFunctionConfig(functionEnvironment(c));
     expect(loaded).toEqual({
       tableName: 'stack-tasks',
@@ -226,7 +274,9 @@ describe('Function: functionEnvironment', () => {
       deadLetterQueueUrls: DLQS,
       settings: runtimeSettings({ leaseSeconds: 90, retentionDays: 3 }),
     });
-    const plain = loadFunctionConfig(functionEnvironment({ tableName: 't', queueUrls: QUEUES, deadLetterQueueUrls: DLQS }));
+    const plain = loadFunctionConfig(
+      functionEnvironment({ tableName: 't', queueUrls: QUEUES, deadLetterQueueUrls: DLQS }),
+    );
     expect(plain.settings).toEqual(runtimeSettings());
   });
 });

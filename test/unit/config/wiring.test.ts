@@ -24,7 +24,11 @@ describe('Module: wiring', () => {
   it('emulator settings: the emulator region, a fresh copy of the test credentials each time', () => {
     const a = emulatorSettings('http://127.0.0.1:1');
     const b = emulatorSettings('http://127.0.0.1:1', { maxAttempts: 2 });
-    expect(a).toMatchObject({ endpoint: 'http://127.0.0.1:1', region: EMULATOR_REGION, credentials: EMULATOR_CREDENTIALS });
+    expect(a).toMatchObject({
+      endpoint: 'http://127.0.0.1:1',
+      region: EMULATOR_REGION,
+      credentials: EMULATOR_CREDENTIALS,
+    });
     expect(a.credentials).not.toBe(b.credentials);
     expect(b.maxAttempts).toBe(2);
   });
@@ -45,7 +49,13 @@ describe('Module: wiring', () => {
   });
 
   it('converts to the stack-output spelling and to SqsTaskQueue’s', () => {
-    expect(toDlqSpelling(resources)).toEqual({ tableName: 't', queueUrls: urls('qu'), queueArns: urls('qa'), dlqUrls: urls('du'), dlqArns: urls('da') });
+    expect(toDlqSpelling(resources)).toEqual({
+      tableName: 't',
+      queueUrls: urls('qu'),
+      queueArns: urls('qa'),
+      dlqUrls: urls('du'),
+      dlqArns: urls('da'),
+    });
     expect(taskQueueUrls(resources)).toEqual({ queues: urls('qu'), deadLetterQueues: urls('du') });
   });
 });

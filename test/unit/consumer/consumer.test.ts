@@ -144,7 +144,10 @@ describe('Class: TaskConsumer', () => {
     let runs = 0;
     script.run = async () => (runs += 1);
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
-    const dup = await kaj.processBatch(sqsEvent({ ...rec, messageId: 'dup', receiptHandle: 'rh-dup' }), lambdaContext());
+    const dup = await kaj.processBatch(
+      sqsEvent({ ...rec, messageId: 'dup', receiptHandle: 'rh-dup' }),
+      lambdaContext(),
+    );
     expect(dup.batchItemFailures).toEqual([]);
     expect(runs).toBe(1);
   });

@@ -23,7 +23,6 @@ const registry = new TaskRegistry([
   }),
 ]);
 
-
 async function setup() {
   const u = unitKaj(registry, undefined, new TimerClock());
   const { record } = await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER);
@@ -102,7 +101,11 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
 
   it('a claim of a retrying task that carries a cancel request ends it cancelled without running the handler', async () => {
     const { kaj, store, record, rec } = await setup();
-    store.items.set(record.task_id, { ...store.items.get(record.task_id)!, status: 'retrying', cancel_requested: true });
+    store.items.set(record.task_id, {
+      ...store.items.get(record.task_id)!,
+      status: 'retrying',
+      cancel_requested: true,
+    });
     const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(res.batchItemFailures).toEqual([]);
     expect(runs).toBe(0);
@@ -129,23 +132,29 @@ describe('Results and errors the store cannot hold (issue 8, item 3)', () => {
     ['an integer above 2^53', { n: 2 ** 60 }, 'result.n: 1152921504606847000 is beyond'],
     ['an empty key', { '': 1 }, 'result."": an empty key cannot be stored'],
     ['a Map', new Map([[1, 2]]), 'result: a Map is not JSON'],
-  ])('fails the task permanently after exactly one run when the result holds %s, naming where', async (_what, value, message) => {
-    const { kaj, store, record, rec, queue } = await setup();
-    script.run = async () => value;
-    await kaj.processBatch(sqsEvent(rec), lambdaContext());
-    const stored = store.items.get(record.task_id);
-    expect(runs).toBe(1);
-    expect(stored?.status).toBe('failed');
-    expect(stored?.last_error).toMatchObject({ retryable: false, code: 'UNSTORABLE_RESULT' });
-    expect(stored?.last_error?.message).toContain(message);
-    expect(queue.dead).toHaveLength(1);
-  });
+  ])(
+    'fails the task permanently after exactly one run when the result holds %s, naming where',
+    async (_what, value, message) => {
+      const { kaj, store, record, rec, queue } = await setup();
+      script.run = async () => value;
+      await kaj.processBatch(sqsEvent(rec), lambdaContext());
+      const stored = store.items.get(record.task_id);
+      expect(runs).toBe(1);
+      expect(stored?.status).toBe('failed');
+      expect(stored?.last_error).toMatchObject({ retryable: false, code: 'UNSTORABLE_RESULT' });
+      expect(stored?.last_error?.message).toContain(message);
+      expect(queue.dead).toHaveLength(1);
+    },
+  );
 
   it('stores a Date in a result as JSON would: its ISO string', async () => {
     const { kaj, store, record, rec } = await setup();
     script.run = async () => ({ at: new Date('2026-01-02T03:04:05Z'), skipped: undefined });
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
-    expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', result: { at: '2026-01-02T03:04:05.000Z' } });
+    expect(store.items.get(record.task_id)).toMatchObject({
+      status: 'succeeded',
+      result: { at: '2026-01-02T03:04:05.000Z' },
+    });
     expect(store.items.get(record.task_id)?.result).not.toHaveProperty('skipped');
   });
 
@@ -181,14 +190,19 @@ describe('Results and errors the store cannot hold (issue 8, item 3)', () => {
     store.beforeUpdate = (_id, changes) => {
       if (changes.set?.status === 'succeeded') {
         refused += 1;
-        throw new StoreRejectedError('DynamoDB UpdateItem rejected: ValidationException: Item size has exceeded the maximum allowed size');
+        throw new StoreRejectedError(
+          'DynamoDB UpdateItem rejected: ValidationException: Item size has exceeded the maximum allowed size',
+        );
       }
     };
     const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(res.batchItemFailures).toEqual([]);
     expect(refused).toBe(1);
     expect(runs).toBe(1);
-    expect(store.items.get(record.task_id)).toMatchObject({ status: 'failed', last_error: { code: 'UNSTORABLE', retryable: false } });
+    expect(store.items.get(record.task_id)).toMatchObject({
+      status: 'failed',
+      last_error: { code: 'UNSTORABLE', retryable: false },
+    });
   });
 });
 

@@ -20,7 +20,11 @@ import { SqsTaskQueue } from '../../../shared/queue/sqs-task-queue.js';
 
 const URLS = {
   queues: { high: 'https://sqs/q-high', normal: 'https://sqs/q-normal', low: 'https://sqs/q-low' },
-  deadLetterQueues: { high: 'https://sqs/q-high-dlq', normal: 'https://sqs/q-normal-dlq', low: 'https://sqs/q-low-dlq' },
+  deadLetterQueues: {
+    high: 'https://sqs/q-high-dlq',
+    normal: 'https://sqs/q-normal-dlq',
+    low: 'https://sqs/q-low-dlq',
+  },
 };
 const sqs = mockClient(SQSClient);
 const client = new SQSClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
@@ -59,25 +63,33 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 const sqsError = (name: string, status = 400): SQSServiceException =>
-  new SQSServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message: `${name}!` });
+  new SQSServiceException({
+    name,
+    $fault: status >= 500 ? 'server' : 'client',
+    $metadata: { httpStatusCode: status },
+    message: `${name}!`,
+  });
 
 describe('Class: SqsTaskQueue', () => {
   describe('Method: send', () => {
-    it.each(['high', 'normal', 'low'] as const)('sends to the %s queue with the JSON body, the delay and the task attributes', async (priority) => {
-      await queue.send(priority, message, { delaySeconds: 30, type: 'make_thumbnails' });
-      expect(sent()).toEqual([
-        {
-          QueueUrl: URLS.queues[priority],
-          MessageBody: JSON.stringify(message),
-          DelaySeconds: 30,
-          MessageAttributes: {
-            'kaj-task-id': str('t_1'),
-            'kaj-type': str('make_thumbnails'),
-            'kaj-priority': str(priority),
+    it.each(['high', 'normal', 'low'] as const)(
+      'sends to the %s queue with the JSON body, the delay and the task attributes',
+      async (priority) => {
+        await queue.send(priority, message, { delaySeconds: 30, type: 'make_thumbnails' });
+        expect(sent()).toEqual([
+          {
+            QueueUrl: URLS.queues[priority],
+            MessageBody: JSON.stringify(message),
+            DelaySeconds: 30,
+            MessageAttributes: {
+              'kaj-task-id': str('t_1'),
+              'kaj-type': str('make_thumbnails'),
+              'kaj-priority': str(priority),
+            },
           },
-        },
-      ]);
-    });
+        ]);
+      },
+    );
 
     it.each([
       [0, 0],
@@ -103,12 +115,20 @@ describe('Class: SqsTaskQueue', () => {
       ['InternalError', sqsError('InternalError', 500)],
       ['TimeoutError', Object.assign(new Error('timed out'), { name: 'TimeoutError' })],
       ['Error', 'not even an Error'],
-    ])('maps any failure (%s) to QueueUnavailableError naming the priority, with the task id and the cause', async (name, cause) => {
-      sqs.on(SendMessageCommand).callsFake(() => Promise.reject(cause));
-      const err = await rejection(queue.send('high', message, { delaySeconds: 0, type: 'job' }));
-      expect(err).toBeInstanceOf(QueueUnavailableError);
-      expect(err).toMatchObject({ retryable: true, taskId: 't_1', cause, message: `SQS SendMessage to high failed: ${name}` });
-    });
+    ])(
+      'maps any failure (%s) to QueueUnavailableError naming the priority, with the task id and the cause',
+      async (name, cause) => {
+        sqs.on(SendMessageCommand).callsFake(() => Promise.reject(cause));
+        const err = await rejection(queue.send('high', message, { delaySeconds: 0, type: 'job' }));
+        expect(err).toBeInstanceOf(QueueUnavailableError);
+        expect(err).toMatchObject({
+          retryable: true,
+          taskId: 't_1',
+          cause,
+          message: `SQS SendMessage to high failed: ${name}`,
+        });
+      },
+    );
   });
 
   describe('Method: sendDead', () => {
@@ -135,7 +155,9 @@ describe('Class: SqsTaskQueue', () => {
       const { last_error: _none, ...noError } = letter({ priority: 'low', reason: 'crash loop' });
       await queue.sendDead(noError);
       await queue.sendDead({ ...noError, reason: '', type: '' });
-      expect(sent().map((i) => [i.QueueUrl, i.MessageAttributes?.['kaj-error'], i.MessageAttributes?.['kaj-type']])).toEqual([
+      expect(
+        sent().map((i) => [i.QueueUrl, i.MessageAttributes?.['kaj-error'], i.MessageAttributes?.['kaj-type']]),
+      ).toEqual([
         [URLS.deadLetterQueues.low, str('crash loop'), str('send_email')],
         [URLS.deadLetterQueues.low, str('-'), str('-')],
       ]);
@@ -158,7 +180,11 @@ describe('Class: SqsTaskQueue', () => {
       sqs.on(SendMessageCommand).rejects(cause);
       const err = await rejection(queue.sendDead(letter({ priority: 'normal' })));
       expect(err).toBeInstanceOf(QueueUnavailableError);
-      expect(err).toMatchObject({ taskId: 't_1', cause, message: 'SQS SendMessage to the normal DLQ failed: RequestThrottled' });
+      expect(err).toMatchObject({
+        taskId: 't_1',
+        cause,
+        message: 'SQS SendMessage to the normal DLQ failed: RequestThrottled',
+      });
     });
   });
 
@@ -170,12 +196,15 @@ describe('Class: SqsTaskQueue', () => {
       [-5, 0],
       [43_200, 43_200],
       [50_000, 43_200],
-    ])('sets the visibility of the message on its priority queue: %s s as %s (whole seconds, 0-43200)', async (seconds, expected) => {
-      await queue.changeVisibility('low', 'rh-1', seconds);
-      expect(sqs.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).toEqual([
-        { QueueUrl: URLS.queues.low, ReceiptHandle: 'rh-1', VisibilityTimeout: expected },
-      ]);
-    });
+    ])(
+      'sets the visibility of the message on its priority queue: %s s as %s (whole seconds, 0-43200)',
+      async (seconds, expected) => {
+        await queue.changeVisibility('low', 'rh-1', seconds);
+        expect(sqs.commandCalls(ChangeMessageVisibilityCommand).map((c) => c.args[0].input)).toEqual([
+          { QueueUrl: URLS.queues.low, ReceiptHandle: 'rh-1', VisibilityTimeout: expected },
+        ]);
+      },
+    );
 
     it.each<[string, unknown]>([
       ['ReceiptHandleIsInvalid', new ReceiptHandleIsInvalid({ message: 'invalid', $metadata: {} })],
@@ -200,7 +229,11 @@ describe('Class: SqsTaskQueue', () => {
       sqs.on(ChangeMessageVisibilityCommand).callsFake(() => Promise.reject(cause));
       const err = await rejection(queue.changeVisibility('high', 'rh-1', 30));
       expect(err).toBeInstanceOf(QueueUnavailableError);
-      expect(err).toMatchObject({ retryable: true, cause, message: `SQS ChangeMessageVisibility on high failed: ${name}` });
+      expect(err).toMatchObject({
+        retryable: true,
+        cause,
+        message: `SQS ChangeMessageVisibility on high failed: ${name}`,
+      });
     });
   });
 });

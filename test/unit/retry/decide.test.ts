@@ -8,11 +8,15 @@ const backoff = { baseSeconds: 2, capSeconds: 300 };
 
 describe('Function: afterFailure', () => {
   it('fails a permanent error at once, whatever attempts remain', () => {
-    expect(afterFailure(1, 5, classifyError(new PermanentError('no')), backoff, sequenceRandom([0.5]))).toEqual({ kind: 'fail' });
+    expect(afterFailure(1, 5, classifyError(new PermanentError('no')), backoff, sequenceRandom([0.5]))).toEqual({
+      kind: 'fail',
+    });
   });
 
   it('fails a retryable error on the last attempt', () => {
-    expect(afterFailure(5, 5, classifyError(new Error('flaky')), backoff, sequenceRandom([0.5]))).toEqual({ kind: 'fail' });
+    expect(afterFailure(5, 5, classifyError(new Error('flaky')), backoff, sequenceRandom([0.5]))).toEqual({
+      kind: 'fail',
+    });
   });
 
   it('retries after exactly retryAfterSeconds when the error asks for it', () => {
@@ -22,7 +26,10 @@ describe('Function: afterFailure', () => {
 
   it('otherwise retries after full-jitter backoff: random(0, min(cap, base·2^attempt))', () => {
     const f = classifyError(new Error('flaky'));
-    expect(afterFailure(2, 5, f, backoff, sequenceRandom([0.5]))).toEqual({ kind: 'retry', delayMs: Math.floor(0.5 * 8001) });
+    expect(afterFailure(2, 5, f, backoff, sequenceRandom([0.5]))).toEqual({
+      kind: 'retry',
+      delayMs: Math.floor(0.5 * 8001),
+    });
     expect(afterFailure(20, 25, f, backoff, sequenceRandom([0.999999]))).toEqual({ kind: 'retry', delayMs: 300_000 });
   });
 });

@@ -87,7 +87,12 @@ const conditionFailed = (item?: TaskRecord): ConditionalCheckFailedException =>
   });
 
 const serviceError = (name: string, status: number, message = `${name} happened`): DynamoDBServiceException =>
-  new DynamoDBServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message });
+  new DynamoDBServiceException({
+    name,
+    $fault: status >= 500 ? 'server' : 'client',
+    $metadata: { httpStatusCode: status },
+    message,
+  });
 
 /** The exact Error the document client throws when it cannot marshal a value. */
 function marshallError(value: unknown): Error {
@@ -144,7 +149,11 @@ describe('Class: DynamoTaskStore', () => {
       expect(gone).toBeInstanceOf(TaskAlreadyExistsError);
       expect((gone as TaskAlreadyExistsError).existing).toBeUndefined();
       doc.reset();
-      doc.on(PutCommand).rejects(conditionFailed()).on(GetCommand).rejects(new ThrottlingException({ message: 'slow down', $metadata: {} }));
+      doc
+        .on(PutCommand)
+        .rejects(conditionFailed())
+        .on(GetCommand)
+        .rejects(new ThrottlingException({ message: 'slow down', $metadata: {} }));
       await expect(store.create(record())).rejects.toBeInstanceOf(StoreUnavailableError);
     });
   });
@@ -154,7 +163,11 @@ describe('Class: DynamoTaskStore', () => {
       const r = record();
       doc.on(GetCommand).resolves({ Item: r });
       expect(await store.get('t_1')).toStrictEqual(r);
-      expect(doc.commandCalls(GetCommand)[0]?.args[0].input).toEqual({ TableName: TABLE, Key: { task_id: 't_1' }, ConsistentRead: true });
+      expect(doc.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+        TableName: TABLE,
+        Key: { task_id: 't_1' },
+        ConsistentRead: true,
+      });
     });
 
     it('sends ConsistentRead false for consistent: false, and true for consistent: true', async () => {
@@ -172,7 +185,10 @@ describe('Class: DynamoTaskStore', () => {
 
   describe('Method: update (the request)', () => {
     it('builds SET with placeholders for every name and value, conditioned on the item existing', async () => {
-      const input = await updateInput({ set: { status: 'running', updated_at: 'U' } }, { status: ['queued', 'retrying'] });
+      const input = await updateInput(
+        { set: { status: 'running', updated_at: 'U' } },
+        { status: ['queued', 'retrying'] },
+      );
       expect(input).toEqual({
         TableName: TABLE,
         Key: { task_id: 't_1' },
@@ -204,7 +220,16 @@ describe('Class: DynamoTaskStore', () => {
         '#n5': 'task_id',
         '#n6': 'status',
       });
-      expect(input.ExpressionAttributeValues).toEqual({ ':v0': 'U', ':v1': 0, ':v2': 1, ':v3': 0, ':v4': 2, ':v5': [], ':v6': audit, ':v7': 'queued' });
+      expect(input.ExpressionAttributeValues).toEqual({
+        ':v0': 'U',
+        ':v1': 0,
+        ':v2': 1,
+        ':v3': 0,
+        ':v4': 2,
+        ':v5': [],
+        ':v6': audit,
+        ':v7': 'queued',
+      });
     });
 
     it('skips undefined set values and task_id (the key), reusing one placeholder per attribute', async () => {
@@ -224,7 +249,12 @@ describe('Class: DynamoTaskStore', () => {
     });
 
     it('throws RangeError, sending nothing, for an update with no change (or only undefined / key changes)', async () => {
-      for (const changes of [{}, { set: { owner: undefined } }, { set: { task_id: 'x' } as Partial<TaskRecord> }, { remove: [] }]) {
+      for (const changes of [
+        {},
+        { set: { owner: undefined } },
+        { set: { task_id: 'x' } as Partial<TaskRecord> },
+        { remove: [] },
+      ]) {
         await expect(store.update('t_1', changes, { status: ['queued'] })).rejects.toBeInstanceOf(RangeError);
       }
       expect(doc.calls()).toHaveLength(0);
@@ -233,7 +263,9 @@ describe('Class: DynamoTaskStore', () => {
     it('returns the item as written (ReturnValues ALL_NEW)', async () => {
       const written = record({ status: 'succeeded' });
       doc.on(UpdateCommand).resolves({ Attributes: written });
-      expect(await store.update('t_1', { set: { status: 'succeeded' } }, { status: ['running'] })).toStrictEqual(written);
+      expect(await store.update('t_1', { set: { status: 'succeeded' } }, { status: ['running'] })).toStrictEqual(
+        written,
+      );
     });
   });
 
@@ -256,24 +288,78 @@ describe('Class: DynamoTaskStore', () => {
         { '#n3': 'lease_until' },
         { ':v1': 'queued', ':v2': 'retrying', ':v3': 'running', ':v4': 1000 },
       ],
-      ['dispatchId', { status: ['running'], dispatchId: 'd_9' }, 'attribute_exists(#n1) AND #n2 IN (:v1) AND #n3 = :v2', { '#n3': 'dispatch_id' }, { ':v1': 'running', ':v2': 'd_9' }],
-      ['leaseToken', { status: ['running'], leaseToken: 7 }, 'attribute_exists(#n1) AND #n2 IN (:v1) AND #n3 = :v2', { '#n3': 'lease_token' }, { ':v1': 'running', ':v2': 7 }],
-      ['outboxPending true', { status: ['running'], outboxPending: true }, 'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_exists(#n3)', { '#n3': 'outbox_pk' }, { ':v1': 'running' }],
-      ['outboxPending false', { status: ['running'], outboxPending: false }, 'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_not_exists(#n3)', { '#n3': 'outbox_pk' }, { ':v1': 'running' }],
-      ['noCancelRequest', { status: ['running'], noCancelRequest: true }, 'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_not_exists(#n3)', { '#n3': 'cancel_requested' }, { ':v1': 'running' }],
-      ['noCancelRequest false (no clause)', { status: ['running'], noCancelRequest: false }, 'attribute_exists(#n1) AND #n2 IN (:v1)', {}, { ':v1': 'running' }],
+      [
+        'dispatchId',
+        { status: ['running'], dispatchId: 'd_9' },
+        'attribute_exists(#n1) AND #n2 IN (:v1) AND #n3 = :v2',
+        { '#n3': 'dispatch_id' },
+        { ':v1': 'running', ':v2': 'd_9' },
+      ],
+      [
+        'leaseToken',
+        { status: ['running'], leaseToken: 7 },
+        'attribute_exists(#n1) AND #n2 IN (:v1) AND #n3 = :v2',
+        { '#n3': 'lease_token' },
+        { ':v1': 'running', ':v2': 7 },
+      ],
+      [
+        'outboxPending true',
+        { status: ['running'], outboxPending: true },
+        'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_exists(#n3)',
+        { '#n3': 'outbox_pk' },
+        { ':v1': 'running' },
+      ],
+      [
+        'outboxPending false',
+        { status: ['running'], outboxPending: false },
+        'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_not_exists(#n3)',
+        { '#n3': 'outbox_pk' },
+        { ':v1': 'running' },
+      ],
+      [
+        'noCancelRequest',
+        { status: ['running'], noCancelRequest: true },
+        'attribute_exists(#n1) AND #n2 IN (:v1) AND attribute_not_exists(#n3)',
+        { '#n3': 'cancel_requested' },
+        { ':v1': 'running' },
+      ],
+      [
+        'noCancelRequest false (no clause)',
+        { status: ['running'], noCancelRequest: false },
+        'attribute_exists(#n1) AND #n2 IN (:v1)',
+        {},
+        { ':v1': 'running' },
+      ],
       [
         'every part at once',
-        { status: ['running'], orLeaseExpiredBefore: 5, dispatchId: 'd', leaseToken: 3, outboxPending: false, noCancelRequest: true },
+        {
+          status: ['running'],
+          orLeaseExpiredBefore: 5,
+          dispatchId: 'd',
+          leaseToken: 3,
+          outboxPending: false,
+          noCancelRequest: true,
+        },
         'attribute_exists(#n1) AND (#n2 IN (:v1) OR (#n2 = :v2 AND #n3 < :v3)) AND #n4 = :v4 AND #n5 = :v5 AND attribute_not_exists(#n6) AND attribute_not_exists(#n7)',
-        { '#n3': 'lease_until', '#n4': 'dispatch_id', '#n5': 'lease_token', '#n6': 'outbox_pk', '#n7': 'cancel_requested' },
+        {
+          '#n3': 'lease_until',
+          '#n4': 'dispatch_id',
+          '#n5': 'lease_token',
+          '#n6': 'outbox_pk',
+          '#n7': 'cancel_requested',
+        },
         { ':v1': 'running', ':v2': 'running', ':v3': 5, ':v4': 'd', ':v5': 3 },
       ],
     ])('%s', async (_kind, condition, expression, names, values) => {
       const input = await updateInput(changes, condition);
       expect(input.UpdateExpression).toBe('SET #n0 = :v0');
       expect(input.ConditionExpression).toBe(expression);
-      expect(input.ExpressionAttributeNames).toEqual({ '#n0': 'updated_at', '#n1': 'task_id', '#n2': 'status', ...names });
+      expect(input.ExpressionAttributeNames).toEqual({
+        '#n0': 'updated_at',
+        '#n1': 'task_id',
+        '#n2': 'status',
+        ...names,
+      });
       expect(input.ExpressionAttributeValues).toEqual({ ':v0': 'U', ...values });
     });
 
@@ -283,13 +369,27 @@ describe('Class: DynamoTaskStore', () => {
       const used = (re: RegExp) => [...new Set(text.match(re) ?? [])].sort();
       expect(Object.keys((input.ExpressionAttributeNames ?? {}) as object).sort()).toEqual(used(/#n\d+/g));
       const values = (input.ExpressionAttributeValues ?? {}) as Record<string, unknown>;
-      expect(Object.keys(values).filter((k) => values[k] !== undefined).sort()).toEqual(used(/:v\d+/g));
+      expect(
+        Object.keys(values)
+          .filter((k) => values[k] !== undefined)
+          .sort(),
+      ).toEqual(used(/:v\d+/g));
     }
 
     it.each<[string, TaskCondition]>([
       ['status', { status: ['running'] }],
       ['orLeaseExpiredBefore', { orLeaseExpiredBefore: 1 }],
-      ['every part', { status: ['queued'], orLeaseExpiredBefore: 1, dispatchId: 'd', leaseToken: 1, outboxPending: true, noCancelRequest: true }],
+      [
+        'every part',
+        {
+          status: ['queued'],
+          orLeaseExpiredBefore: 1,
+          dispatchId: 'd',
+          leaseToken: 1,
+          outboxPending: true,
+          noCancelRequest: true,
+        },
+      ],
     ])('defines exactly the placeholders its expressions use: %s', async (_kind, condition) => {
       expectPlaceholdersConsistent(await updateInput(changes, condition));
     });
@@ -340,7 +440,10 @@ describe('Class: DynamoTaskStore', () => {
 
   describe('Method: listOutboxDue', () => {
     it('queries the outbox GSI for the partition, due at or before dueBy, oldest first, limited', async () => {
-      const items = [record({ task_id: 'a', outbox_pk: 'queue#high', outbox_due: 1 }), record({ task_id: 'b', outbox_pk: 'queue#high', outbox_due: 2 })];
+      const items = [
+        record({ task_id: 'a', outbox_pk: 'queue#high', outbox_due: 1 }),
+        record({ task_id: 'b', outbox_pk: 'queue#high', outbox_due: 2 }),
+      ];
       doc.on(QueryCommand).resolves({ Items: items });
       expect(await store.listOutboxDue('queue#high', 1234, 25)).toStrictEqual(items);
       expect(doc.commandCalls(QueryCommand)[0]?.args[0].input).toEqual({
@@ -362,7 +465,12 @@ describe('Class: DynamoTaskStore', () => {
 
   describe('Errors: mapping of everything but a failed condition', () => {
     type Op = 'create' | 'get' | 'update' | 'listOutboxDue';
-    const OPS: [Op, string, typeof PutCommand | typeof GetCommand | typeof UpdateCommand | typeof QueryCommand, string | undefined][] = [
+    const OPS: [
+      Op,
+      string,
+      typeof PutCommand | typeof GetCommand | typeof UpdateCommand | typeof QueryCommand,
+      string | undefined,
+    ][] = [
       ['create', 'PutItem', PutCommand, 't_1'],
       ['get', 'GetItem', GetCommand, 't_1'],
       ['update', 'UpdateItem', UpdateCommand, 't_1'],
@@ -378,42 +486,74 @@ describe('Class: DynamoTaskStore', () => {
             : store.listOutboxDue('queue#normal', 1, 10);
 
     const rejected: [string, () => unknown][] = [
-      ['ValidationException', () => serviceError('ValidationException', 400, 'One or more parameter values were invalid')],
-      ['SerializationException', () => serviceError('SerializationException', 400, 'Start of structure or map found where not expected')],
+      [
+        'ValidationException',
+        () => serviceError('ValidationException', 400, 'One or more parameter values were invalid'),
+      ],
+      [
+        'SerializationException',
+        () => serviceError('SerializationException', 400, 'Start of structure or map found where not expected'),
+      ],
       [
         'ItemCollectionSizeLimitExceededException',
-        () => new ItemCollectionSizeLimitExceededException({ message: 'collection too large', $metadata: { httpStatusCode: 400 } }),
+        () =>
+          new ItemCollectionSizeLimitExceededException({
+            message: 'collection too large',
+            $metadata: { httpStatusCode: 400 },
+          }),
       ],
       ['a marshalling error: an unsafe integer', () => marshallError(2 ** 53)],
       ['a marshalling error: NaN', () => marshallError(Number.NaN)],
       ['a marshalling error: a class instance', () => marshallError(new Date(0))],
     ];
     const unavailable: [string, () => unknown][] = [
-      ['ThrottlingException', () => new ThrottlingException({ message: 'Rate exceeded', $metadata: { httpStatusCode: 400 } })],
+      [
+        'ThrottlingException',
+        () => new ThrottlingException({ message: 'Rate exceeded', $metadata: { httpStatusCode: 400 } }),
+      ],
       [
         'ProvisionedThroughputExceededException',
         () => new ProvisionedThroughputExceededException({ message: 'throughput', $metadata: { httpStatusCode: 400 } }),
       ],
-      ['RequestLimitExceeded', () => new RequestLimitExceeded({ message: 'account limit', $metadata: { httpStatusCode: 400 } })],
-      ['InternalServerError (500)', () => new InternalServerError({ message: 'Internal server error', $metadata: { httpStatusCode: 500 } })],
+      [
+        'RequestLimitExceeded',
+        () => new RequestLimitExceeded({ message: 'account limit', $metadata: { httpStatusCode: 400 } }),
+      ],
+      [
+        'InternalServerError (500)',
+        () => new InternalServerError({ message: 'Internal server error', $metadata: { httpStatusCode: 500 } }),
+      ],
       ['a 503 ServiceUnavailable', () => serviceError('ServiceUnavailable', 503)],
       ['TimeoutError', () => Object.assign(new Error('Connection timed out after 1000 ms'), { name: 'TimeoutError' })],
       ['a network error (ECONNRESET)', () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
-      ['ResourceNotFoundException (no table)', () => new ResourceNotFoundException({ message: 'Requested resource not found', $metadata: { httpStatusCode: 400 } })],
-      ['an error with HTTP metadata whose message merely mentions marshall', () => Object.assign(new Error('cannot unmarshall response'), { $metadata: {} })],
+      [
+        'ResourceNotFoundException (no table)',
+        () =>
+          new ResourceNotFoundException({
+            message: 'Requested resource not found',
+            $metadata: { httpStatusCode: 400 },
+          }),
+      ],
+      [
+        'an error with HTTP metadata whose message merely mentions marshall',
+        () => Object.assign(new Error('cannot unmarshall response'), { $metadata: {} }),
+      ],
       ['a thrown non-Error', () => 'boom'],
     ];
 
     describe.each(OPS)('Method: %s', (op, operation, Command, taskId) => {
-      it.each(rejected)('%s → StoreRejectedError (permanent), naming the operation and the cause', async (_what, make) => {
-        const cause = make();
-        doc.on(Command as typeof GetCommand).callsFake(() => Promise.reject(cause));
-        const err = await rejection(call(op));
-        expect(err).toBeInstanceOf(StoreRejectedError);
-        expect(err).toMatchObject({ retryable: false, taskId, cause });
-        expect((err as Error).message).toMatch(new RegExp(`^DynamoDB ${operation} rejected: \\w+: `));
-        expect((err as Error).message).toContain((cause as Error).message);
-      });
+      it.each(rejected)(
+        '%s → StoreRejectedError (permanent), naming the operation and the cause',
+        async (_what, make) => {
+          const cause = make();
+          doc.on(Command as typeof GetCommand).callsFake(() => Promise.reject(cause));
+          const err = await rejection(call(op));
+          expect(err).toBeInstanceOf(StoreRejectedError);
+          expect(err).toMatchObject({ retryable: false, taskId, cause });
+          expect((err as Error).message).toMatch(new RegExp(`^DynamoDB ${operation} rejected: \\w+: `));
+          expect((err as Error).message).toContain((cause as Error).message);
+        },
+      );
 
       it.each(unavailable)('%s → StoreUnavailableError (retryable), naming the operation', async (_what, make) => {
         const cause = make();

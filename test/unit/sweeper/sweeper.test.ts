@@ -98,11 +98,16 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     const { kaj, queue, clock, store, record } = await queuedAndSent();
     const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error(c.kind);
-    await kaj.lifecycle.attemptFailed(c.record, { retryable: false, info: { name: 'E', message: 'boom', retryable: false } }, {
-      maxAttempts: 1,
-      timeoutSeconds: 60,
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    }, 1);
+    await kaj.lifecycle.attemptFailed(
+      c.record,
+      { retryable: false, info: { name: 'E', message: 'boom', retryable: false } },
+      {
+        maxAttempts: 1,
+        timeoutSeconds: 60,
+        backoff: { baseSeconds: 1, capSeconds: 1 },
+      },
+      1,
+    );
     expect(queue.dead).toHaveLength(1);
     // The index still shows the entries the item had before (the dead letter owed, and a phantom).
     const snapshot = { ...store.items.get(record.task_id)!, outbox_pk: 'dlq#normal', outbox_due: 0 };

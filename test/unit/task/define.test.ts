@@ -20,7 +20,14 @@ function definitionError(def: Partial<TaskDefinition> & Record<string, unknown>)
 
 describe('Function: defineTask', () => {
   it('returns the very definition it was given when every option is valid', () => {
-    const def = { ...base, maxAttempts: 4, timeoutSeconds: 240, backoff: { baseSeconds: 5, capSeconds: 600 }, crashLimit: 3, description: 'x' };
+    const def = {
+      ...base,
+      maxAttempts: 4,
+      timeoutSeconds: 240,
+      backoff: { baseSeconds: 5, capSeconds: 600 },
+      crashLimit: 3,
+      description: 'x',
+    };
     expect(defineTask(def)).toBe(def);
   });
 
@@ -29,9 +36,12 @@ describe('Function: defineTask', () => {
   });
 
   describe('Option: type', () => {
-    it.each(['a', 'send_email', 'v2_resize', `a${'b'.repeat(63)}`])('accepts %j (lower snake case, at most 64 characters)', (type) => {
-      expect(defineTask({ ...base, type }).type).toBe(type);
-    });
+    it.each(['a', 'send_email', 'v2_resize', `a${'b'.repeat(63)}`])(
+      'accepts %j (lower snake case, at most 64 characters)',
+      (type) => {
+        expect(defineTask({ ...base, type }).type).toBe(type);
+      },
+    );
 
     it.each(['', 'SendEmail', 'send-email', '2fast', '_private', 'send email', 'émail', `a${'b'.repeat(64)}`])(
       'rejects %j, naming the type and the rule',
@@ -52,10 +62,15 @@ describe('Function: defineTask', () => {
       expect(defineTask({ ...base, [option]: max })[option]).toBe(max);
     });
 
-    it.each([min - 1, max + 1, 2.5, -1, Number.NaN, Number.POSITIVE_INFINITY])('rejects %s, naming the option, its range and the value', (value) => {
-      const err = definitionError({ [option]: value });
-      expect(err.message).toBe(`task type "resize_video": ${option} must be an integer in [${min}, ${max}], got ${value}`);
-    });
+    it.each([min - 1, max + 1, 2.5, -1, Number.NaN, Number.POSITIVE_INFINITY])(
+      'rejects %s, naming the option, its range and the value',
+      (value) => {
+        const err = definitionError({ [option]: value });
+        expect(err.message).toBe(
+          `task type "resize_video": ${option} must be an integer in [${min}, ${max}], got ${value}`,
+        );
+      },
+    );
   });
 
   describe('Option: backoff', () => {
@@ -68,7 +83,9 @@ describe('Function: defineTask', () => {
 
     it.each([0, -1, 3601, Number.NaN])('rejects baseSeconds %s, naming backoff.baseSeconds', (baseSeconds) => {
       const err = definitionError({ backoff: { baseSeconds, capSeconds: 43_200 } });
-      expect(err.message).toBe(`task type "resize_video": backoff.baseSeconds must be in (0, 3600], got ${baseSeconds}`);
+      expect(err.message).toBe(
+        `task type "resize_video": backoff.baseSeconds must be in (0, 3600], got ${baseSeconds}`,
+      );
     });
 
     it.each([0, -5, 43_201, Number.NaN])('rejects capSeconds %s, naming backoff.capSeconds', (capSeconds) => {
@@ -78,8 +95,14 @@ describe('Function: defineTask', () => {
 
     it.each([
       ['a base above the given cap', { baseSeconds: 10, capSeconds: 5 }],
-      [`a base above the default cap (${DEFAULTS.backoffCapSeconds} s)`, { baseSeconds: DEFAULTS.backoffCapSeconds + 1 }],
-      [`a cap below the default base (${DEFAULTS.backoffBaseSeconds} s)`, { capSeconds: DEFAULTS.backoffBaseSeconds - 1 }],
+      [
+        `a base above the default cap (${DEFAULTS.backoffCapSeconds} s)`,
+        { baseSeconds: DEFAULTS.backoffCapSeconds + 1 },
+      ],
+      [
+        `a cap below the default base (${DEFAULTS.backoffBaseSeconds} s)`,
+        { capSeconds: DEFAULTS.backoffBaseSeconds - 1 },
+      ],
     ])('rejects %s, naming both options', (_what, backoff) => {
       const err = definitionError({ backoff });
       expect(err.message).toBe('task type "resize_video": backoff.baseSeconds must not exceed backoff.capSeconds');
@@ -127,7 +150,9 @@ describe('Class: TaskRegistry', () => {
 
   it('refuses a type registered twice, naming it', () => {
     const again = defineTask({ ...base, type: 'send_email', maxAttempts: 2 });
-    expect(() => new TaskRegistry([a, b, again])).toThrow(new TaskDefinitionError('task type "send_email" is registered twice'));
+    expect(() => new TaskRegistry([a, b, again])).toThrow(
+      new TaskDefinitionError('task type "send_email" is registered twice'),
+    );
     expect(() => new TaskRegistry([a, a])).toThrow(TaskDefinitionError);
   });
 

@@ -7,7 +7,9 @@ import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from '../.
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { unitKaj, OWNER } from '../../support/fixtures.js';
 
-const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) })]);
+const registry = new TaskRegistry([
+  defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),
+]);
 const policy = resolvePolicy({ maxAttempts: 3 });
 
 async function submitted() {
@@ -27,7 +29,12 @@ describe('Class: TaskLifecycle', () => {
   describe('Method: claim', () => {
     it('moves the task to running, counts the attempt, bumps the fencing token and sets the lease', async () => {
       const { record, clock } = await claimed();
-      expect(record).toMatchObject({ status: 'running', attempts: 1, lease_token: 1, lease_until: clock.now() + 60_000 });
+      expect(record).toMatchObject({
+        status: 'running',
+        attempts: 1,
+        lease_token: 1,
+        lease_until: clock.now() + 60_000,
+      });
     });
 
     it('defers a duplicate delivery while the first holder’s lease is live', async () => {
@@ -43,7 +50,10 @@ describe('Class: TaskLifecycle', () => {
         reason: 'superseded by a newer dispatch',
       });
       await kaj.lifecycle.succeed(record, { ok: 1 }, 5);
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({ kind: 'drop', reason: 'task is succeeded' });
+      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({
+        kind: 'drop',
+        reason: 'task is succeeded',
+      });
       expect(await kaj.lifecycle.claim('t_missing', 'x')).toEqual({ kind: 'drop', reason: 'task not found' });
     });
 
@@ -97,11 +107,15 @@ describe('Class: TaskLifecycle', () => {
       const stored = u.store.items.get(record.task_id);
       expect(stored?.status).toBe('failed');
       expect(stored?.last_error?.message).toBe('crashed the worker 3 times');
-      expect(u.queue.dead).toEqual([expect.objectContaining({ task_id: record.task_id, reason: 'crashed the worker 3 times' })]);
+      expect(u.queue.dead).toEqual([
+        expect.objectContaining({ task_id: record.task_id, reason: 'crashed the worker 3 times' }),
+      ]);
     });
 
     it('honours a per-type crash limit recorded at submit', async () => {
-      const reg = new TaskRegistry([defineTask({ type: 'fragile', schema: z.object({}), crashLimit: 1, handler: async () => ({}) })]);
+      const reg = new TaskRegistry([
+        defineTask({ type: 'fragile', schema: z.object({}), crashLimit: 1, handler: async () => ({}) }),
+      ]);
       const u = unitKaj(reg);
       const { record } = await u.kaj.submitter.submit({ type: 'fragile', payload: {} }, OWNER);
       expect(record.crash_limit).toBe(1);
@@ -143,13 +157,23 @@ describe('Class: TaskLifecycle', () => {
 
     it('honours retryAfterSeconds', async () => {
       const { kaj, record, queue } = await claimed();
-      await kaj.lifecycle.attemptFailed(record, classifyError(new RetryableError('429', { retryAfterSeconds: 42 })), policy, 1);
+      await kaj.lifecycle.attemptFailed(
+        record,
+        classifyError(new RetryableError('429', { retryAfterSeconds: 42 })),
+        policy,
+        1,
+      );
       expect(queue.sent.at(-1)?.delaySeconds).toBe(42);
     });
 
     it('fails at once on a permanent error and writes the dead letter', async () => {
       const { kaj, record, queue, store } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed(record, classifyError(new PermanentError('bad address')), policy, 1);
+      const after = await kaj.lifecycle.attemptFailed(
+        record,
+        classifyError(new PermanentError('bad address')),
+        policy,
+        1,
+      );
       expect(after.status).toBe('failed');
       expect(queue.dead).toEqual([
         expect.objectContaining({ task_id: record.task_id, attempts: 1, priority: 'normal', reason: 'bad address' }),
@@ -159,7 +183,12 @@ describe('Class: TaskLifecycle', () => {
 
     it('fails when attempts are exhausted', async () => {
       const { kaj, record } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed({ ...record, attempts: 3 }, classifyError(new RetryableError('x')), policy, 1);
+      const after = await kaj.lifecycle.attemptFailed(
+        { ...record, attempts: 3 },
+        classifyError(new RetryableError('x')),
+        policy,
+        1,
+      );
       expect(after.status).toBe('failed');
     });
 
@@ -178,7 +207,10 @@ describe('Class: TaskLifecycle', () => {
     it('cancels a queued task at once', async () => {
       const { kaj, record } = await submitted();
       expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({ kind: 'drop', reason: 'task is cancelled' });
+      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({
+        kind: 'drop',
+        reason: 'task is cancelled',
+      });
     });
 
     it('asks a running task to stop', async () => {

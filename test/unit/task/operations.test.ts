@@ -99,10 +99,24 @@ describe('plans', () => {
   it('planLetterRedrive and planLetterPurge name their reasons as values, not sentences', async () => {
     const s = setup();
     const r = await stored(s);
-    expect(planLetterRedrive({ dispatchId: 'other' }, r)).toEqual({ action: 'discard_letter', reason: 'superseded', status: 'failed' });
-    expect(planLetterRedrive({ dispatchId: r.dispatch_id }, undefined)).toEqual({ action: 'leave', reason: 'not_found' });
-    expect(planLetterPurge({ dispatchId: r.dispatch_id }, { ...r, discarded_at: 'x' })).toEqual({ action: 'delete', reason: 'already_discarded' });
-    expect(planLetterPurge({ dispatchId: r.dispatch_id }, { ...r, status: 'succeeded' })).toEqual({ action: 'delete', reason: 'finished', status: 'succeeded' });
+    expect(planLetterRedrive({ dispatchId: 'other' }, r)).toEqual({
+      action: 'discard_letter',
+      reason: 'superseded',
+      status: 'failed',
+    });
+    expect(planLetterRedrive({ dispatchId: r.dispatch_id }, undefined)).toEqual({
+      action: 'leave',
+      reason: 'not_found',
+    });
+    expect(planLetterPurge({ dispatchId: r.dispatch_id }, { ...r, discarded_at: 'x' })).toEqual({
+      action: 'delete',
+      reason: 'already_discarded',
+    });
+    expect(planLetterPurge({ dispatchId: r.dispatch_id }, { ...r, status: 'succeeded' })).toEqual({
+      action: 'delete',
+      reason: 'finished',
+      status: 'succeeded',
+    });
   });
 
   it('planRecordRedrive and planRecordPurge: only a dead task', async () => {
@@ -111,7 +125,10 @@ describe('plans', () => {
     expect(planRecordRedrive(r)).toEqual({ action: 'reset' });
     expect(planRecordRedrive({ ...r, discarded_at: 'x' })).toEqual({ action: 'skip', reason: 'discarded' });
     expect(planRecordRedrive({ ...r, status: 'queued' })).toEqual({ action: 'skip', reason: 'not_dead' });
-    expect(planRecordRedrive({ ...r, status: 'queued', redrive_count: 1 })).toEqual({ action: 'skip', reason: 'already_redriven' });
+    expect(planRecordRedrive({ ...r, status: 'queued', redrive_count: 1 })).toEqual({
+      action: 'skip',
+      reason: 'already_redriven',
+    });
     expect(planRecordPurge(r)).toEqual({ action: 'mark' });
     expect(planRecordPurge({ ...r, discarded_at: 'x' })).toEqual({ action: 'skip', reason: 'already_discarded' });
     expect(planRecordPurge({ ...r, status: 'running' })).toEqual({ action: 'skip', reason: 'not_dead' });
@@ -127,14 +144,27 @@ describe('OperatorActions.redriveLetter', () => {
     expect(out).toMatchObject({ kind: 'reset', target: 'low', sending: { sent: true } });
     const r = await s.get(dead.task_id);
     const now = s.clock.now();
-    expect(r).toMatchObject({ status: 'queued', priority: 'low', attempts: 0, crashes: 0, redrive_count: 1, run_at: new Date(now).toISOString(), outbox_pk: 'queue#low' });
+    expect(r).toMatchObject({
+      status: 'queued',
+      priority: 'low',
+      attempts: 0,
+      crashes: 0,
+      redrive_count: 1,
+      run_at: new Date(now).toISOString(),
+      outbox_pk: 'queue#low',
+    });
     expect(r.dispatch_id).not.toBe(dead.dispatch_id);
     expect(r.audit).toEqual([{ action: 'redrive', at: new Date(now).toISOString(), by: 'ops', reason: 'fixed it' }]);
     for (const gone of ['finished_at', 'expires_at', 'discarded_at'] as const) expect(r[gone]).toBeUndefined();
     // Sent and confirmed: the entry stays as the watchdog.
     expect(r.outbox_due).toBe(now + settings.watchdogSeconds * 1000);
     expect(s.queue.sent).toEqual([
-      { priority: 'low', message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 }, delaySeconds: 0, type: 'send_email' },
+      {
+        priority: 'low',
+        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 },
+        delaySeconds: 0,
+        type: 'send_email',
+      },
     ]);
   });
 
@@ -143,7 +173,12 @@ describe('OperatorActions.redriveLetter', () => {
     const dead = await stored(s, { attempts: 4 });
     const out = await s.ops.redriveLetter(letterOf(dead), dead, { ...request, keepAttempts: true, to: 'high' });
     expect(out).toMatchObject({ kind: 'reset', target: 'high' });
-    expect(await s.get(dead.task_id)).toMatchObject({ attempts: 4, crashes: 1, priority: 'high', outbox_pk: 'queue#high' });
+    expect(await s.get(dead.task_id)).toMatchObject({
+      attempts: 4,
+      crashes: 1,
+      priority: 'high',
+      outbox_pk: 'queue#high',
+    });
     expect(s.queue.sent.map((m) => m.priority)).toEqual(['high']);
   });
 
@@ -154,7 +189,11 @@ describe('OperatorActions.redriveLetter', () => {
     const out = await s.ops.redriveLetter(letterOf(dead), dead, request);
     expect(out).toMatchObject({ kind: 'reset', sending: { sent: false, error: expect.any(Error) } });
     const r = await s.get(dead.task_id);
-    expect(r).toMatchObject({ status: 'queued', outbox_pk: 'queue#normal', outbox_due: s.clock.now() + settings.outboxGraceSeconds * 1000 });
+    expect(r).toMatchObject({
+      status: 'queued',
+      outbox_pk: 'queue#normal',
+      outbox_due: s.clock.now() + settings.outboxGraceSeconds * 1000,
+    });
     expect(s.lifecycle.sendUnconfirmed(r)).toBe(true);
   });
 
@@ -177,7 +216,12 @@ describe('OperatorActions.redriveLetter', () => {
     const out = await s.ops.redriveLetter(letterOf(waiting), waiting, request);
     expect(out).toMatchObject({ kind: 'resent', target: 'normal', was: 'queued' });
     const r = await s.get(waiting.task_id);
-    expect(r).toMatchObject({ status: 'queued', dispatch_id: waiting.dispatch_id, redrive_count: 1, priority: 'normal' });
+    expect(r).toMatchObject({
+      status: 'queued',
+      dispatch_id: waiting.dispatch_id,
+      redrive_count: 1,
+      priority: 'normal',
+    });
     expect(r.audit?.map((a) => a.action)).toEqual(['redrive']);
     expect(s.queue.sent.map((m) => [m.priority, m.message.dispatch_id])).toEqual([['normal', waiting.dispatch_id]]);
   });
@@ -202,7 +246,11 @@ describe('OperatorActions.redriveLetter', () => {
     const record = change === undefined ? undefined : { ...dead, ...change };
     if (record !== undefined) s.store.items.set(dead.task_id, record);
     const updates = s.store.updates;
-    const out = await s.ops.redriveLetter(letterOf(dead, letterDispatch === undefined ? {} : { dispatchId: letterDispatch }), record, request);
+    const out = await s.ops.redriveLetter(
+      letterOf(dead, letterDispatch === undefined ? {} : { dispatchId: letterDispatch }),
+      record,
+      request,
+    );
     expect(out).toMatchObject({ kind: 'skipped', reason });
     expect(s.store.updates).toBe(updates);
     expect(s.queue.sent).toEqual([]);
@@ -222,7 +270,11 @@ describe('OperatorActions.redriveRecord', () => {
   it('reset: a dead task without its letter, to its own queue', async () => {
     const s = setup();
     const dead = await stored(s, { priority: 'high' });
-    expect(await s.ops.redriveRecord(dead, request)).toMatchObject({ kind: 'reset', target: 'high', sending: { sent: true } });
+    expect(await s.ops.redriveRecord(dead, request)).toMatchObject({
+      kind: 'reset',
+      target: 'high',
+      sending: { sent: true },
+    });
     expect(await s.get(dead.task_id)).toMatchObject({ status: 'queued', redrive_count: 1 });
   });
 
@@ -247,7 +299,11 @@ describe('OperatorActions.purgeLetter and discardRecord', () => {
     expect(out).toMatchObject({ kind: 'discarded' });
     const r = await s.get(dead.task_id);
     const at = new Date(s.clock.now()).toISOString();
-    expect(r).toMatchObject({ status: 'failed', discarded_at: at, expires_at: Math.floor(s.clock.now() / 1000) + 30 * 86_400 });
+    expect(r).toMatchObject({
+      status: 'failed',
+      discarded_at: at,
+      expires_at: Math.floor(s.clock.now() / 1000) + 30 * 86_400,
+    });
     expect(r.outbox_pk).toBeUndefined();
     expect(r.audit).toEqual([{ action: 'purge', at, by: 'ops', reason: 'spam' }]);
   });
@@ -258,7 +314,11 @@ describe('OperatorActions.purgeLetter and discardRecord', () => {
     const out = await s.ops.purgeLetter(letterOf(waiting), waiting, { actor: 'ops' });
     expect(out).toMatchObject({ kind: 'cancelled', was: 'retrying' });
     const r = await s.get(waiting.task_id);
-    expect(r).toMatchObject({ status: 'cancelled', discarded_at: expect.any(String), expires_at: Math.floor(s.clock.now() / 1000) + 30 * 86_400 });
+    expect(r).toMatchObject({
+      status: 'cancelled',
+      discarded_at: expect.any(String),
+      expires_at: Math.floor(s.clock.now() / 1000) + 30 * 86_400,
+    });
     expect(r.outbox_pk).toBeUndefined();
     expect(r.audit).toEqual([{ action: 'purge', at: new Date(s.clock.now()).toISOString(), by: 'ops' }]);
   });
@@ -273,7 +333,11 @@ describe('OperatorActions.purgeLetter and discardRecord', () => {
     const s = setup();
     const dead = await stored(s);
     const record = change === undefined ? undefined : { ...dead, ...change };
-    const out = await s.ops.purgeLetter(letterOf(dead, letterDispatch === undefined ? {} : { dispatchId: letterDispatch }), record, { actor: 'ops' });
+    const out = await s.ops.purgeLetter(
+      letterOf(dead, letterDispatch === undefined ? {} : { dispatchId: letterDispatch }),
+      record,
+      { actor: 'ops' },
+    );
     expect(out).toMatchObject({ kind: 'skipped', reason });
     expect(s.store.updates).toBe(0);
   });
@@ -281,10 +345,20 @@ describe('OperatorActions.purgeLetter and discardRecord', () => {
   it('discardRecord: discarded; skipped not_dead and already_discarded', async () => {
     const s = setup();
     const dead = await stored(s);
-    expect(await s.ops.discardRecord(dead, { actor: 'ops' })).toMatchObject({ kind: 'discarded', record: { discarded_at: expect.any(String) } });
-    expect(await s.ops.discardRecord(await s.get(dead.task_id), { actor: 'ops' })).toMatchObject({ kind: 'skipped', reason: 'already_discarded' });
+    expect(await s.ops.discardRecord(dead, { actor: 'ops' })).toMatchObject({
+      kind: 'discarded',
+      record: { discarded_at: expect.any(String) },
+    });
+    expect(await s.ops.discardRecord(await s.get(dead.task_id), { actor: 'ops' })).toMatchObject({
+      kind: 'skipped',
+      reason: 'already_discarded',
+    });
     const waiting = await stored(s, { status: 'queued' });
-    expect(await s.ops.discardRecord(waiting, { actor: 'ops' })).toMatchObject({ kind: 'skipped', reason: 'not_dead', status: 'queued' });
+    expect(await s.ops.discardRecord(waiting, { actor: 'ops' })).toMatchObject({
+      kind: 'skipped',
+      reason: 'not_dead',
+      status: 'queued',
+    });
     expect((await s.get(dead.task_id)).audit).toHaveLength(1);
   });
 
@@ -292,7 +366,10 @@ describe('OperatorActions.purgeLetter and discardRecord', () => {
     const s = setup();
     const dead = await stored(s);
     raceOnce(s, { status: 'queued', dispatch_id: 'newer' });
-    expect(await s.ops.purgeLetter(letterOf(dead), dead, { actor: 'ops' })).toMatchObject({ kind: 'changed', current: { dispatch_id: 'newer' } });
+    expect(await s.ops.purgeLetter(letterOf(dead), dead, { actor: 'ops' })).toMatchObject({
+      kind: 'changed',
+      current: { dispatch_id: 'newer' },
+    });
     expect((await s.get(dead.task_id)).discarded_at).toBeUndefined();
   });
 });
@@ -302,7 +379,16 @@ describe('the native move: resetForMove and rewriteDeadLetter', () => {
     const s = setup();
     const dead = await stored(s);
     const out = await s.ops.resetForMove(dead, request);
-    expect(out).toMatchObject({ kind: 'reset', record: { status: 'queued', dispatch_id: dead.dispatch_id, attempts: 0, redrive_count: 1, outbox_pk: 'queue#normal' } });
+    expect(out).toMatchObject({
+      kind: 'reset',
+      record: {
+        status: 'queued',
+        dispatch_id: dead.dispatch_id,
+        attempts: 0,
+        redrive_count: 1,
+        outbox_pk: 'queue#normal',
+      },
+    });
     if (out.kind === 'reset') expect(s.lifecycle.sendUnconfirmed(out.record)).toBe(true);
     expect(s.queue.sent).toEqual([]);
     expect(await s.ops.resetForMove(dead, request)).toMatchObject({ kind: 'changed', current: { status: 'queued' } });
@@ -328,13 +414,20 @@ describe('OperatorActions.recover (npm start after a restart)', () => {
     const s = setup();
     const waiting = await stored(s, { status: 'queued', outbox_pk: 'queue#high', outbox_due: 0, priority: 'high' });
     expect(await s.ops.recover(waiting)).toMatchObject({ kind: 'requeued' });
-    expect(s.queue.sent.map((m) => [m.priority, m.message.dispatch_id, m.delaySeconds])).toEqual([['high', waiting.dispatch_id, 0]]);
+    expect(s.queue.sent.map((m) => [m.priority, m.message.dispatch_id, m.delaySeconds])).toEqual([
+      ['high', waiting.dispatch_id, 0],
+    ]);
     expect((await s.get(waiting.task_id)).outbox_due).toBe(s.clock.now() + settings.watchdogSeconds * 1000);
   });
 
   it('requeued: a running task’s message arrives just after its lease ends; the record is not rewritten', async () => {
     const s = setup();
-    const running = await stored(s, { status: 'running', outbox_pk: 'queue#normal', outbox_due: 7, lease_until: s.clock.now() + 20_000 });
+    const running = await stored(s, {
+      status: 'running',
+      outbox_pk: 'queue#normal',
+      outbox_due: 7,
+      lease_until: s.clock.now() + 20_000,
+    });
     expect(await s.ops.recover(running)).toMatchObject({ kind: 'requeued' });
     expect(s.queue.sent.map((m) => [m.message.dispatch_id, m.delaySeconds])).toEqual([[running.dispatch_id, 21]]);
     expect(await s.get(running.task_id)).toEqual(running);

@@ -58,7 +58,10 @@ describe('Class: TaskSubmitter', () => {
         },
       ]);
       // The send was confirmed: the entry stays only as the watchdog, an hour after run_at.
-      expect(store.items.get(record.task_id)).toMatchObject({ outbox_pk: 'queue#high', outbox_due: clock.now() + 3_600_000 });
+      expect(store.items.get(record.task_id)).toMatchObject({
+        outbox_pk: 'queue#high',
+        outbox_due: clock.now() + 3_600_000,
+      });
       expect(kaj.lifecycle.sendUnconfirmed(store.items.get(record.task_id)!)).toBe(false);
     });
 
@@ -90,14 +93,17 @@ describe('Class: TaskSubmitter', () => {
     it('replays the same request with the same key and refuses a different one', async () => {
       const { kaj, queue } = unitKaj(registry);
       const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k1' }, OWNER);
-      const again = await kaj.submitter.submit({ payload: valid.payload, idempotency_key: 'k1', type: 'send_email', priority: 'normal' }, OWNER);
+      const again = await kaj.submitter.submit(
+        { payload: valid.payload, idempotency_key: 'k1', type: 'send_email', priority: 'normal' },
+        OWNER,
+      );
       expect(again.replayed).toBe(true);
       expect(again.record.task_id).toBe(first.record.task_id);
       expect(first.record.task_id).toBe(kaj.submitter.idempotentTaskId(OWNER.owner, 'send_email', 'k1'));
       expect(queue.sent).toHaveLength(1);
-      await expect(kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' }, OWNER)).rejects.toBeInstanceOf(
-        IdempotencyConflictError,
-      );
+      await expect(
+        kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' }, OWNER),
+      ).rejects.toBeInstanceOf(IdempotencyConflictError);
     });
 
     it('completes an enqueue a failed earlier request left undone when the client retries', async () => {
@@ -149,9 +155,9 @@ describe('Class: TaskSubmitter', () => {
     it('rejects a payload over the size limit', async () => {
       const big = defineTask({ type: 'big', schema: z.object({ s: z.string() }), handler: async () => ({}) });
       const { kaj } = unitKaj(new TaskRegistry([big]));
-      await expect(kaj.submitter.submit({ type: 'big', payload: { s: 'x'.repeat(40_000) } }, OWNER)).rejects.toBeInstanceOf(
-        PayloadTooLargeError,
-      );
+      await expect(
+        kaj.submitter.submit({ type: 'big', payload: { s: 'x'.repeat(40_000) } }, OWNER),
+      ).rejects.toBeInstanceOf(PayloadTooLargeError);
     });
   });
 });

@@ -4,7 +4,12 @@ import { listDeadLetters } from '../../../../cli/admin/list.js';
 import { MESSAGE_ATTRIBUTES as A } from '../../../../shared/queue/message.js';
 import { deadTask, world } from './fakes.js';
 
-const msg = (body: string, attributes: Record<string, string> = {}): DlqMessage => ({ messageId: 'm1', receiptHandle: 'h1', body, attributes });
+const msg = (body: string, attributes: Record<string, string> = {}): DlqMessage => ({
+  messageId: 'm1',
+  receiptHandle: 'h1',
+  body,
+  attributes,
+});
 
 const letter = {
   task_id: 't_1',
@@ -20,17 +25,36 @@ const letter = {
 describe('parseDeadEntry', () => {
   it('reads a consumer dead letter: origin is the letter’s priority', () => {
     const e = parseDeadEntry('normal', msg(JSON.stringify(letter)));
-    expect(e).toMatchObject({ kind: 'dead_letter', taskId: 't_1', dispatchId: 'd1', originPriority: 'high', dlq: 'normal' });
-    expect(summarize(e)).toMatchObject({ type: 'send_email', attempts: 6, deadSince: letter.failed_at, lastError: 'HTTP_400 PermanentError: provider rejected recipient' });
+    expect(e).toMatchObject({
+      kind: 'dead_letter',
+      taskId: 't_1',
+      dispatchId: 'd1',
+      originPriority: 'high',
+      dlq: 'normal',
+    });
+    expect(summarize(e)).toMatchObject({
+      type: 'send_email',
+      attempts: 6,
+      deadSince: letter.failed_at,
+      lastError: 'HTTP_400 PermanentError: provider rejected recipient',
+    });
   });
 
   it('reads a message SQS moved (maxReceiveCount): origin is the DLQ it sits in, details from the record', () => {
     const e = parseDeadEntry('low', msg(JSON.stringify({ task_id: 't_2', dispatch_id: 'd2', timeout_seconds: 30 })));
     expect(e).toMatchObject({ kind: 'moved_by_sqs', taskId: 't_2', originPriority: 'low' });
     expect(summarize(e).type).toBeUndefined();
-    e.record = { type: 'make_thumbnails', attempts: 0, updated_at: '2026-01-02T00:00:00.000Z', priority: 'low' } as never;
+    e.record = {
+      type: 'make_thumbnails',
+      attempts: 0,
+      updated_at: '2026-01-02T00:00:00.000Z',
+      priority: 'low',
+    } as never;
     expect(summarize(e)).toMatchObject({ type: 'make_thumbnails', attempts: 0, deadSince: '2026-01-02T00:00:00.000Z' });
-    const withAttr = parseDeadEntry('low', msg(JSON.stringify({ task_id: 't_2', dispatch_id: 'd2' }), { [A.priority]: 'high' }));
+    const withAttr = parseDeadEntry(
+      'low',
+      msg(JSON.stringify({ task_id: 't_2', dispatch_id: 'd2' }), { [A.priority]: 'high' }),
+    );
     expect(withAttr.originPriority).toBe('high');
   });
 
@@ -80,7 +104,10 @@ describe('listDeadLetters', () => {
   it('stops at the limit and releases the rest', async () => {
     const w = world();
     for (let i = 0; i < 15; i += 1) await deadTask(w);
-    const listing = await listDeadLetters({ dlq: w.dlq, store: w.store }, { queues: ['normal'], filter: {}, limit: 3, visibilitySeconds: 30, waitSeconds: 0 });
+    const listing = await listDeadLetters(
+      { dlq: w.dlq, store: w.store },
+      { queues: ['normal'], filter: {}, limit: 3, visibilitySeconds: 30, waitSeconds: 0 },
+    );
     expect(listing.tasks).toHaveLength(3);
     expect(w.dlq.visible('normal')).toHaveLength(15);
   });
@@ -96,7 +123,14 @@ describe('listDeadLetters', () => {
     };
     const listing = await listDeadLetters(
       { dlq: w.dlq, store: slowStore },
-      { queues: ['normal'], filter: {}, visibilitySeconds: 30, waitSeconds: 0, loadRecords: true, emptyReceivesToStop: 2 },
+      {
+        queues: ['normal'],
+        filter: {},
+        visibilitySeconds: 30,
+        waitSeconds: 0,
+        loadRecords: true,
+        emptyReceivesToStop: 2,
+      },
     );
     expect(new Set(listing.tasks.map((t) => t.taskId)).size).toBe(listing.tasks.length);
     expect(listing.tasks).toHaveLength(12);

@@ -7,11 +7,10 @@ import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../.
 import type { TaskQueue } from '../../../../shared/queue/task-queue.js';
 import { FakeClock } from '../../../support/doubles.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
-import { type RandomSource } from '../../../../shared/runtime/random.js';
+import type { RandomSource } from '../../../../shared/runtime/random.js';
 import { sequenceRandom } from '../../../support/doubles.js';
 import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../../shared/task/model.js';
-
 
 import { MemoryTaskStore } from '../../../support/memory-task-store.js';
 
@@ -77,13 +76,21 @@ export class FakeDlq implements DeadLetterQueues {
       m.receiveCount += 1;
       m.invisibleUntil = this.clock.now() + o.visibilitySeconds * 1000;
       m.handle = `${m.id}#${m.receiveCount}`;
-      out.push({ messageId: m.id, receiptHandle: m.handle, body: m.body, attributes: { ...m.attributes }, sentTimestamp: m.sentAt, receiveCount: m.receiveCount });
+      out.push({
+        messageId: m.id,
+        receiptHandle: m.handle,
+        body: m.body,
+        attributes: { ...m.attributes },
+        sentTimestamp: m.sentAt,
+        receiveCount: m.receiveCount,
+      });
     }
     return out;
   }
 
   async release(priority: Priority, handles: readonly string[]): Promise<void> {
-    for (const m of this.queues[priority]) if (m.handle !== undefined && handles.includes(m.handle)) m.invisibleUntil = 0;
+    for (const m of this.queues[priority])
+      if (m.handle !== undefined && handles.includes(m.handle)) m.invisibleUntil = 0;
   }
 
   async delete(priority: Priority, handles: readonly string[]): Promise<string[]> {
@@ -171,7 +178,12 @@ export async function deadTask(
   const now = o.diedAt ?? w.clock.now();
   const at = new Date(now).toISOString();
   const id = o.id ?? `t_${(seq += 1).toString().padStart(4, '0')}`;
-  const error = { name: 'PermanentError', message: o.error ?? 'provider rejected recipient', retryable: false, code: 'HTTP_400' };
+  const error = {
+    name: 'PermanentError',
+    message: o.error ?? 'provider rejected recipient',
+    retryable: false,
+    code: 'HTTP_400',
+  };
   const record: TaskRecord = {
     task_id: id,
     type: o.type ?? 'send_email',

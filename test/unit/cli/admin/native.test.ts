@@ -27,7 +27,11 @@ class FakeMover implements MessageMover {
 const failedSource = (w: World) => ({
   failedTasks: async (p: Priority, since: number) =>
     [...w.store.items.values()].filter(
-      (r) => r.status === 'failed' && r.priority === p && r.discarded_at === undefined && Date.parse(r.finished_at ?? '') >= since,
+      (r) =>
+        r.status === 'failed' &&
+        r.priority === p &&
+        r.discarded_at === undefined &&
+        Date.parse(r.finished_at ?? '') >= since,
     ),
 });
 
@@ -38,7 +42,13 @@ const deps = (w: World, mover: MessageMover) => ({
   clock: w.clock,
   sleep: w.sleep,
 });
-const opts = { queues: ['normal'] as Priority[], to: 'original' as const, keepAttempts: false, actor: 'ops', dryRun: false };
+const opts = {
+  queues: ['normal'] as Priority[],
+  to: 'original' as const,
+  keepAttempts: false,
+  actor: 'ops',
+  dryRun: false,
+};
 
 describe('nativeRedrive', () => {
   it('resets every failed record first (same dispatch id, owed message), then starts the move', async () => {
@@ -50,12 +60,25 @@ describe('nativeRedrive', () => {
       resetBeforeMove = [...w.store.items.values()].every((r) => r.status === 'queued');
     };
     const [report] = await nativeRedrive(deps(w, mover), opts);
-    expect(report).toMatchObject({ dlq: 'normal', destination: 'normal', selected: 2, reset: 2, repaired: 0, errors: [] });
+    expect(report).toMatchObject({
+      dlq: 'normal',
+      destination: 'normal',
+      selected: 2,
+      reset: 2,
+      repaired: 0,
+      errors: [],
+    });
     expect(resetBeforeMove).toBe(true);
     expect(mover.started).toEqual([['normal', 'normal', undefined]]);
     for (const t of tasks) {
       const r = (await w.store.get(t.task_id)) as TaskRecord;
-      expect(r).toMatchObject({ status: 'queued', dispatch_id: t.dispatch_id, attempts: 0, redrive_count: 1, outbox_pk: 'queue#normal' });
+      expect(r).toMatchObject({
+        status: 'queued',
+        dispatch_id: t.dispatch_id,
+        attempts: 0,
+        redrive_count: 1,
+        outbox_pk: 'queue#normal',
+      });
       expect(w.lifecycle.sendUnconfirmed(r)).toBe(true); // the sweeper sends it if the move does not
     }
   });

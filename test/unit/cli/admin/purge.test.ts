@@ -5,9 +5,20 @@ import { PRIORITIES } from '../../../../shared/config/resources.js';
 import type { TaskRecord } from '../../../../shared/task/model.js';
 import { deadTask, world, type World } from './fakes.js';
 
-const base: PurgeOptions = { queues: PRIORITIES, filter: {}, visibilitySeconds: 30, waitSeconds: 0, emptyReceivesToStop: 1, dryRun: false, actor: 'ops' };
+const base: PurgeOptions = {
+  queues: PRIORITIES,
+  filter: {},
+  visibilitySeconds: 30,
+  waitSeconds: 0,
+  emptyReceivesToStop: 1,
+  dryRun: false,
+  actor: 'ops',
+};
 const run = (w: World, o: Partial<PurgeOptions> = {}) =>
-  purgeDeadLetters({ dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep }, { ...base, ...o });
+  purgeDeadLetters(
+    { dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep },
+    { ...base, ...o },
+  );
 const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
 
 describe('planPurge', () => {
@@ -15,9 +26,18 @@ describe('planPurge', () => {
     messageId: 'm',
     receiptHandle: 'h',
     attributes: {},
-    body: JSON.stringify({ task_id: 't', dispatch_id: 'd1', type: 'x', priority: 'normal', attempts: 1, reason: 'r', failed_at: 'z' }),
+    body: JSON.stringify({
+      task_id: 't',
+      dispatch_id: 'd1',
+      type: 'x',
+      priority: 'normal',
+      attempts: 1,
+      reason: 'r',
+      failed_at: 'z',
+    }),
   });
-  const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) => ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+  const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
+    ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
   it.each([
     ['failed', r('failed'), 'mark'],
     ['failed and discarded already', r('failed', 'd1', { discarded_at: 'x' }), 'delete'],
@@ -97,7 +117,15 @@ describe('purgeDeadLetters with --task: a named task whose dead letter is gone',
     const dead = await letterless(w);
     const report = await run(w, { filter: { taskIds: [dead.task_id] }, reason: 'lost letter' });
     expect(report).toMatchObject({ selected: 1, purged: 1, failed: 0 });
-    expect(report.items).toEqual([expect.objectContaining({ message_id: null, task_id: dead.task_id, dlq: 'normal', action: 'mark', outcome: 'done' })]);
+    expect(report.items).toEqual([
+      expect.objectContaining({
+        message_id: null,
+        task_id: dead.task_id,
+        dlq: 'normal',
+        action: 'mark',
+        outcome: 'done',
+      }),
+    ]);
     const r = await rec(w, dead.task_id);
     const at = new Date(w.clock.now()).toISOString();
     expect(r).toMatchObject({ status: 'failed', discarded_at: at });

@@ -26,7 +26,15 @@ describe('planRedrive', () => {
     messageId: 'm',
     receiptHandle: 'h',
     attributes: {},
-    body: JSON.stringify({ task_id: 't', dispatch_id: 'd1', type: 'x', priority: 'normal', attempts: 1, reason: 'r', failed_at: 'z' }),
+    body: JSON.stringify({
+      task_id: 't',
+      dispatch_id: 'd1',
+      type: 'x',
+      priority: 'normal',
+      attempts: 1,
+      reason: 'r',
+      failed_at: 'z',
+    }),
   });
   const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
     ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
@@ -44,7 +52,10 @@ describe('planRedrive', () => {
     expect(planRedrive(entry, record, (x) => x.outbox_pk !== undefined).action).toBe(action);
   });
   it('leaves a message that is not Kaj’s', () => {
-    expect(planRedrive(parseDeadEntry('high', { messageId: 'm', receiptHandle: 'h', attributes: {}, body: 'x' }), undefined).action).toBe('leave');
+    expect(
+      planRedrive(parseDeadEntry('high', { messageId: 'm', receiptHandle: 'h', attributes: {}, body: 'x' }), undefined)
+        .action,
+    ).toBe('leave');
   });
 });
 
@@ -57,16 +68,30 @@ describe('redriveDeadLetters', () => {
 
     expect(report).toMatchObject({ selected: 1, redriven: 1, skipped: 0, failed: 0, interrupted: false });
     const r = await rec(w, dead.task_id);
-    expect(r).toMatchObject({ status: 'queued', attempts: 0, crashes: 0, redrive_count: 1, priority: 'high', run_at: new Date(w.clock.now()).toISOString() });
+    expect(r).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      crashes: 0,
+      redrive_count: 1,
+      priority: 'high',
+      run_at: new Date(w.clock.now()).toISOString(),
+    });
     expect(r.dispatch_id).not.toBe(dead.dispatch_id);
-    expect(r.audit).toEqual([{ action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'provider fixed' }]);
+    expect(r.audit).toEqual([
+      { action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'provider fixed' },
+    ]);
     expect(r.finished_at).toBeUndefined();
     expect(r.expires_at).toBeUndefined();
     // Sent: the entry stays as the task's watchdog, due an hour after run_at.
     expect(r).toMatchObject({ outbox_pk: 'queue#high', outbox_due: w.clock.now() + 3600_000 });
     expect(w.lifecycle.sendUnconfirmed(r)).toBe(false);
     expect(w.queue.sent).toEqual([
-      { priority: 'high', message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 }, delaySeconds: 0, type: 'send_email' },
+      {
+        priority: 'high',
+        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 },
+        delaySeconds: 0,
+        type: 'send_email',
+      },
     ]);
     expect(w.dlq.all()).toHaveLength(0);
   });
@@ -82,7 +107,10 @@ describe('redriveDeadLetters', () => {
   it('redrives only the selected type; the others are released untouched', async () => {
     const w = world();
     const emails = [await deadTask(w), await deadTask(w)];
-    const thumbs = [await deadTask(w, { type: 'make_thumbnails' }), await deadTask(w, { type: 'make_thumbnails', priority: 'high' })];
+    const thumbs = [
+      await deadTask(w, { type: 'make_thumbnails' }),
+      await deadTask(w, { type: 'make_thumbnails', priority: 'high' }),
+    ];
     const report = await run(w, { filter: { type: 'send_email' } });
     expect(report).toMatchObject({ selected: 2, redriven: 2 });
     for (const t of emails) expect((await rec(w, t.task_id)).status).toBe('queued');
@@ -124,7 +152,9 @@ describe('redriveDeadLetters', () => {
     for (const t of tasks) {
       const r = await rec(w, t.task_id);
       expect(r).toMatchObject({ status: 'queued', redrive_count: 1 });
-      expect(w.queue.sent.filter((s) => s.message.task_id === t.task_id).map((s) => s.message.dispatch_id)).toEqual([r.dispatch_id]);
+      expect(w.queue.sent.filter((s) => s.message.task_id === t.task_id).map((s) => s.message.dispatch_id)).toEqual([
+        r.dispatch_id,
+      ]);
     }
   });
 
@@ -204,7 +234,9 @@ describe('redriveDeadLetters', () => {
 
   it('with pages handled in a pipeline, every task is still redriven exactly once', async () => {
     const w = world();
-    const tasks = await Promise.all(Array.from({ length: 35 }, (_, i) => deadTask(w, { priority: i % 2 ? 'normal' : 'high' })));
+    const tasks = await Promise.all(
+      Array.from({ length: 35 }, (_, i) => deadTask(w, { priority: i % 2 ? 'normal' : 'high' })),
+    );
     const report = await run(w, { pipeline: 3 });
     expect(report).toMatchObject({ selected: 35, redriven: 35, skipped: 0, failed: 0 });
     expect(w.queue.sent).toHaveLength(35);
@@ -281,11 +313,25 @@ describe('redriveDeadLetters with --task: a named task whose dead letter is gone
     const report = await run(w, { filter: { taskIds: [dead.task_id] }, reason: 'lost letter' });
     expect(report).toMatchObject({ selected: 1, redriven: 1, skipped: 0, failed: 0 });
     expect(report.items).toEqual([
-      expect.objectContaining({ message_id: null, task_id: dead.task_id, dlq: 'high', action: 'reset_from_record', outcome: 'done' }),
+      expect.objectContaining({
+        message_id: null,
+        task_id: dead.task_id,
+        dlq: 'high',
+        action: 'reset_from_record',
+        outcome: 'done',
+      }),
     ]);
     const r = await rec(w, dead.task_id);
-    expect(r).toMatchObject({ status: 'queued', attempts: 0, redrive_count: 1, priority: 'high', outbox_pk: 'queue#high' });
-    expect(r.audit).toEqual([{ action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'lost letter' }]);
+    expect(r).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      redrive_count: 1,
+      priority: 'high',
+      outbox_pk: 'queue#high',
+    });
+    expect(r.audit).toEqual([
+      { action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'lost letter' },
+    ]);
     expect(w.queue.sent.map((s) => [s.priority, s.message.dispatch_id])).toEqual([['high', r.dispatch_id]]);
   });
 
@@ -330,7 +376,12 @@ describe('redriveDeadLetters with --task: a named task whose dead letter is gone
       {},
       /discarded/,
     ],
-    ['a task outside --queue', async (w: World) => (await letterless(w, { priority: 'low' })).task_id, { queues: ['high'] }, /died on low, outside --queue high/],
+    [
+      'a task outside --queue',
+      async (w: World) => (await letterless(w, { priority: 'low' })).task_id,
+      { queues: ['high'] },
+      /died on low, outside --queue high/,
+    ],
     [
       'a task outside --type',
       async (w: World) => (await letterless(w, { type: 'make_thumbnails' })).task_id,
