@@ -1,4 +1,4 @@
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createKaj, type Kaj, type KajDeps } from '../../shared/app.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
 import { FakeClock } from './doubles.js';
@@ -81,4 +81,34 @@ export function sqsEvent(...records: SQSRecord[]): SQSEvent {
 /** A Lambda context with plenty of time left unless told otherwise. */
 export function lambdaContext(remainingMs = 300_000) {
   return { getRemainingTimeInMillis: () => remainingMs };
+}
+
+/** An API Gateway HTTP API (payload 2.0) event, as the API function receives it. */
+export function apiEvent(
+  method: string,
+  path: string,
+  o: { body?: string; headers?: Record<string, string>; userArn?: string } = {},
+): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json', ...o.headers },
+    requestContext: {
+      accountId: '1',
+      apiId: 'a',
+      domainName: 'd',
+      domainPrefix: 'd',
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+      requestId: 'r',
+      routeKey: '$default',
+      stage: '$default',
+      time: '',
+      timeEpoch: 0,
+      ...(o.userArn === undefined ? {} : { authorizer: { iam: { userArn: o.userArn } } }),
+    } as APIGatewayProxyEventV2['requestContext'],
+    isBase64Encoded: false,
+    ...(o.body === undefined ? {} : { body: o.body }),
+  };
 }

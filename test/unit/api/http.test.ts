@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { QueueUnavailableError } from '../../../shared/queue/errors.js';
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { unitKaj } from '../../support/fixtures.js';
+import { unitKaj, apiEvent } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({ n: z.number() }), handler: async () => ({}) }),
@@ -16,27 +16,7 @@ function event(
   body?: string,
   headers: Record<string, string> = {},
 ): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json', ...headers },
-    requestContext: {
-      accountId: '1',
-      apiId: 'a',
-      domainName: 'd',
-      domainPrefix: 'd',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
-      requestId: 'r',
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-    },
-    isBase64Encoded: false,
-    ...(body === undefined ? {} : { body }),
-  };
+  return apiEvent(method, path, { headers, ...(body === undefined ? {} : { body }) });
 }
 
 const body = (r: { body: string }) => JSON.parse(r.body) as Record<string, any>;

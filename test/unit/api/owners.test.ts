@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ownerOf } from '../../../shared/api/http.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { unitKaj } from '../../support/fixtures.js';
+import { unitKaj, apiEvent } from '../../support/fixtures.js';
 
 /**
  * Issue 8, "an owner model" and item 4: tasks belong to the IAM principal that submitted them,
@@ -23,28 +23,10 @@ const ALICE = 'arn:aws:iam::111122223333:user/alice';
 const BOB = 'arn:aws:iam::111122223333:user/bob';
 
 function event(method: string, path: string, userArn?: string, body?: unknown): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json' },
-    requestContext: {
-      accountId: '1',
-      apiId: 'a',
-      domainName: 'd',
-      domainPrefix: 'd',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
-      requestId: 'r',
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-      ...(userArn === undefined ? {} : { authorizer: { iam: { userArn } } }),
-    } as APIGatewayProxyEventV2['requestContext'],
-    isBase64Encoded: false,
+  return apiEvent(method, path, {
+    ...(userArn === undefined ? {} : { userArn }),
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  };
+  });
 }
 
 const json = (r: { body: string }) => JSON.parse(r.body) as Record<string, any>;
