@@ -17,6 +17,7 @@ import type { IndexRebuildReport } from './dynalite-indexes.js';
 import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulators.js';
 import { SqsEventSource } from './event-source.js';
 import { createApiServer } from './http-server.js';
+import { serialInterval } from './serial-timer.js';
 
 export { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
 
@@ -156,10 +157,16 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     }
   }
 
-  let sweeping: Promise<unknown> = Promise.resolve();
-  const sweepTimer = setInterval(() => {
-    sweeping = kaj.sweep().catch((err: unknown) => logger.warn('sweep failed', { error: String(err) }));
-  }, o.sweepIntervalMs ?? 5_000);
+  // One sweep at a time, as on AWS (one scheduled invocation a minute, well under its timeout):
+  // a backlog is never swept twice at once (which sent the same owed message twice).
+  const sweeps = serialInterval(
+    () =>
+      kaj.sweep().then(
+        () => {},
+        (err: unknown) => logger.warn('sweep failed', { error: String(err) }),
+      ),
+    o.sweepIntervalMs ?? 5_000,
+  );
 
   let stopped: Promise<number> | undefined;
   return {
@@ -179,13 +186,12 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     },
     stop: (graceMs = 30_000) => {
       stopped ??= (async () => {
-        clearInterval(sweepTimer);
         await new Promise<void>((r) => server.close(() => r()));
         const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce(
           (a, b) => a + b,
           0,
         );
-        await sweeping;
+        await sweeps.stop();
         clients.destroy();
         await emulators?.stop();
         return cutOff;
