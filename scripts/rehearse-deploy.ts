@@ -43,7 +43,13 @@ import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
 import { MOTO_LAUNCHER } from '../local/emulators.js';
 import { DEFAULTS, ENV, PRIORITIES, type Priority, TABLE_SCHEMA, resourceNames } from '../shared/config/resources.js';
-import { clientConfig, EMULATOR_ACCOUNT_ID, EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorSettings } from '../shared/config/wiring.js';
+import {
+  clientConfig,
+  EMULATOR_ACCOUNT_ID,
+  EMULATOR_CREDENTIALS,
+  EMULATOR_REGION,
+  emulatorSettings,
+} from '../shared/config/wiring.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ACCOUNT = EMULATOR_ACCOUNT_ID;
@@ -104,7 +110,9 @@ function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -169,7 +177,11 @@ function clients(endpoint: string): Clients {
 
 type SourceData = string | ArrayBuffer | ArrayBufferView;
 const bytes = (d: SourceData): Buffer =>
-  typeof d === 'string' ? Buffer.from(d, 'utf8') : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
+  typeof d === 'string'
+    ? Buffer.from(d, 'utf8')
+    : ArrayBuffer.isView(d)
+      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
+      : Buffer.from(d);
 
 /** SHA-256 (HMAC-SHA256 with a secret) from node:crypto, in the shape SignatureV4 takes. */
 class Sha256 {
@@ -189,7 +201,13 @@ class Sha256 {
  * SigV4 headers (`authorization`, `x-amz-date`, `x-amz-content-sha256`, and `headers`, signed) for
  * the few REST/JSON/query calls the project has no SDK client for.
  */
-async function signed(method: string, url: URL, service: string, headers: Record<string, string> = {}, body = ''): Promise<Record<string, string>> {
+async function signed(
+  method: string,
+  url: URL,
+  service: string,
+  headers: Record<string, string> = {},
+  body = '',
+): Promise<Record<string, string>> {
   const signer = new SignatureV4({ service, region: REGION, credentials: { ...EMULATOR_CREDENTIALS }, sha256: Sha256 });
   const query: Record<string, string[]> = {};
   for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
@@ -222,11 +240,19 @@ async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, an
 }
 
 /** A Secrets Manager call (JSON 1.1 protocol); `undefined` when the secret does not exist. */
-async function secretsManager(c: Clients, action: string, request: Record<string, unknown>): Promise<Record<string, any> | undefined> {
+async function secretsManager(
+  c: Clients,
+  action: string,
+  request: Record<string, unknown>,
+): Promise<Record<string, any> | undefined> {
   const url = new URL('/', c.endpoint);
   const body = JSON.stringify(request);
   const headers = { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `secretsmanager.${action}` };
-  const res = await fetch(url, { method: 'POST', headers: await signed('POST', url, 'secretsmanager', headers, body), body });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: await signed('POST', url, 'secretsmanager', headers, body),
+    body,
+  });
   const text = await res.text();
   if (!res.ok && text.includes('ResourceNotFoundException')) return undefined;
   if (!res.ok) throw new Error(`secretsmanager ${action}: ${res.status} ${text.slice(0, 300)}`);
@@ -236,13 +262,18 @@ async function secretsManager(c: Clients, action: string, request: Record<string
 /** An SNS topic's attributes (query protocol, XML answer). */
 async function topicAttributes(c: Clients, topicArn: string): Promise<Record<string, string>> {
   const url = new URL('/', c.endpoint);
-  const body = new URLSearchParams({ Action: 'GetTopicAttributes', Version: '2010-03-31', TopicArn: topicArn }).toString();
+  const body = new URLSearchParams({
+    Action: 'GetTopicAttributes',
+    Version: '2010-03-31',
+    TopicArn: topicArn,
+  }).toString();
   const headers = { 'content-type': 'application/x-www-form-urlencoded' };
   const res = await fetch(url, { method: 'POST', headers: await signed('POST', url, 'sns', headers, body), body });
   const xml = await res.text();
   if (!res.ok) throw new Error(`sns GetTopicAttributes: ${res.status} ${xml.slice(0, 300)}`);
   const attributes: Record<string, string> = {};
-  for (const m of xml.matchAll(/<entry>\s*<key>([^<]*)<\/key>\s*<value>([^<]*)<\/value>\s*<\/entry>/g)) attributes[m[1]!] = m[2]!;
+  for (const m of xml.matchAll(/<entry>\s*<key>([^<]*)<\/key>\s*<value>([^<]*)<\/value>\s*<\/entry>/g))
+    attributes[m[1]!] = m[2]!;
   return attributes;
 }
 
@@ -296,7 +327,11 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   // Stack and outputs.
   const stacks = await c.cfn.send(new DescribeStacksCommand({ StackName: STACK }));
   const stack = stacks.Stacks?.[0];
-  check('stack is complete', /_COMPLETE$/.test(stack?.StackStatus ?? '') && !/ROLLBACK/.test(stack?.StackStatus ?? ''), stack?.StackStatus);
+  check(
+    'stack is complete',
+    /_COMPLETE$/.test(stack?.StackStatus ?? '') && !/ROLLBACK/.test(stack?.StackStatus ?? ''),
+    stack?.StackStatus,
+  );
   let outputs: KajStackOutputs;
   try {
     outputs = parseStackOutputs(stack?.Outputs ?? [], STACK);
@@ -339,20 +374,27 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   const topics = resources.filter((r) => r.ResourceType === 'AWS::SNS::Topic');
   check(
     'one alarm topic, its ARN the AlarmTopicArn output',
-    topics.length === 1 && outputs.alarmTopicArn !== undefined && topics[0]?.PhysicalResourceId === outputs.alarmTopicArn,
+    topics.length === 1 &&
+      outputs.alarmTopicArn !== undefined &&
+      topics[0]?.PhysicalResourceId === outputs.alarmTopicArn,
     outputs.alarmTopicArn,
   );
   const keys = resources.filter((r) => r.ResourceType === 'AWS::KMS::Key');
-  const topicKey = outputs.alarmTopicArn === undefined ? undefined : (await topicAttributes(c, outputs.alarmTopicArn)).KmsMasterKeyId;
+  const topicKey =
+    outputs.alarmTopicArn === undefined ? undefined : (await topicAttributes(c, outputs.alarmTopicArn)).KmsMasterKeyId;
   if (expected.encryptAlarmTopic) {
     const keyId = keys[0]?.PhysicalResourceId ?? '';
     check(
-      'alarm topic encrypted with the stack\'s own KMS key (encryptAlarmTopic)',
+      "alarm topic encrypted with the stack's own KMS key (encryptAlarmTopic)",
       keys.length === 1 && keyId !== '' && (topicKey === keyId || topicKey?.endsWith(`:key/${keyId}`) === true),
       `KmsMasterKeyId=${topicKey ?? '-'}`,
     );
   } else {
-    check('alarm topic unencrypted and no KMS key (the default)', keys.length === 0 && (topicKey ?? '') === '', `KmsMasterKeyId=${topicKey || '-'}`);
+    check(
+      'alarm topic unencrypted and no KMS key (the default)',
+      keys.length === 0 && (topicKey ?? '') === '',
+      `KmsMasterKeyId=${topicKey || '-'}`,
+    );
   }
 
   // ID secret: generated by Secrets Manager, resolved into the API function's environment by
@@ -361,20 +403,34 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   idSecretEmulated = resources.some((r) => r.ResourceType === 'AWS::SecretsManager::Secret');
   let idSecretValue: string | undefined;
   if (idSecretEmulated) {
-    idSecretValue = (await secretsManager(c, 'GetSecretValue', { SecretId: ID_SECRET_NAME }))?.SecretString as string | undefined;
-    check(`ID secret ${ID_SECRET_NAME}: generated, 64 letters and digits`, ID_SECRET_VALUE.test(idSecretValue ?? ''), `${idSecretValue?.length ?? 0} characters`);
+    idSecretValue = (await secretsManager(c, 'GetSecretValue', { SecretId: ID_SECRET_NAME }))?.SecretString as
+      | string
+      | undefined;
+    check(
+      `ID secret ${ID_SECRET_NAME}: generated, 64 letters and digits`,
+      ID_SECRET_VALUE.test(idSecretValue ?? ''),
+      `${idSecretValue?.length ?? 0} characters`,
+    );
   } else {
-    record(`ID secret ${ID_SECRET_NAME} (generated, 64 letters and digits)`, 'NOT EMULATED', 'moto has no CloudFormation support for AWS::SecretsManager::Secret');
+    record(
+      `ID secret ${ID_SECRET_NAME} (generated, 64 letters and digits)`,
+      'NOT EMULATED',
+      'moto has no CloudFormation support for AWS::SecretsManager::Secret',
+    );
   }
 
   // Queues.
   for (const p of PRIORITIES) {
     const q = await queueAttributes(c, outputs.queueUrls[p]);
     const dlq = await queueAttributes(c, outputs.dlqUrls[p]);
-    const redrive = JSON.parse(q.RedrivePolicy ?? '{}') as { deadLetterTargetArn?: string; maxReceiveCount?: number | string };
+    const redrive = JSON.parse(q.RedrivePolicy ?? '{}') as {
+      deadLetterTargetArn?: string;
+      maxReceiveCount?: number | string;
+    };
     check(
       `${p}: redrive to its own DLQ after ${DEFAULTS.maxReceiveCount} receives`,
-      redrive.deadLetterTargetArn === outputs.dlqArns[p] && Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount,
+      redrive.deadLetterTargetArn === outputs.dlqArns[p] &&
+        Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount,
       q.RedrivePolicy,
     );
     check(
@@ -382,19 +438,31 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       Number(q.VisibilityTimeout) === DEFAULTS.queueVisibilityTimeoutSeconds,
       q.VisibilityTimeout,
     );
-    check(`${p}: retention`, Number(q.MessageRetentionPeriod) === DEFAULTS.queueRetentionSeconds && Number(dlq.MessageRetentionPeriod) === DEFAULTS.dlqRetentionSeconds);
+    check(
+      `${p}: retention`,
+      Number(q.MessageRetentionPeriod) === DEFAULTS.queueRetentionSeconds &&
+        Number(dlq.MessageRetentionPeriod) === DEFAULTS.dlqRetentionSeconds,
+    );
     check(`${p}: SSE-SQS on queue and DLQ`, q.SqsManagedSseEnabled === 'true' && dlq.SqsManagedSseEnabled === 'true');
-    const allow = JSON.parse(dlq.RedriveAllowPolicy ?? 'null') as { redrivePermission?: string; sourceQueueArns?: string[] } | null;
+    const allow = JSON.parse(dlq.RedriveAllowPolicy ?? 'null') as {
+      redrivePermission?: string;
+      sourceQueueArns?: string[];
+    } | null;
     checkIfEmulated(
       `${p}: DLQ redrive allow policy (byQueue, its own queue only)`,
       allow !== null,
-      allow?.redrivePermission === 'byQueue' && allow.sourceQueueArns?.length === 1 && allow.sourceQueueArns[0] === outputs.queueArns[p],
+      allow?.redrivePermission === 'byQueue' &&
+        allow.sourceQueueArns?.length === 1 &&
+        allow.sourceQueueArns[0] === outputs.queueArns[p],
     );
   }
 
   // Table.
   const table = (await c.ddb.send(new DescribeTableCommand({ TableName: outputs.tableName }))).Table;
-  check('table: partition key', table?.KeySchema?.length === 1 && table.KeySchema[0]?.AttributeName === TABLE_SCHEMA.partitionKey);
+  check(
+    'table: partition key',
+    table?.KeySchema?.length === 1 && table.KeySchema[0]?.AttributeName === TABLE_SCHEMA.partitionKey,
+  );
   check('table: on-demand', table?.BillingModeSummary?.BillingMode === 'PAY_PER_REQUEST');
   check('table: deletion protection', table?.DeletionProtectionEnabled === true);
   const gsi = table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === TABLE_SCHEMA.outboxIndex.name);
@@ -404,19 +472,26 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       gsi.KeySchema[1]?.AttributeName === TABLE_SCHEMA.outboxIndex.sortKey &&
       gsi.Projection?.ProjectionType === 'ALL',
   );
-  checkIfEmulated('table: SSE with the AWS managed key', table?.SSEDescription !== undefined, table?.SSEDescription?.SSEType === 'KMS');
+  checkIfEmulated(
+    'table: SSE with the AWS managed key',
+    table?.SSEDescription !== undefined,
+    table?.SSEDescription?.SSEType === 'KMS',
+  );
   const ttl = (await c.ddb.send(new DescribeTimeToLiveCommand({ TableName: outputs.tableName }))).TimeToLiveDescription;
   checkIfEmulated(
     `table: TTL on ${TABLE_SCHEMA.ttlAttribute}`,
     ttl?.TimeToLiveStatus === 'ENABLED' || ttl?.AttributeName !== undefined,
     ttl?.AttributeName === TABLE_SCHEMA.ttlAttribute,
   );
-  const backups = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: outputs.tableName }))).ContinuousBackupsDescription;
+  const backups = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: outputs.tableName })))
+    .ContinuousBackupsDescription;
   const pitr = backups?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
   checkIfEmulated('table: point-in-time recovery', pitr === 'ENABLED', true, pitr);
 
   // Event source mappings (Lambda API).
-  const mappingIds = resources.filter((r) => r.ResourceType === 'AWS::Lambda::EventSourceMapping').map((r) => r.PhysicalResourceId ?? '');
+  const mappingIds = resources
+    .filter((r) => r.ResourceType === 'AWS::Lambda::EventSourceMapping')
+    .map((r) => r.PhysicalResourceId ?? '');
   check('three event source mappings', mappingIds.length === PRIORITIES.length, String(mappingIds.length));
   const functionArns = new Set<string>();
   for (const id of mappingIds) {
@@ -433,13 +508,20 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
         m.BatchSize === DEFAULT_CONFIG.batchSize[p] &&
         m.ScalingConfig?.MaximumConcurrency === expected.concurrency[p] &&
         m.State === 'Enabled',
-      JSON.stringify({ FunctionResponseTypes: m.FunctionResponseTypes, BatchSize: m.BatchSize, ScalingConfig: m.ScalingConfig, State: m.State }),
+      JSON.stringify({
+        FunctionResponseTypes: m.FunctionResponseTypes,
+        BatchSize: m.BatchSize,
+        ScalingConfig: m.ScalingConfig,
+        State: m.State,
+      }),
     );
   }
   check('one consumer function behind the three mappings', functionArns.size === 1);
 
   // Functions.
-  const fnIds = resources.filter((r) => r.ResourceType === 'AWS::Lambda::Function').map((r) => r.PhysicalResourceId ?? '');
+  const fnIds = resources
+    .filter((r) => r.ResourceType === 'AWS::Lambda::Function')
+    .map((r) => r.PhysicalResourceId ?? '');
   check('three functions', fnIds.length === 3, String(fnIds.length));
   for (const name of fnIds) {
     const f = await lambdaGet(c, `/2015-03-31/functions/${encodeURIComponent(name)}/configuration`);
@@ -450,12 +532,15 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       f.Runtime === 'nodejs22.x' &&
         f.Handler === 'index.handler' &&
         env[ENV.tableName] === outputs.tableName &&
-        PRIORITIES.every((p) => env[ENV.queueUrl(p)] === outputs.queueUrls[p] && env[ENV.dlqUrl(p)] === outputs.dlqUrls[p]) &&
+        PRIORITIES.every(
+          (p) => env[ENV.queueUrl(p)] === outputs.queueUrls[p] && env[ENV.dlqUrl(p)] === outputs.dlqUrls[p],
+        ) &&
         env[ENV.logLevel] === expected.logLevel &&
         env.NODE_OPTIONS === '--enable-source-maps',
       `${f.Runtime} ${ENV.logLevel}=${env[ENV.logLevel]}`,
     );
-    if (short === 'Consumer') check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
+    if (short === 'Consumer')
+      check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
     const idSecret = env[ENV.idSecret];
     if (short !== 'Api') {
       check(`${short}: no ${ENV.idSecret} (the API function's only)`, idSecret === undefined);
@@ -464,7 +549,11 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     } else if (idSecret.startsWith('{{resolve:secretsmanager:')) {
       // What moto passes through: the reference itself (with "None" for the skipped secret's ARN).
       check(`Api: ${ENV.idSecret} set (to a secretsmanager dynamic reference)`, true);
-      record(`Api: ${ENV.idSecret} resolved from the ID secret at deploy time`, 'NOT EMULATED', `moto does not resolve dynamic references (got ${idSecret})`);
+      record(
+        `Api: ${ENV.idSecret} resolved from the ID secret at deploy time`,
+        'NOT EMULATED',
+        `moto does not resolve dynamic references (got ${idSecret})`,
+      );
     } else {
       check(
         `Api: ${ENV.idSecret} resolved from the ID secret at deploy time`,
@@ -472,7 +561,11 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
         `${idSecret.length} characters`,
       );
     }
-    checkIfEmulated(`${short}: arm64`, Array.isArray(f.Architectures) && f.Architectures[0] !== 'x86_64', (f.Architectures as string[])[0] === 'arm64');
+    checkIfEmulated(
+      `${short}: arm64`,
+      Array.isArray(f.Architectures) && f.Architectures[0] !== 'x86_64',
+      (f.Architectures as string[])[0] === 'arm64',
+    );
   }
 }
 
@@ -508,7 +601,10 @@ async function deleteRetained(c: Clients): Promise<void> {
   for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
   if (idSecretEmulated) {
     await secretsManager(c, 'DeleteSecret', { SecretId: ID_SECRET_NAME, ForceDeleteWithoutRecovery: true });
-    check('ID secret deleted (without recovery window)', (await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME })) === undefined);
+    check(
+      'ID secret deleted (without recovery window)',
+      (await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME })) === undefined,
+    );
   }
 }
 
@@ -537,10 +633,14 @@ async function main(): Promise<number> {
       const log = openSync(logFile, 'w');
       // The same launcher as the integration suites: moto's server, one request at a time, so that
       // its conditional writes are atomic and its reads isolated (see that file).
-      moto = spawn(process.env.KAJ_REHEARSAL_PYTHON ?? 'python3', [MOTO_LAUNCHER, '-H', '127.0.0.1', '-p', String(port)], {
-        env: { ...process.env, MOTO_ACCOUNT_ID: ACCOUNT },
-        stdio: ['ignore', log, log],
-      });
+      moto = spawn(
+        process.env.KAJ_REHEARSAL_PYTHON ?? 'python3',
+        [MOTO_LAUNCHER, '-H', '127.0.0.1', '-p', String(port)],
+        {
+          env: { ...process.env, MOTO_ACCOUNT_ID: ACCOUNT },
+          stdio: ['ignore', log, log],
+        },
+      );
       closeSync(log);
       await waitForMoto(endpoint, moto, logFile);
     });
@@ -560,22 +660,39 @@ async function main(): Promise<number> {
       AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE: '1',
       NODE_NO_WARNINGS: '1',
     };
-    for (const k of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'AWS_DEFAULT_PROFILE', 'AWS_CONFIG_FILE', 'AWS_SHARED_CREDENTIALS_FILE']) delete env[k];
+    for (const k of [
+      'AWS_PROFILE',
+      'AWS_SESSION_TOKEN',
+      'AWS_DEFAULT_PROFILE',
+      'AWS_CONFIG_FILE',
+      'AWS_SHARED_CREDENTIALS_FILE',
+    ])
+      delete env[k];
     const cdk = path.join(REPO_ROOT, 'node_modules', '.bin', 'cdk');
     const out1 = path.join(scratch, 'cdk.out.create');
     const out2 = path.join(scratch, 'cdk.out.update');
     const common = ['--no-notices', '--context', `kaj:stackName=${STACK}`];
     // moto can't run change sets for the app stack: deploy directly, and pass the bootstrap
     // version parameter (its SSM-parameter default is not resolved by moto).
-    const deployArgs = ['--require-approval', 'never', '--method=direct', '--parameters', 'BootstrapVersion=/cdk-bootstrap/hnb659fds/version'];
+    const deployArgs = [
+      '--require-approval',
+      'never',
+      '--method=direct',
+      '--parameters',
+      'BootstrapVersion=/cdk-bootstrap/hnb659fds/version',
+    ];
 
     phase = 'bootstrap';
     // Run outside the repository (no cdk.json): with an explicit environment, bootstrap needs no
     // synth of the app, which would bundle the functions for nothing.
-    await timed('cdk bootstrap', () => run(cdk, ['bootstrap', `aws://${ACCOUNT}/${REGION}`, '--no-notices'], env, home));
+    await timed('cdk bootstrap', () =>
+      run(cdk, ['bootstrap', `aws://${ACCOUNT}/${REGION}`, '--no-notices'], env, home),
+    );
 
     phase = 'create';
-    await timed('cdk deploy (create)', () => run(cdk, ['deploy', STACK, ...common, '--output', out1, ...deployArgs], env));
+    await timed('cdk deploy (create)', () =>
+      run(cdk, ['deploy', STACK, ...common, '--output', out1, ...deployArgs], env),
+    );
     console.log('\nChecks after create:');
     await timed('checks (create)', () =>
       checkDeployed(c, path.join(out1, `${STACK}.template.json`), {
@@ -607,9 +724,15 @@ async function main(): Promise<number> {
         env,
       ),
     );
-    console.log(`\nChecks after update (high concurrency ${UPDATED_HIGH_CONCURRENCY}, log level ${UPDATED_LOG_LEVEL}, encryptAlarmTopic):`);
+    console.log(
+      `\nChecks after update (high concurrency ${UPDATED_HIGH_CONCURRENCY}, log level ${UPDATED_LOG_LEVEL}, encryptAlarmTopic):`,
+    );
     await timed('checks (update)', () =>
-      checkDeployed(c, path.join(out2, `${STACK}.template.json`), { concurrency: updated, logLevel: UPDATED_LOG_LEVEL, encryptAlarmTopic: true }),
+      checkDeployed(c, path.join(out2, `${STACK}.template.json`), {
+        concurrency: updated,
+        logLevel: UPDATED_LOG_LEVEL,
+        encryptAlarmTopic: true,
+      }),
     );
 
     phase = 'destroy';
@@ -635,7 +758,9 @@ async function main(): Promise<number> {
   const notEmulated = results.filter((r) => r.outcome === 'NOT EMULATED');
   console.log('\nTimings:');
   for (const [label, s] of timings) console.log(`  ${label.padEnd(22)} ${s.toFixed(1).padStart(6)} s`);
-  console.log(`\nNot emulated by moto (proved by test/infra instead): ${[...new Set(notEmulated.map((r) => r.name))].join('; ') || 'none'}`);
+  console.log(
+    `\nNot emulated by moto (proved by test/infra instead): ${[...new Set(notEmulated.map((r) => r.name))].join('; ') || 'none'}`,
+  );
   console.log(
     `\nRehearsal: ${results.filter((r) => r.outcome === 'PASS').length} passed, ${failed.length} failed, ${notEmulated.length} not emulated`,
   );

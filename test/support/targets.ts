@@ -36,7 +36,10 @@ export function targets(): Target[] {
   const list = [embedded];
   if (motoAvailable()) list.push(moto);
   if (external) {
-    list.push({ name: `endpoint ${external}`, start: async () => ({ endpoints: { sqs: external, dynamodb: external }, stop: async () => {} }) });
+    list.push({
+      name: `endpoint ${external}`,
+      start: async () => ({ endpoints: { sqs: external, dynamodb: external }, stop: async () => {} }),
+    });
   }
   return list;
 }
