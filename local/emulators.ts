@@ -144,7 +144,7 @@ export function motoAvailable(): boolean {
  * reads isolated as DynamoDB's are (see the file for why `python3 -m moto.server` is not enough).
  * The integration suites, the soak and the deploy rehearsal start moto with it.
  */
-export const MOTO_LAUNCHER = fileURLToPath(new URL('../test/support/moto_server.py', import.meta.url));
+export const MOTO_LAUNCHER = fileURLToPath(new URL('./moto_server.py', import.meta.url));
 
 /**
  * Spawns `python3 -m moto.server -H 127.0.0.1 -p PORT` (account `000000000000`), or the script

@@ -1,7 +1,7 @@
 /**
  * Deploy rehearsal without an AWS account: `npm run rehearse:deploy`.
  *
- * Starts moto (`python3 test/support/moto_server.py`: moto's server, one request at a time) on a
+ * Starts moto (`python3 local/moto_server.py`: moto's server, one request at a time) on a
  * free local port, points the real CDK CLI at it with dummy credentials, and runs the whole life
  * cycle a user runs:
  *   cdk bootstrap → cdk deploy (create) → check → cdk deploy (update) → check → cdk destroy → check

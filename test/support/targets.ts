@@ -1,47 +1,21 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { deleteResources } from '../../local/bootstrap.js';
+import { EMBEDDED_TARGET, type EmulatorTarget, emulatorTargets, MOTO_TARGET } from '../../local/emulators.js';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../local/runtime.js';
-import { motoAvailable, startMoto } from './moto.js';
+import { emulatorClients } from '../../shared/config/wiring.js';
 
 /**
- * The emulators an integration suite runs against: the embedded ones always; moto when
+ * The emulators an integration suite runs against (local/emulators.ts): the embedded ones always; moto when
  * `python3 -c "import moto"` succeeds (CI installs it), started through the launcher
- * `test/support/moto_server.py`, which serves one request at a time so that moto's conditional
+ * `local/moto_server.py`, which serves one request at a time so that moto's conditional
  * writes are atomic and its reads isolated, as DynamoDB's are (see `./moto.ts`).
  * `KAJ_TEST_ENDPOINT` points the suite at one more endpoint (LocalStack) for users with Docker.
  */
-export interface Target {
-  readonly name: string;
-  /** Starts the backing emulator if any; returns the endpoints (undefined = embedded). */
-  start(): Promise<{ endpoints?: { sqs: string; dynamodb: string }; stop(): Promise<void> }>;
-}
-
-export const embedded: Target = {
-  name: 'embedded',
-  start: async () => ({ stop: async () => {} }),
-};
-
-export const moto: Target = {
-  name: 'moto',
-  start: async () => {
-    const m = await startMoto();
-    return { endpoints: { sqs: m.endpoint, dynamodb: m.endpoint }, stop: () => m.stop() };
-  },
-};
-
-const external = process.env.KAJ_TEST_ENDPOINT;
+export type Target = EmulatorTarget;
+export const embedded: Target = EMBEDDED_TARGET;
+export const moto: Target = MOTO_TARGET;
 
 export function targets(): Target[] {
-  const list = [embedded];
-  if (motoAvailable()) list.push(moto);
-  if (external) {
-    list.push({
-      name: `endpoint ${external}`,
-      start: async () => ({ endpoints: { sqs: external, dynamodb: external }, stop: async () => {} }),
-    });
-  }
-  return list;
+  return emulatorTargets(process.env.KAJ_TEST_ENDPOINT);
 }
 
 /**
@@ -59,12 +33,9 @@ export async function startOnTarget(
     stop: async () => {
       await runtime.stop(5_000);
       if (t.endpoints) {
-        const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-        const sqs = new SQSClient({ region: 'us-east-1', endpoint: t.endpoints.sqs, credentials });
-        const dynamodb = new DynamoDBClient({ region: 'us-east-1', endpoint: t.endpoints.dynamodb, credentials });
-        await deleteResources({ sqs, dynamodb }, runtime.resources.prefix).catch(() => {});
-        sqs.destroy();
-        dynamodb.destroy();
+        const clients = emulatorClients(t.endpoints);
+        await deleteResources(clients, runtime.resources.prefix).catch(() => {});
+        clients.destroy();
       }
       await t.stop();
     },

@@ -10,7 +10,11 @@ describe.each(targets())('cancel over HTTP on $name', (target) => {
   let bench: Bench;
 
   beforeAll(async () => {
-    bench = await Bench.start(target, { tag: 'cancel', lease: LEASE, settings: { outboxGraceSeconds: 1, watchdogSeconds: 10 } });
+    bench = await Bench.start(target, {
+      tag: 'cancel',
+      lease: LEASE,
+      settings: { outboxGraceSeconds: 1, watchdogSeconds: 10 },
+    });
   });
   afterEach(async (c) => bench?.afterEach(c));
   afterAll(async () => bench?.stop());

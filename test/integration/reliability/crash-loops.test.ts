@@ -26,7 +26,12 @@ describe.each(targets())('crash loops and stale workers on $name', (target) => {
   async function expectCrashLooped(id: string, priority: 'high' | 'normal' | 'low') {
     const reason = `crashed the worker ${CRASHES} times`;
     const done = await bench.until(id, ['failed'], 60_000);
-    expect(done.last_error).toMatchObject({ name: 'WorkerCrashError', code: 'CRASH', retryable: false, message: reason });
+    expect(done.last_error).toMatchObject({
+      name: 'WorkerCrashError',
+      code: 'CRASH',
+      retryable: false,
+      message: reason,
+    });
     // Each run of the handler took a worker down. The first ran as an ordinary task (its crash is
     // recorded but not held against it: the worker might have died of anything); the next
     // CRASHES ran alone, so those crashes are the task's, and the claim after the last failed it.
@@ -76,12 +81,16 @@ describe.each(targets())('crash loops and stale workers on $name', (target) => {
     await bench.started(id, 2);
 
     // The stale worker wakes up, finishes its handler and tries to record success with lease 1.
-    await waitFor('the stale worker to finish its handler', () =>
-      bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
-    { timeoutMs: 20_000 });
-    await waitFor('the stale write to be fenced off', () =>
-      stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined,
-    { timeoutMs: 10_000 });
+    await waitFor(
+      'the stale worker to finish its handler',
+      () => bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
+      { timeoutMs: 20_000 },
+    );
+    await waitFor(
+      'the stale write to be fenced off',
+      () => (stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined),
+      { timeoutMs: 10_000 },
+    );
     expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2, attempts: 2 });
 
     const done = await bench.until(id, ['succeeded'], 30_000);

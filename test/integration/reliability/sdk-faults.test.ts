@@ -11,7 +11,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PRIORITIES } from '../../../shared/config/resources.js';
 import { LOCAL_OWNER } from '../../../shared/app.js';
-import { FaultInjector, isSendTo, isUpdate, type Fault, type FaultSpec } from '../../support/faults.js';
+import {
+  FaultInjector,
+  isSendTo,
+  isUpdate,
+  updatedAttributes,
+  type Fault,
+  type FaultSpec,
+} from '../../support/faults.js';
 import { targets } from '../../support/targets.js';
 import { waitFor } from '../../support/wait.js';
 import { Bench, expectSettled } from './harness.js';
@@ -81,6 +88,12 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
   }
   const toMain = () => isSendTo(mainQueues);
+  /**
+   * A heartbeat's lease refresh — not the write that marks an attempt as running alone (`solo`,
+   * after a crash), which sets the lease too and must go through for the attempt to start.
+   */
+  const heartbeats = () => (input: Record<string, unknown>) =>
+    isUpdate('heartbeat')(input) && !updatedAttributes(input).set.has('solo');
   const runs = (id: string) => bench.starts(id).length;
 
   /** Submits and returns the id; the record count grows by exactly one. */
@@ -172,7 +185,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('consumer: the heartbeat', () => {
     it('table lease refresh throttled twice: the attempt carries on and succeeds', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'provisioned-throughput', times: 2 });
+      const f = await inject({ command: 'UpdateItem', match: heartbeats(), error: 'provisioned-throughput', times: 2 });
       const id = await submitOne('sleep', { ms: 2_500 });
       const done = await bench.until(id, ['succeeded']);
       expect(f.fired).toBe(2);
@@ -183,7 +196,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('table unavailable for longer than the lease: the task is taken over, the first worker is fenced; two runs, one outcome', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('heartbeat'), error: 'unavailable', times: 1_000 });
+      const f = await inject({ command: 'UpdateItem', match: heartbeats(), error: 'unavailable', times: 1_000 });
       // Attempt 1 cannot extend its lease; the running-task watchdog re-sends the message and the
       // task is reclaimed. Attempt 1 ends (6 s) while attempt 2 still runs, so only the fencing
       // token rejects its success write.
@@ -191,9 +204,11 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       await bench.started(id, 2, 20_000);
       app.clear(); // attempt 2's heartbeats go through
       expect(f.fired).toBeGreaterThanOrEqual(3);
-      await waitFor('attempt 1 to end fenced off', () =>
-        bench.logged('write fenced off: lease lost to another worker') ? true : undefined,
-      { timeoutMs: 15_000 });
+      await waitFor(
+        'attempt 1 to end fenced off',
+        () => (bench.logged('write fenced off: lease lost to another worker') ? true : undefined),
+        { timeoutMs: 15_000 },
+      );
       expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2 });
       const done = await bench.until(id, ['succeeded'], 30_000);
       expect(done.attempts).toBe(2);
@@ -260,7 +275,12 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('retries: the send of the next attempt', () => {
     it('SQS unavailable for the retry message: the outbox entry stays and the sweeper sends it', async () => {
-      const f = await inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'unavailable' });
+      const f = await inject({
+        command: 'SendMessage',
+        match: isSendTo(mainQueues, 'soak'),
+        nth: 2,
+        error: 'unavailable',
+      });
       const id = await submitOne('soak', { fail_attempts: 1 });
       const done = await bench.until(id, ['succeeded'], 15_000);
       expect(f.fired).toBe(1);
@@ -271,7 +291,13 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('retry message sent but timed out: the entry stays unconfirmed; any duplicate the sweeper sends is absorbed by the claim', async () => {
-      const f = await inject({ command: 'SendMessage', match: isSendTo(mainQueues, 'soak'), nth: 2, error: 'timeout', phase: 'after' });
+      const f = await inject({
+        command: 'SendMessage',
+        match: isSendTo(mainQueues, 'soak'),
+        nth: 2,
+        error: 'timeout',
+        phase: 'after',
+      });
       const id = await submitOne('soak', { fail_attempts: 1 });
       await bench.until(id, ['succeeded'], 15_000);
       expect(f.fired).toBe(1);
@@ -293,7 +319,12 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('sent but timed out: the sweeper sends it again — dead letters are at-least-once too', async () => {
-      const f = await inject({ command: 'SendMessage', match: isSendTo(deadLetterQueues), error: 'timeout', phase: 'after' });
+      const f = await inject({
+        command: 'SendMessage',
+        match: isSendTo(deadLetterQueues),
+        error: 'timeout',
+        phase: 'after',
+      });
       const id = await submitOne('soak', { poison: true }, { priority: 'high' });
       await bench.until(id, ['failed']);
       await settled(id);
@@ -338,7 +369,10 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
 
     it('(wire) claim applied, response lost, and the SDK re-sends it: the retry fails its own condition, the task is deferred and reclaimed', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' }, wire);
+      const f = await inject(
+        { command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' },
+        wire,
+      );
       const id = await submitOne('sleep', { ms: 0 });
       const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);

@@ -87,14 +87,26 @@ describe.each(targets())('worker processes killed or stopped mid-task on $name',
     await first.exited;
     // Take the message away for good as soon as its visibility (one lease) runs out.
     const url = bench.runtime.resources.queueUrls.high;
-    await waitFor('the orphaned message to come back, to delete it', async () => {
-      const out = await bench.runtime.clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60, WaitTimeSeconds: 1 }),
-      );
-      const mine = (out.Messages ?? []).filter((m) => m.Body?.includes(id));
-      for (const m of mine) await bench.runtime.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
-      return mine.length > 0 ? true : undefined;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      'the orphaned message to come back, to delete it',
+      async () => {
+        const out = await bench.runtime.clients.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            VisibilityTimeout: 60,
+            WaitTimeSeconds: 1,
+          }),
+        );
+        const mine = (out.Messages ?? []).filter((m) => m.Body?.includes(id));
+        for (const m of mine)
+          await bench.runtime.clients.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }),
+          );
+        return mine.length > 0 ? true : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     expect(await bench.depth(url)).toBe(0);
     expect((await bench.record(id))?.status).toBe('running');
 
