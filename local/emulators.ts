@@ -217,7 +217,8 @@ async function killChild(child: ChildProcess, exited: Promise<unknown>): Promise
   }
 }
 
-async function freePort(): Promise<number> {
+/** A local TCP port free right now (nothing listens on it once this returns). */
+export async function freePort(): Promise<number> {
   const srv = createNetServer();
   srv.listen(0, '127.0.0.1');
   await once(srv, 'listening');

@@ -3,8 +3,7 @@
  * local-aws-sqs, moto when installed, `KAJ_TEST_ENDPOINT`). Each test gets fresh queues made by
  * the runtime's own bootstrap (`ensureResources`, from shared/config/resources.ts), deleted after it.
  */
-import { createServer } from 'node:net';
-import { once } from 'node:events';
+import { freePort } from '../../local/emulators.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe } from 'vitest';
@@ -24,15 +23,7 @@ const CONFIG = {
 };
 
 /** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const addr = srv.address();
-  await new Promise((r) => srv.close(r));
-  if (addr === null || typeof addr === 'string') throw new Error('no TCP address');
-  return addr.port;
-}
+const closedPort = freePort;
 
 describe.each(targets())('SqsTaskQueue on $name', (target) => {
   let endpoints = { sqs: '', dynamodb: '' };
