@@ -4,7 +4,7 @@
  * task ids); a mismatch here is a bug in the command's declaration, not a usage error.
  */
 import type { Command } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITIES } from '../shared/config/resources.js';
 
 const flag = z.boolean().optional();

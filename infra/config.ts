@@ -11,7 +11,7 @@
  * Anything invalid fails synth with an {@link InvalidConfigError} that names the key.
  */
 import type { Node } from 'constructs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../shared/config/errors.js';
 import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
 import { runtimeSettings } from '../shared/config/settings.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask, PermanentError } from '../shared/task/define.js';
 
 const SUPPORTED = /\.(jpe?g|png|webp)$/i;

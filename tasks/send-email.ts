@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask, PermanentError, RetryableError } from '../shared/task/define.js';
 
 /**

@@ -11,7 +11,7 @@
 import { ConfigError } from './errors.js';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITIES, type Priority, resourceNames } from './resources.js';
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITIES, type Priority } from '../config/resources.js';
 import type { ErrorInfo } from '../task/model.js';
 

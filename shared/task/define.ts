@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { Logger } from '../runtime/logger.js';
 import { TaskDefinitionError, UnknownTaskTypeError } from './errors.js';

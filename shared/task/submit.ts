@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULTS, PRIORITIES } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import { TaskAlreadyExistsError } from '../store/errors.js';

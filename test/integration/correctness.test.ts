@@ -4,7 +4,7 @@
  * store maps DynamoDB's ValidationException to a permanent error, and owners are isolated.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
 import { StoreRejectedError } from '../../shared/store/errors.js';

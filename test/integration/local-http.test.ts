@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ApiServerOptions, createApiServer } from '../../local/http-server.js';
 import type { HttpResult } from '../../shared/api/http.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';

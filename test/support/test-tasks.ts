@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask, PermanentError, RetryableError, TaskRegistry } from '../../shared/task/define.js';
 
 /** What the test task types saw: start times per task id, in start order. */

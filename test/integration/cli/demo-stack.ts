@@ -13,7 +13,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { consoleLogger } from '../../../local/console-logger.js';
 import { LOCAL_STATE_FILE, startLocalRuntime } from '../../../local/runtime.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';

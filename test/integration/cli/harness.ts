@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defaultContext, type CliContext } from '../../../cli/context.js';
 import { runCli } from '../../../cli/program.js';
 import type { Priority } from '../../../shared/config/resources.js';

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { QueueUnavailableError } from '../../../shared/queue/errors.js';
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ownerOf } from '../../../shared/api/http.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { unitKaj, apiEvent } from '../../support/fixtures.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ExclusiveGate } from '../../../shared/consumer/exclusive-gate.js';
 import { StoreRejectedError } from '../../../shared/store/errors.js';
 import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';

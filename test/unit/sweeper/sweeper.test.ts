@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { TASK_STATUSES } from '../../../shared/task/model.js';
 import { isFinished } from '../../../shared/task/state-machine.js';

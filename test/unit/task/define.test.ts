@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { defineTask, resolvePolicy, TaskRegistry, type TaskDefinition } from '../../../shared/task/define.js';
 import { TaskDefinitionError, TaskError, UnknownTaskTypeError } from '../../../shared/task/errors.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { classifyError } from '../../../shared/retry/classify.js';
 import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import {
