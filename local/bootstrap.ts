@@ -98,7 +98,7 @@ async function createTable(dynamodb: DynamoDBClient, tableName: string): Promise
               { AttributeName: outboxIndex.partitionKey, KeyType: 'HASH' },
               { AttributeName: outboxIndex.sortKey, KeyType: 'RANGE' },
             ],
-            Projection: { ProjectionType: 'ALL' },
+            Projection: { ProjectionType: outboxIndex.projection },
           },
         ],
       }),

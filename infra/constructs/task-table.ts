@@ -53,7 +53,8 @@ export class TaskTable extends Construct {
       indexName: TABLE_SCHEMA.outboxIndex.name,
       partitionKey: { name: TABLE_SCHEMA.outboxIndex.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TABLE_SCHEMA.outboxIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.ALL,
+      // Keys only: the sweeper reads the item itself, and no status change writes the index.
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
     this.outboxIndexArn = `${this.table.tableArn}/index/${TABLE_SCHEMA.outboxIndex.name}`;
   }

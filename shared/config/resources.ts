@@ -18,14 +18,19 @@ export const TABLE_SCHEMA = {
   /** TTL attribute (epoch seconds), set only on finished tasks. */
   ttlAttribute: 'expires_at',
   /**
-   * Sparse GSI: the outbox. An item carries `outbox_pk` / `outbox_due` only while a message
-   * for it still has to be sent (submit not yet enqueued, a delay beyond SQS's 15 minutes,
-   * a dead letter not yet written). The sweeper queries it per partition for due entries.
+   * Sparse GSI: the outbox. An item carries `outbox_pk` / `outbox_due` only while something for
+   * it waits in the table: a delay beyond SQS's 15 minutes, a send that failed, a dead letter not
+   * yet written. Tasks sent at once never enter it (docs/reliability.md, "Send first, then put").
+   * Keys only: a status change never writes the index; the sweeper reads the item itself.
+   * Partitions are sharded (`queue#normal#3`) so no one index partition takes the write rate of
+   * a whole priority (DynamoDB allows 1,000 writes/s per partition).
    */
   outboxIndex: {
     name: 'outbox',
     partitionKey: 'outbox_pk',
     sortKey: 'outbox_due',
+    projection: 'KEYS_ONLY',
+    shards: 8,
   },
 } as const;
 
@@ -59,8 +64,11 @@ export const DEFAULTS = {
    * read unit). Tasks shorter than this never pay for it; 0 leaves it to the heartbeat.
    */
   cancelPollSeconds: 5,
-  /** Main queue retention: long enough to survive a weekend of consumers being down. */
-  queueRetentionSeconds: 4 * 24 * 3600,
+  /**
+   * Main queue retention: SQS's maximum. A task sent at once is kept by its message alone (no
+   * outbox entry), so the message must outlive any consumer outage an operator could miss.
+   */
+  queueRetentionSeconds: 14 * 24 * 3600,
   dlqRetentionSeconds: 14 * 24 * 3600,
   /** How long a finished task stays readable before DynamoDB TTL removes it. */
   retentionDays: 7,
@@ -71,6 +79,13 @@ export const DEFAULTS = {
    * after its run_at gets its message sent again (a lost or expired message must not strand it).
    */
   watchdogSeconds: 3600,
+  /**
+   * Send first, then put: how long a consumer waits for the record a message was sent ahead of
+   * (not found yet, or still at the previous dispatch) before it drops the message. Longer than
+   * any writer can take between its send and its write: the consumer function's timeout, plus
+   * a minute (the API function's is shorter).
+   */
+  sendFirstWindowSeconds: 360,
   /** Payload / result size limits (bytes of serialized JSON). */
   maxPayloadBytes: 32 * 1024,
   maxResultBytes: 32 * 1024,

@@ -10,6 +10,8 @@ export interface RuntimeSettings {
   readonly retentionDays: number;
   readonly outboxGraceSeconds: number;
   readonly watchdogSeconds: number;
+  /** How long a message may wait for the record it was sent ahead of (docs/reliability.md). */
+  readonly sendFirstWindowSeconds: number;
   readonly crashLoopReceives: number;
   /** Cancel-request poll period of a running task (0: only at heartbeats). */
   readonly cancelPollSeconds: number;
@@ -28,6 +30,7 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
     retentionDays: overrides.retentionDays ?? DEFAULTS.retentionDays,
     outboxGraceSeconds: overrides.outboxGraceSeconds ?? DEFAULTS.outboxGraceSeconds,
     watchdogSeconds: overrides.watchdogSeconds ?? DEFAULTS.watchdogSeconds,
+    sendFirstWindowSeconds: overrides.sendFirstWindowSeconds ?? DEFAULTS.sendFirstWindowSeconds,
     crashLoopReceives: overrides.crashLoopReceives ?? DEFAULTS.crashLoopReceives,
     cancelPollSeconds: overrides.cancelPollSeconds ?? DEFAULTS.cancelPollSeconds,
     historyLength: overrides.historyLength ?? DEFAULTS.historyLength,
@@ -51,6 +54,9 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
   if (!(s.outboxGraceSeconds > 0)) throw new ConfigError('outboxGraceSeconds', 'outboxGraceSeconds must be > 0');
   if (!(s.watchdogSeconds >= s.outboxGraceSeconds)) {
     throw new ConfigError('watchdogSeconds', 'watchdogSeconds must be >= outboxGraceSeconds');
+  }
+  if (!(s.sendFirstWindowSeconds > 0)) {
+    throw new ConfigError('sendFirstWindowSeconds', 'sendFirstWindowSeconds must be > 0');
   }
   if (!Number.isInteger(s.crashLoopReceives) || s.crashLoopReceives < 1) {
     throw new ConfigError('crashLoopReceives', 'crashLoopReceives must be an integer >= 1');

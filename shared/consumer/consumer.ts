@@ -17,7 +17,7 @@ import {
 } from '../task/define.js';
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
-import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
+import { claimWritten, type LifecycleDeps, type TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
 import { UnprocessableMessageError } from './errors.js';
@@ -98,15 +98,18 @@ export class TaskConsumer {
         this.d.logger.info('released: not enough invocation time left', fields);
         return 'retry';
       }
-      const claim = await this.lifecycle.claim(message.task_id, message.dispatch_id);
+      const claim = await this.lifecycle.claim(message.task_id, message.dispatch_id, {
+        receiveCount: Number(sqsRecord.attributes.ApproximateReceiveCount) || 1,
+        ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }),
+      });
       switch (claim.kind) {
         case 'drop':
           this.d.metrics.count(METRICS.claimsRejected, undefined);
-          this.d.logger.info('message dropped', { ...fields, reason: claim.reason });
+          this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
           return 'ack';
         case 'defer':
           await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, claim.seconds);
-          this.d.logger.info('deferred: task held by another worker', { ...fields, seconds: claim.seconds });
+          this.d.logger.debug('message deferred', { ...fields, seconds: claim.seconds, reason: claim.reason });
           return 'retry';
         case 'crash_loop':
           return 'ack';
@@ -162,10 +165,11 @@ export class TaskConsumer {
       return 'ack';
     }
 
-    // Hold the message for one lease (not the queue's long visibility), so a dead worker's
-    // task comes back within a lease.
+    // A written claim holds the message for one lease (not the queue's long visibility), so a
+    // dead worker's task comes back within a lease. A lazy claim leaves the message as received
+    // (invisible for the queue's visibility timeout): its first heartbeat holds it.
     const holdMessage = () => this.holdMessage(priority, receiptHandle, claimed.task_id);
-    await holdMessage();
+    if (claimWritten(claimed)) await holdMessage();
     const controller = new AbortController();
     const heartbeat = new Heartbeat(
       {
@@ -203,7 +207,7 @@ export class TaskConsumer {
       } finally {
         heartbeat.stop();
       }
-      return this.finish({ ...claimed, lease_until: heartbeat.current.lease_until }, outcome, {
+      return this.finish(heartbeat.current, outcome, {
         policy,
         durationMs,
         cancelRequested: heartbeat.cancelRequested,
@@ -228,7 +232,7 @@ export class TaskConsumer {
     if (outcome.kind === 'lease_lost') throw outcome.error;
     if (o.cancelRequested) {
       await this.lifecycle.cancelledWhileRunning(record, o.durationMs);
-      this.d.logger.info('task cancelled while running', o.fields);
+      this.d.logger.debug('task cancelled while running', o.fields);
       return 'ack';
     }
     try {
@@ -298,7 +302,7 @@ export class TaskConsumer {
       const checked = checkJsonValue(outcome.value, 'result', DEFAULTS.maxResultBytes);
       if (checked.ok) {
         const done = await this.lifecycle.succeed(record, checked.value, durationMs);
-        this.d.logger.info(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, {
+        this.d.logger.debug(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, {
           ...fields,
           duration_ms: durationMs,
         });

@@ -18,7 +18,8 @@ export interface HeartbeatDeps {
  * Keeps one running attempt alive and listening, from `start()` until `stop()` (always called
  * in a `finally`, as sqs-consumer clears its heartbeat):
  * - every lease/3 it extends the message's visibility and the task's lease (a fenced write that
- *   also returns the task, so a cancel request is seen there);
+ *   also returns the task, so a cancel request is seen there); the first beat of a lazy claim
+ *   writes the claim itself (`running`, with a lease);
  * - every `cancelPollSeconds` it reads the task (eventually consistent) for a cancel request, so
  *   a cancel reaches the handler's signal within seconds rather than at the next heartbeat.
  * A lease lost to another worker aborts the attempt; any other failure is retried next beat.
@@ -99,9 +100,11 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
+    // DELETE ended the task before its (lazy) claim was written: nothing left to hold.
+    if (this.record.status === 'cancelled') return;
     await this.d.holdMessage();
     this.record = await this.d.lifecycle.heartbeat(this.record);
-    if (this.record.cancel_requested === true) this.cancelled();
+    if (this.record.cancel_requested === true || this.record.status === 'cancelled') this.cancelled();
   }
 
   private async poll(): Promise<void> {

@@ -8,12 +8,19 @@ export interface TaskMessage {
   readonly dispatch_id: string;
   /** The task's timeout, so a consumer can see before claiming whether it has time left to run it. */
   readonly timeout_seconds?: number;
+  /**
+   * When the sender sent it (epoch ms). A message is sent before its record is written; a
+   * consumer that finds no record yet (or an older dispatch) waits for the write while the
+   * message is younger than the send-first window, and drops it after (docs/reliability.md).
+   */
+  readonly sent_at?: number;
 }
 
 export const taskMessageSchema = z.object({
   task_id: z.string().min(1).max(128),
   dispatch_id: z.string().min(1).max(128),
   timeout_seconds: z.number().int().positive().optional(),
+  sent_at: z.number().int().nonnegative().optional(),
 });
 
 /** What a dead-letter message says about the task it stands for. */

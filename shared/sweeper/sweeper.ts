@@ -1,7 +1,6 @@
-import { PRIORITIES } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
-import { outboxKey, type OutboxTarget, type TaskRecord } from '../task/model.js';
+import { outboxPartitions, type TaskRecord } from '../task/model.js';
 
 export interface SweepReport {
   /** Messages (and dead letters) sent. */
@@ -15,12 +14,16 @@ export interface SweepReport {
   stale: number;
 }
 
+/** Due entries acted on at once: one sweep sends a backlog in parallel, never unbounded. */
+const SWEEP_CONCURRENCY = 8;
+/** Outbox partitions (shards) queried at once. */
+const PARTITION_CONCURRENCY = 6;
+
 /**
- * Enforces the invariant of docs/reliability.md: every unfinished task has an outbox entry,
- * and when one comes due the sweeper acts on it — sends a message whose send was not
- * confirmed, a delay beyond SQS's 15 minutes that came within reach, a dead letter not yet
- * written; re-sends the message of a task nobody claimed long after its run_at or whose
- * worker vanished with its message. Runs every minute on AWS and on a timer locally.
+ * Enforces the invariant of docs/reliability.md: whatever waits in the table is sent when it
+ * comes due — a delay beyond SQS's 15 minutes that came within reach, a send that failed, a dead
+ * letter not yet written, the message of a running task whose worker vanished with it. Reads
+ * every shard of every outbox partition; runs every minute on AWS and on a timer locally.
  */
 export class OutboxSweeper {
   constructor(
@@ -33,48 +36,68 @@ export class OutboxSweeper {
   async sweep(budgetMs = 50_000): Promise<SweepReport> {
     const report: SweepReport = { sent: 0, deferred: 0, extended: 0, failed: 0, stale: 0 };
     const started = this.d.clock.now();
-    const targets: OutboxTarget[] = ['dlq', 'queue'];
-    for (const target of targets) {
-      for (const priority of PRIORITIES) {
-        const partition = outboxKey(target, priority);
-        for (;;) {
-          const due = await this.d.store.listOutboxDue(partition, this.d.clock.now(), this.pageSize);
-          let progressed = 0;
-          for (const entry of due) {
-            const record = entry;
-            try {
-              // The index is eventually consistent (and a local torn write can leave a phantom):
-              // act on the item itself, and only if it still owes what the entry says.
-              const current = await this.d.store.get(entry.task_id);
-              if (!stillDue(current, partition, this.d.clock.now())) {
-                report.stale += 1;
-                continue;
-              }
-              const r = await this.lifecycle.sweepEntry(current);
-              if (r === 'sent') {
-                report.sent += 1;
-                this.d.metrics.count(METRICS.sweptMessages, record.type);
-              } else if (r === 'deferred') report.deferred += 1;
-              else report.extended += 1;
-              if (r !== 'deferred') progressed += 1;
-            } catch (err) {
-              report.failed += 1;
-              this.d.metrics.count(METRICS.sweeperItemFailures, undefined);
-              this.d.logger.warn('sweeper could not send; will try next run', {
-                task_id: record.task_id,
-                partition,
-                error: err instanceof Error ? err.name : String(err),
-              });
-            }
-          }
-          // A short page means the partition is drained; no progress means only failures/deferrals are left.
-          if (due.length < this.pageSize || progressed === 0 || this.d.clock.now() - started > budgetMs) break;
-        }
+    // Partitions are read side by side (most are empty: one Query each), entries within one too.
+    await forEachBounded(outboxPartitions(), PARTITION_CONCURRENCY, async (partition) => {
+      for (;;) {
+        const due = await this.d.store.listOutboxDue(partition, this.d.clock.now(), this.pageSize);
+        let progressed = 0;
+        await forEachBounded(due, SWEEP_CONCURRENCY, async (entry) => {
+          const r = await this.sweepOne(entry.task_id, partition, report);
+          if (r !== undefined && r !== 'deferred') progressed += 1;
+        });
+        // A short page means the partition is drained; no progress means only failures/deferrals are left.
+        if (due.length < this.pageSize || progressed === 0 || this.d.clock.now() - started > budgetMs) break;
       }
-    }
+    });
     if (report.sent + report.failed + report.stale > 0) this.d.logger.info('outbox swept', { ...report });
     return report;
   }
+
+  /** Acts on one due entry; counts it in `report`. */
+  private async sweepOne(
+    taskId: string,
+    partition: string,
+    report: SweepReport,
+  ): Promise<'sent' | 'deferred' | 'extended' | 'none' | undefined> {
+    try {
+      // The index is eventually consistent, keys only (and a local torn write can leave a
+      // phantom): act on the item itself, and only if it still owes what the entry says.
+      const current = await this.d.store.get(taskId);
+      if (!stillDue(current, partition, this.d.clock.now())) {
+        report.stale += 1;
+        return undefined;
+      }
+      const r = await this.lifecycle.sweepEntry(current);
+      if (r === 'sent') {
+        report.sent += 1;
+        this.d.metrics.count(METRICS.sweptMessages, current.type);
+      } else if (r === 'deferred') report.deferred += 1;
+      else report.extended += 1;
+      return r;
+    } catch (err) {
+      report.failed += 1;
+      this.d.metrics.count(METRICS.sweeperItemFailures, undefined);
+      this.d.logger.warn('sweeper could not send; will try next run', {
+        task_id: taskId,
+        partition,
+        error: err instanceof Error ? err.name : String(err),
+      });
+      return undefined;
+    }
+  }
+}
+
+/** Runs `work` over `items`, at most `limit` at a time. */
+async function forEachBounded<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next] as T;
+      next += 1;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
 }
 
 function stillDue(current: TaskRecord | undefined, partition: string, now: number): current is TaskRecord {

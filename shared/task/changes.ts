@@ -24,20 +24,45 @@ export const SQS_DELAY_MS = DEFAULTS.maxSqsDelaySeconds * 1000;
 /** Statuses a message may claim from (a running task is only reclaimed after its lease). */
 export const CLAIMABLE_FRESH: readonly TaskStatus[] = statusesAllowing('claim').filter((s) => s !== 'running');
 
-/** Outbox fields for a message owed to `target`, to be sent at `runAtMs`. */
+/**
+ * Outbox fields for a message owed to `target`, to be sent at `runAtMs`: due when the rest of
+ * the delay fits in SQS's 15 minutes, or after `outboxGraceSeconds` (a send that failed, a dead
+ * letter about to be written).
+ */
 export function outboxFields(
+  taskId: string,
   target: OutboxTarget,
   priority: Priority,
   runAtMs: number,
   now: number,
   settings: Pick<RuntimeSettings, 'outboxGraceSeconds'>,
 ): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
-  // Beyond SQS's 15-minute delay, the sweeper sends it when the rest fits in DelaySeconds.
   const due =
     target === 'queue' && runAtMs - now > SQS_DELAY_MS
       ? runAtMs - SQS_DELAY_MS
       : now + settings.outboxGraceSeconds * 1000;
-  return { outbox_pk: outboxKey(target, priority), outbox_due: due };
+  return { outbox_pk: outboxKey(target, priority, taskId), outbox_due: due };
+}
+
+/** True when a message due at `runAtMs` can be sent now (SQS holds the rest of the delay). */
+export function sendableNow(runAtMs: number, now: number): boolean {
+  return runAtMs - now <= SQS_DELAY_MS;
+}
+
+/**
+ * Dispatch ids are ordered per task: `<sequence>.<random>`, the sequence one more than the
+ * dispatch it replaces. A consumer holding a message newer than the record knows the record's
+ * write is still landing (the message is sent first); an older one is superseded.
+ */
+export function nextDispatchId(random: { id(): string }, previous?: string): string {
+  return `${previous === undefined ? 0 : dispatchSequence(previous) + 1}.${random.id()}`;
+}
+
+/** The sequence of a dispatch id (0 for ids made before dispatch ids were ordered). */
+export function dispatchSequence(dispatchId: string): number {
+  const dot = dispatchId.indexOf('.');
+  const n = dot > 0 ? Number(dispatchId.slice(0, dot)) : 0;
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 /** TTL of a finished task (epoch seconds). */
@@ -93,7 +118,7 @@ export function failChanges(
       updated_at: iso(now),
       last_error: error,
       history,
-      ...outboxFields('dlq', record.priority, now, now, settings),
+      ...outboxFields(record.task_id, 'dlq', record.priority, now, now, settings),
       expires_at: deadExpiry(now, settings),
     },
     remove: ['lease_until', 'solo'],

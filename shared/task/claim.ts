@@ -1,7 +1,16 @@
 import { METRICS } from '../config/metrics.js';
 import { afterCrash } from '../retry/decide.js';
 import { ConditionFailedError } from '../store/errors.js';
-import { attemptRecord, cancelChanges, CLAIMABLE_FRESH, failChanges, iso, withAttempt } from './changes.js';
+import {
+  attemptRecord,
+  CLAIMABLE_FRESH,
+  cancelChanges,
+  dispatchSequence,
+  failChanges,
+  iso,
+  withAttempt,
+} from './changes.js';
+import { LeaseLostError } from './errors.js';
 import { fencedUpdate } from './fence.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { AttemptRecord, ErrorInfo, TaskRecord } from './model.js';
@@ -10,19 +19,51 @@ import { isFinished, transition } from './state-machine.js';
 
 /** What the consumer should do with a message after trying to claim its task. */
 export type ClaimOutcome =
+  /**
+   * Run it. `record` is the attempt's view: `running` when the claim was written (a redelivery,
+   * a task that crashed a worker before, a reclaim), or still `queued`/`retrying` for a lazy
+   * claim — nothing written yet; the first heartbeat writes the claim (docs/reliability.md).
+   */
   | { readonly kind: 'claimed'; readonly record: TaskRecord }
   /** Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled. */
   | { readonly kind: 'drop'; readonly reason: string }
-  /** Another worker holds a live lease on this very dispatch: look again when it ends. */
-  | { readonly kind: 'defer'; readonly seconds: number }
+  /** Look again in `seconds`: another worker holds a live lease, or the record's write is still landing. */
+  | { readonly kind: 'defer'; readonly seconds: number; readonly reason: string }
   /** The task crashed its workers too often and was failed here; acknowledge the message. */
   | { readonly kind: 'crash_loop'; readonly record: TaskRecord };
 
+/** Pauses before looking again for a record whose write follows its message (send first, then put). */
+const WRITE_LANDING_PAUSES_MS = [25, 100] as const;
+/** Only a message sent this recently is worth waiting for in-process. */
+const FRESH_MESSAGE_MS = 5_000;
+
+/** True when the record the message was sent ahead of is not there yet (not written, or at an earlier dispatch). */
+function writeStillLanding(current: TaskRecord | undefined, dispatchId: string): boolean {
+  if (current === undefined) return true;
+  if (current.dispatch_id === dispatchId || isFinished(current.status)) return false;
+  return dispatchSequence(dispatchId) > dispatchSequence(current.dispatch_id);
+}
+
+/** What a consumer knows about the delivery of a message. */
+export interface Delivery {
+  /** SQS's ApproximateReceiveCount: 1 on the first delivery. */
+  readonly receiveCount: number;
+  /** When the message was sent (epoch ms, from its body), when it says. */
+  readonly sentAt?: number;
+}
+
+/** True when the attempt's claim is in the table (`running` with its lease), false for a lazy claim. */
+export function claimWritten(record: TaskRecord): boolean {
+  return record.status === 'running';
+}
+
 /**
- * Claims and leases: who may run a task now. A claim is one conditional write that moves the
- * task to `running`, bumps the fencing token (`lease_token`) and sets the lease; heartbeats
- * extend the lease; a worker that vanished is detected at the next claim and its crash recorded
- * (held against the task only if it ran alone — docs/reliability.md, "Crash loops").
+ * Claims and leases: who may run a task now. A first delivery of a healthy task is claimed
+ * lazily: one consistent read, the handler runs, and the outcome write is the claim too; only a
+ * task still running at its first heartbeat writes `running` with a lease. A redelivery, or a
+ * task that crashed a worker before, is claimed at once by a conditional write that bumps the
+ * fencing token (`lease_token`). A worker that vanished is detected at the next claim and its
+ * crash recorded (held against the task only if it ran alone — docs/reliability.md, "Crash loops").
  */
 export class TaskClaims {
   constructor(
@@ -34,50 +75,65 @@ export class TaskClaims {
    * Claims the task a message stands for. A task with a cancel request is never claimed: it
    * ends `cancelled` here, without running.
    */
-  async claim(taskId: string, dispatchId: string): Promise<ClaimOutcome> {
+  async claim(taskId: string, dispatchId: string, delivery: Delivery = { receiveCount: 1 }): Promise<ClaimOutcome> {
+    let current = await this.d.store.get(taskId);
+    // A message often arrives before the write its sender made right after sending it (send
+    // first, then put): on a fresh first delivery, look again twice within ~125 ms before
+    // deferring it by a second. Costs a read or two, only in that race.
+    if (delivery.receiveCount <= 1 && delivery.sentAt !== undefined) {
+      for (const pauseMs of WRITE_LANDING_PAUSES_MS) {
+        if (!writeStillLanding(current, dispatchId)) break;
+        if (this.d.clock.now() - delivery.sentAt > FRESH_MESSAGE_MS) break;
+        await this.d.clock.sleep?.(pauseMs);
+        current = await this.d.store.get(taskId);
+      }
+    }
+    return this.decide(current, dispatchId, delivery, this.d.clock.now(), true);
+  }
+
+  /**
+   * Extends the lease of a running attempt — or, at the first heartbeat of a lazy claim, writes
+   * the claim. Returns the task as stored, so the caller sees a cancel request (or, for a lazy
+   * claim, that DELETE cancelled the task). @throws LeaseLostError when another worker took the task over.
+   */
+  async heartbeat(record: TaskRecord): Promise<TaskRecord> {
     const now = this.d.clock.now();
+    const leaseUntil = now + this.d.settings.leaseSeconds * 1000;
+    if (claimWritten(record)) return fencedUpdate(this.d, record, { set: { lease_until: leaseUntil } });
     try {
-      const record = await this.d.store.update(
-        taskId,
+      return await this.d.store.update(
+        record.task_id,
         {
           set: {
-            status: transition('queued', 'claim'),
-            lease_until: now + this.d.settings.leaseSeconds * 1000,
-            started_at: iso(now),
+            status: transition(record.status, 'claim'),
+            lease_until: leaseUntil,
+            attempts: record.attempts,
+            ...(record.started_at === undefined ? {} : { started_at: record.started_at }),
             updated_at: iso(now),
-            // The outbox entry stays as it is (due run_at + watchdog): if this worker dies and its
-            // message is lost too, the sweeper finds the task then. Not moving it saves GSI writes.
           },
-          add: { attempts: 1, lease_token: 1 },
+          add: { lease_token: 1 },
           remove: ['solo'],
         },
-        { status: CLAIMABLE_FRESH, dispatchId, noCancelRequest: true },
+        { status: [record.status], dispatchId: record.dispatch_id, noCancelRequest: true },
       );
-      return { kind: 'claimed', record };
     } catch (err) {
       if (!(err instanceof ConditionFailedError)) throw err;
-      const current = err.current ?? (await this.d.store.get(taskId));
-      return this.afterRejectedClaim(dispatchId, current, now);
+      const current = err.current ?? (await this.d.store.get(record.task_id));
+      if (current?.status === 'cancelled') return current;
+      this.d.metrics.count(METRICS.fencedWrites, record.type);
+      throw new LeaseLostError(record.task_id, record.lease_token, err);
     }
   }
 
   /**
-   * Extends the lease of a running attempt. Returns the task as stored, so the caller sees a
-   * cancel request. @throws LeaseLostError when another worker took the task over.
-   */
-  heartbeat(record: TaskRecord): Promise<TaskRecord> {
-    const now = this.d.clock.now();
-    return fencedUpdate(this.d, record, { set: { lease_until: now + this.d.settings.leaseSeconds * 1000 } });
-  }
-
-  /**
-   * Looks for a cancel request on a running attempt: an eventually consistent read (half a read
-   * unit), so it may see a request a second late. The outcome write is what guarantees that a
-   * cancel wins; this only makes the handler's signal fire sooner than the next heartbeat.
+   * Looks for a cancel of a running attempt: an eventually consistent read (half a read unit),
+   * so it may see a cancel a second late. The outcome write is what guarantees that a cancel
+   * wins; this only makes the handler's signal fire sooner than the next heartbeat.
    */
   async cancelRequested(record: TaskRecord): Promise<boolean> {
     const current = await this.d.store.get(record.task_id, { consistent: false });
-    return current?.cancel_requested === true && current.lease_token === record.lease_token;
+    if (current === undefined) return false;
+    return isCancelled(current, record);
   }
 
   /** True when the task crashed a worker before: its next attempts run alone on their worker. */
@@ -97,23 +153,76 @@ export class TaskClaims {
     });
   }
 
-  private async afterRejectedClaim(
-    dispatchId: string,
+  /** What to do with a message, given the task as stored. `mayClaim` is false after a claim write raced. */
+  private async decide(
     current: TaskRecord | undefined,
+    dispatchId: string,
+    delivery: Delivery,
     now: number,
+    mayClaim: boolean,
   ): Promise<ClaimOutcome> {
-    if (current === undefined) return { kind: 'drop', reason: 'task not found' };
-    if (current.dispatch_id !== dispatchId) return { kind: 'drop', reason: 'superseded by a newer dispatch' };
+    if (current === undefined) return this.awaitWrite(delivery, now, 'task not found');
+    if (current.dispatch_id !== dispatchId) {
+      if (!isFinished(current.status) && dispatchSequence(dispatchId) > dispatchSequence(current.dispatch_id)) {
+        return this.awaitWrite(delivery, now, 'the record is still at an earlier dispatch');
+      }
+      return { kind: 'drop', reason: 'superseded by a newer dispatch' };
+    }
     if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}` };
     const leaseUntil = current.lease_until ?? 0;
     const leaseLive = current.status === 'running' && leaseUntil > now;
     if (current.cancel_requested === true && !leaseLive) return this.endCancelledUnclaimed(current, now);
-    if (current.status !== 'running') {
-      // queued/retrying with our dispatch id: the condition raced a concurrent write. Try again shortly.
-      return { kind: 'defer', seconds: 1 };
+    if (current.status === 'running') {
+      if (leaseLive) {
+        return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1, reason: 'held by another worker' };
+      }
+      return this.reclaimAfterCrash(current, now);
     }
-    if (leaseLive) return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1 };
-    return this.reclaimAfterCrash(current, now);
+    // queued/retrying with this dispatch.
+    if (!mayClaim) return { kind: 'defer', seconds: 1, reason: 'the claim raced another write' };
+    if (delivery.receiveCount > 1 || this.isSuspect(current)) return this.claimNow(current, delivery, now);
+    return { kind: 'claimed', record: { ...current, attempts: current.attempts + 1, started_at: iso(now) } };
+  }
+
+  /**
+   * The claim as one conditional write, for a message delivered before (its previous receiver
+   * may have crashed) or a task that crashed a worker: from here a crash is on the record.
+   */
+  private async claimNow(current: TaskRecord, delivery: Delivery, now: number): Promise<ClaimOutcome> {
+    try {
+      const record = await this.d.store.update(
+        current.task_id,
+        {
+          set: {
+            status: transition(current.status, 'claim'),
+            lease_until: now + this.d.settings.leaseSeconds * 1000,
+            started_at: iso(now),
+            updated_at: iso(now),
+          },
+          add: { attempts: 1, lease_token: 1 },
+          remove: ['solo'],
+        },
+        { status: CLAIMABLE_FRESH, dispatchId: current.dispatch_id, noCancelRequest: true },
+      );
+      return { kind: 'claimed', record };
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      const latest = err.current ?? (await this.d.store.get(current.task_id));
+      return this.decide(latest, current.dispatch_id, delivery, now, false);
+    }
+  }
+
+  /**
+   * The message was sent before its record's write (send first, then put): wait for the write
+   * while the message is young enough for it to land, then drop the message — its writer failed,
+   * and nobody was told the task was accepted.
+   */
+  private awaitWrite(delivery: Delivery, now: number, reason: string): ClaimOutcome {
+    const windowMs = this.d.settings.sendFirstWindowSeconds * 1000;
+    const age = delivery.sentAt === undefined ? Number.POSITIVE_INFINITY : now - delivery.sentAt;
+    if (age >= windowMs) return { kind: 'drop', reason };
+    const backoff = 2 ** Math.min(8, Math.max(0, delivery.receiveCount - 1));
+    return { kind: 'defer', seconds: Math.max(1, Math.min(backoff, Math.ceil((windowMs - age) / 1000))), reason };
   }
 
   /**
@@ -206,4 +315,13 @@ export class TaskClaims {
       throw err;
     }
   }
+}
+
+/**
+ * True when the stored task says the attempt `attempt` must stop: DELETE cancelled it before its
+ * claim was written, or requested a cancel of this very lease.
+ */
+export function isCancelled(stored: TaskRecord, attempt: TaskRecord): boolean {
+  if (stored.status === 'cancelled') return true;
+  return stored.cancel_requested === true && stored.lease_token === attempt.lease_token;
 }

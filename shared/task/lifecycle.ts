@@ -1,6 +1,6 @@
 import type { Priority } from '../config/resources.js';
 import type { Classification } from '../retry/classify.js';
-import { TaskClaims, type ClaimOutcome } from './claim.js';
+import { TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { OutboxTarget, TaskRecord } from './model.js';
@@ -9,7 +9,8 @@ import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
 
-export type { ClaimOutcome } from './claim.js';
+export type { ClaimOutcome, Delivery } from './claim.js';
+export { claimWritten } from './claim.js';
 export type { LifecycleDeps } from './lifecycle-deps.js';
 export { deadLetterOf } from './outbox.js';
 
@@ -40,8 +41,16 @@ export class TaskLifecycle {
   }
 
   // --- outbox.ts
-  outbox(target: OutboxTarget, priority: Priority, runAtMs: number): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
-    return this.outboxes.fields(target, priority, runAtMs);
+  outbox(
+    taskId: string,
+    target: OutboxTarget,
+    priority: Priority,
+    runAtMs: number,
+  ): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
+    return this.outboxes.fields(taskId, target, priority, runAtMs);
+  }
+  sendAhead(record: TaskRecord): Promise<Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>> {
+    return this.outboxes.sendAhead(record);
   }
   dispatch(record: TaskRecord): Promise<'sent' | 'deferred' | 'none'> {
     return this.outboxes.dispatch(record);
@@ -57,8 +66,8 @@ export class TaskLifecycle {
   }
 
   // --- claim.ts
-  claim(taskId: string, dispatchId: string): Promise<ClaimOutcome> {
-    return this.claims.claim(taskId, dispatchId);
+  claim(taskId: string, dispatchId: string, delivery?: Delivery): Promise<ClaimOutcome> {
+    return this.claims.claim(taskId, dispatchId, delivery);
   }
   heartbeat(record: TaskRecord): Promise<TaskRecord> {
     return this.claims.heartbeat(record);

@@ -1,4 +1,5 @@
-import type { Priority } from '../config/resources.js';
+import { createHash } from 'node:crypto';
+import { PRIORITIES, type Priority, TABLE_SCHEMA } from '../config/resources.js';
 
 export const TASK_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -72,7 +73,7 @@ export interface TaskRecord {
   crash_limit?: number;
   /** Who submitted it: the caller's IAM principal, or the local identity. GET/DELETE by others answer 404. */
   owner?: string;
-  /** Outbox partition `${target}#${priority}`; present only while a message is still owed. */
+  /** Outbox partition `${target}#${priority}#${shard}`; present only while something waits in the table. */
   outbox_pk?: string;
   /** Epoch ms at which the sweeper sends the owed message if nobody confirmed sending it. */
   outbox_due?: number;
@@ -93,8 +94,30 @@ export interface AuditEntry {
   readonly reason?: string;
 }
 
-export function outboxKey(target: OutboxTarget, priority: Priority): string {
-  return `${target}#${priority}`;
+/** The outbox partition of a task: its target, priority and shard (from its id). */
+export function outboxKey(target: OutboxTarget, priority: Priority, taskId: string): string {
+  return `${target}#${priority}#${outboxShardOf(taskId)}`;
+}
+
+/** Shard of a task's outbox entries: a stable hash of its id. */
+export function outboxShardOf(taskId: string): number {
+  return createHash('md5').update(taskId).digest().readUInt32BE(0) % TABLE_SCHEMA.outboxIndex.shards;
+}
+
+/**
+ * Every outbox partition the sweeper reads, dead letters first: each shard of each target and
+ * priority, and the unsharded `${target}#${priority}` that deployments before sharding wrote.
+ */
+export function outboxPartitions(): string[] {
+  const out: string[] = [];
+  for (const target of ['dlq', 'queue'] as const) {
+    for (const priority of PRIORITIES) {
+      out.push(`${target}#${priority}`);
+      for (let shard = 0; shard < TABLE_SCHEMA.outboxIndex.shards; shard += 1)
+        out.push(`${target}#${priority}#${shard}`);
+    }
+  }
+  return out;
 }
 
 /** The public view of a task, as the API returns it. Internal bookkeeping stays hidden. */

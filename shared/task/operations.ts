@@ -1,7 +1,7 @@
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import { ConditionFailedError } from '../store/errors.js';
 import type { TaskChanges } from '../store/task-store.js';
-import { cancelChanges, finishedExpiry, iso, outboxFields } from './changes.js';
+import { cancelChanges, finishedExpiry, iso, nextDispatchId, outboxFields } from './changes.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { AuditEntry, TaskRecord, TaskStatus } from './model.js';
 import { deadLetterOf, type TaskOutbox } from './outbox.js';
@@ -294,7 +294,7 @@ export class OperatorActions {
     try {
       owed = await this.d.store.update(
         record.task_id,
-        { set: outboxFields('dlq', record.priority, now, now, this.d.settings) },
+        { set: outboxFields(record.task_id, 'dlq', record.priority, now, now, this.d.settings) },
         { status: ['failed'], dispatchId: record.dispatch_id },
       );
     } catch (err) {
@@ -357,22 +357,13 @@ export class OperatorActions {
       await this.sendCurrentMessage(record, record.priority, iso((record.lease_until ?? 0) + 1000), 'quietly');
       return { kind: 'requeued', record };
     }
-    let owed = record;
-    if (record.outbox_pk === undefined) {
-      // Every waiting task keeps an outbox entry; should one lack it, it owes its message again.
-      try {
-        owed = await this.d.store.update(
-          record.task_id,
-          { set: outboxFields('queue', record.priority, Date.parse(record.run_at), now, this.d.settings) },
-          { status: [record.status], dispatchId: record.dispatch_id, outboxPending: false },
-        );
-      } catch (err) {
-        if (!(err instanceof ConditionFailedError)) throw err;
-        return { kind: 'skipped', reason: 'changed' };
-      }
+    if (record.outbox_pk !== undefined) {
+      await this.outbox.dispatchQuietly(record);
+      return { kind: 'requeued', record };
     }
-    await this.outbox.dispatchQuietly(owed);
-    return { kind: 'requeued', record: owed };
+    // Sent at once, so kept by its message alone, which the restart lost: send it again.
+    await this.sendCurrentMessage(record, record.priority, record.run_at, 'quietly');
+    return { kind: 'requeued', record };
   }
 
   // --- the writes
@@ -382,7 +373,7 @@ export class OperatorActions {
     try {
       reset = await this.d.store.update(
         record.task_id,
-        this.resetChanges(record, target, request, this.d.random.id()),
+        this.resetChanges(record, target, request, nextDispatchId(this.d.random, record.dispatch_id)),
         {
           status: ['failed'],
           dispatchId: record.dispatch_id,
@@ -426,7 +417,7 @@ export class OperatorActions {
         updated_at: iso(now),
         dispatch_id: dispatchId,
         ...(request.keepAttempts ? {} : { attempts: 0, crashes: 0, unattributed_crashes: 0 }),
-        ...outboxFields('queue', target, now, now, this.d.settings),
+        ...outboxFields(record.task_id, 'queue', target, now, now, this.d.settings),
       },
       remove: ['finished_at', 'expires_at', 'discarded_at', 'lease_until', 'cancel_requested', 'solo'],
       add: { redrive_count: 1 },

@@ -1,30 +1,58 @@
 import type { Priority } from '../config/resources.js';
 import type { DeadLetter } from '../queue/message.js';
 import { ConditionFailedError } from '../store/errors.js';
-import type { TaskChanges } from '../store/task-store.js';
-import { CLAIMABLE_FRESH, outboxFields, SQS_DELAY_MS } from './changes.js';
+import { CLAIMABLE_FRESH, outboxFields, sendableNow } from './changes.js';
 import { ignoreConflict } from './fence.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { OutboxTarget, TaskRecord, TaskStatus } from './model.js';
 import { isFinished } from './state-machine.js';
 
 /**
- * The outbox: every unfinished task owes a message (or a dead letter) until a send is
- * confirmed, and keeps an entry as a watchdog after that (docs/reliability.md, "The invariant").
- * This class sends what a record owes and moves its entry; the sweeper calls `sweepEntry`.
+ * Messages and the outbox. A task sent at once is kept by its message alone: the message goes
+ * out first and the record is written after it, so no crash between the two can leave a record
+ * without a message (docs/reliability.md, "Send first, then put"). What cannot be sent at once
+ * waits in the table as an outbox entry — a delay beyond SQS's 15 minutes, a send that failed, a
+ * dead letter owed — and the sweeper calls `sweepEntry` when it comes due.
  */
 export class TaskOutbox {
   constructor(private readonly d: LifecycleDeps) {}
 
   /** Outbox fields for a message owed to `target`, to be sent at `runAtMs`. */
-  fields(target: OutboxTarget, priority: Priority, runAtMs: number): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
-    return outboxFields(target, priority, runAtMs, this.d.clock.now(), this.d.settings);
+  fields(
+    taskId: string,
+    target: OutboxTarget,
+    priority: Priority,
+    runAtMs: number,
+  ): Pick<TaskRecord, 'outbox_pk' | 'outbox_due'> {
+    return outboxFields(taskId, target, priority, runAtMs, this.d.clock.now(), this.d.settings);
   }
 
   /**
-   * Sends the message a task is owed (its outbox entry). After a queue send the entry stays as
-   * a watchdog, due `watchdogSeconds` after run_at (claims and heartbeats leave it there);
-   * after a dead letter it is removed.
+   * The first half of "send first, then put": sends the message of a record about to be
+   * written (a submit, a retry) and returns the fields that record must carry — none when the
+   * message went out, an outbox entry when it could not (a delay beyond SQS's reach, or a failed
+   * send: the sweeper sends it then). Never throws for the queue: the write is what commits.
+   */
+  async sendAhead(record: TaskRecord): Promise<Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>> {
+    const now = this.d.clock.now();
+    const runAt = Date.parse(record.run_at);
+    const owed = () => this.fields(record.task_id, 'queue', record.priority, runAt);
+    if (!sendableNow(runAt, now)) return owed();
+    try {
+      await this.sendMessage(record, Math.max(0, runAt - now) / 1000);
+      return {};
+    } catch (err) {
+      this.d.logger.warn('send failed; the task waits in the outbox for the sweeper', {
+        task_id: record.task_id,
+        error: err instanceof Error ? err.name : String(err),
+      });
+      return owed();
+    }
+  }
+
+  /**
+   * Sends what a record's outbox entry owes, then removes the entry: after a queue send the
+   * message keeps the task, after a dead letter there is nothing more to send.
    * Returns 'deferred' for a delay SQS cannot hold yet (the sweeper sends it later).
    * @throws QueueUnavailableError when the send fails; the entry stays for the sweeper.
    */
@@ -33,7 +61,7 @@ export class TaskOutbox {
     if (record.outbox_pk.startsWith('queue#'))
       return this.sendQueued(record, record.priority, Date.parse(record.run_at));
     await this.d.queue.sendDead(deadLetterOf(record, this.d.clock.now()));
-    await this.confirmSent(record, { remove: ['outbox_pk', 'outbox_due'] }, ['failed']);
+    await this.confirmSent(record, ['failed']);
     return 'sent';
   }
 
@@ -43,30 +71,21 @@ export class TaskOutbox {
    * whose in-memory queues lost their messages. The claim absorbs any duplicate.
    * @throws QueueUnavailableError
    */
-  resend(
+  async resend(
     record: TaskRecord,
     o: { readonly priority?: Priority; readonly runAtMs?: number } = {},
   ): Promise<'sent' | 'deferred'> {
-    return this.sendQueued(record, o.priority ?? record.priority, o.runAtMs ?? Date.parse(record.run_at));
+    const runAt = o.runAtMs ?? Date.parse(record.run_at);
+    const now = this.d.clock.now();
+    if (!sendableNow(runAt, now)) return 'deferred';
+    await this.sendMessage(record, Math.max(0, runAt - now) / 1000, o.priority ?? record.priority);
+    return 'sent';
   }
 
-  /**
-   * Sends a task's message to a queue. The watchdog then backs off exponentially: the next look
-   * is as far away as the task has already waited (at least watchdogSeconds), so a long backlog
-   * or a consumer outage costs a few extra messages per task (1 h, 2 h, 4 h, …), not one per
-   * watchdog period.
-   */
+  /** Sends a queued task's owed message and removes its entry. */
   private async sendQueued(record: TaskRecord, priority: Priority, runAt: number): Promise<'sent' | 'deferred'> {
-    const now = this.d.clock.now();
-    const delayMs = runAt - now;
-    if (delayMs > SQS_DELAY_MS) return 'deferred';
-    await this.sendMessage(record, Math.max(0, delayMs) / 1000, priority);
-    const waited = Math.max(0, now - runAt);
-    await this.confirmSent(
-      record,
-      { set: { outbox_due: Math.max(runAt, now) + Math.max(this.d.settings.watchdogSeconds * 1000, waited) } },
-      CLAIMABLE_FRESH,
-    );
+    if ((await this.resend(record, { priority, runAtMs: runAt })) === 'deferred') return 'deferred';
+    await this.confirmSent(record, ['queued', 'retrying', 'running']);
     return 'sent';
   }
 
@@ -83,20 +102,18 @@ export class TaskOutbox {
     }
   }
 
-  /**
-   * True while a queued task's message has not been confirmed sent: a confirmed send moves the
-   * entry's due time to the watchdog (run_at + watchdogSeconds or later).
-   */
+  /** True while a waiting task owes a message that can be sent now (its earlier send failed). */
   sendUnconfirmed(record: TaskRecord): boolean {
-    if (record.outbox_pk === undefined || record.outbox_due === undefined) return false;
+    if (record.outbox_pk === undefined || !record.outbox_pk.startsWith('queue#')) return false;
     if (!CLAIMABLE_FRESH.includes(record.status)) return false;
-    return record.outbox_due < Date.parse(record.run_at) + this.d.settings.watchdogSeconds * 1000;
+    return sendableNow(Date.parse(record.run_at), this.d.clock.now());
   }
 
   /**
-   * The sweeper found this task's outbox entry due. Sends what is owed; for a running task,
-   * extends the watchdog while its lease is live, and re-sends its message once the lease has
-   * long expired (its worker died and its message is gone): the claim then reclaims it as a crash.
+   * The sweeper found this task's outbox entry due. Sends what is owed; for a running task (an
+   * entry left by a send whose removal failed), extends the entry while its lease is live, and
+   * re-sends its message once the lease has long expired (its worker died and its message is
+   * gone): the claim then reclaims it as a crash.
    */
   async sweepEntry(record: TaskRecord): Promise<'sent' | 'deferred' | 'extended' | 'none'> {
     const now = this.d.clock.now();
@@ -129,12 +146,6 @@ export class TaskOutbox {
         .catch(ignoreConflict);
       return 'none';
     }
-    if (CLAIMABLE_FRESH.includes(record.status) && Date.parse(record.run_at) < now) {
-      this.d.logger.info('sending (or re-sending) a queued task’s message', {
-        task_id: record.task_id,
-        status: record.status,
-      });
-    }
     return this.dispatch(record);
   }
 
@@ -142,24 +153,29 @@ export class TaskOutbox {
   private sendMessage(record: TaskRecord, delaySeconds: number, priority: Priority = record.priority): Promise<void> {
     return this.d.queue.send(
       priority,
-      { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: record.timeout_seconds },
+      {
+        task_id: record.task_id,
+        dispatch_id: record.dispatch_id,
+        timeout_seconds: record.timeout_seconds,
+        sent_at: this.d.clock.now(),
+      },
       { delaySeconds, type: record.type },
     );
   }
 
-  /** Records that the owed message went out, unless the task moved on meanwhile. */
-  private async confirmSent(record: TaskRecord, changes: TaskChanges, statuses: readonly TaskStatus[]): Promise<void> {
+  /** Removes the entry whose message went out, unless the task moved on to another dispatch meanwhile. */
+  private async confirmSent(record: TaskRecord, statuses: readonly TaskStatus[]): Promise<void> {
     try {
-      await this.d.store.update(record.task_id, changes, {
-        dispatchId: record.dispatch_id,
-        status: statuses,
-        outboxPending: true,
-      });
+      await this.d.store.update(
+        record.task_id,
+        { remove: ['outbox_pk', 'outbox_due'] },
+        { dispatchId: record.dispatch_id, status: statuses, outboxPending: true },
+      );
     } catch (err) {
-      // Claimed or superseded already: its entry belongs to the new state now.
+      // Finished or superseded already: its entry belongs to the new state now.
       if (err instanceof ConditionFailedError) return;
       // The message is out; the sweeper may send a duplicate, which the claim absorbs.
-      this.d.logger.warn('outbox entry not updated after send', { task_id: record.task_id, error: String(err) });
+      this.d.logger.warn('outbox entry not removed after send', { task_id: record.task_id, error: String(err) });
     }
   }
 }

@@ -9,9 +9,10 @@ import {
   failChanges,
   finishedExpiry,
   iso,
-  outboxFields,
+  nextDispatchId,
   withAttempt,
 } from './changes.js';
+import { claimWritten, isCancelled } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import { LeaseLostError } from './errors.js';
 import { fencedUpdate } from './fence.js';
@@ -21,9 +22,11 @@ import type { TaskOutbox } from './outbox.js';
 import { transition } from './state-machine.js';
 
 /**
- * How an attempt ends: success, retry, death or cancellation, each one write fenced by the
- * lease. Success, retry and death are also conditioned on "no cancel request", so a cancel
- * always wins (docs/reliability.md, guarantee 5). Retry decisions are `shared/retry/decide.ts`.
+ * How an attempt ends: success, retry, death or cancellation, each one write — fenced by the
+ * lease when the claim was written, or by the dispatch and the waiting status for a lazy claim
+ * (the outcome is then the claim too). Success, retry and death are also conditioned on "no
+ * cancel request", so a cancel always wins (docs/reliability.md, guarantee 5). Retry decisions
+ * are `shared/retry/decide.ts`.
  */
 export class AttemptOutcomes {
   constructor(
@@ -40,7 +43,8 @@ export class AttemptOutcomes {
     const now = this.d.clock.now();
     const done = await this.settle(record, durationMs, {
       set: {
-        status: transition(record.status, 'succeed', record.task_id),
+        ...lazyClaimFields(record),
+        status: transition('running', 'succeed', record.task_id),
         result: result === undefined ? null : result,
         finished_at: iso(now),
         updated_at: iso(now),
@@ -64,6 +68,7 @@ export class AttemptOutcomes {
     durationMs: number,
   ): Promise<TaskRecord> {
     const now = this.d.clock.now();
+    const base = lazyClaimFields(record);
     const next = afterFailure(record.attempts, record.max_attempts, failure, policy.backoff, this.d.random);
     if (next.kind === 'fail') {
       const history = withAttempt(
@@ -71,21 +76,29 @@ export class AttemptOutcomes {
         attemptRecord(record, 'failed', now, durationMs, failure.info),
         this.d.settings,
       );
-      const failed = await this.settle(
-        record,
-        durationMs,
-        failChanges(record, failure.info, history, now, this.d.settings),
-      );
+      const changes = failChanges(running(record), failure.info, history, now, this.d.settings);
+      const failed = await this.settle(record, durationMs, { ...changes, set: { ...base, ...changes.set } });
       if (failed.status !== 'failed') return failed;
       this.d.metrics.count(METRICS.failed, record.type);
       await this.outbox.dispatchQuietly(failed);
       return failed;
     }
     const runAt = now + next.delayMs;
+    const retry: TaskRecord = {
+      ...record,
+      status: transition('running', 'retry', record.task_id),
+      run_at: iso(runAt),
+      dispatch_id: nextDispatchId(this.d.random, record.dispatch_id),
+    };
+    // Send first, then write (as a submit does): the new message carries the next dispatch, so
+    // a crash between the two leaves a message that finds no such dispatch and is dropped, and
+    // the old message comes back for this attempt. A failed send leaves an outbox entry.
+    const owed = await this.outbox.sendAhead(retry);
     const retrying = await this.settle(record, durationMs, {
       set: {
-        status: transition(record.status, 'retry', record.task_id),
-        run_at: iso(runAt),
+        ...base,
+        status: retry.status,
+        run_at: retry.run_at,
         updated_at: iso(now),
         last_error: failure.info,
         history: withAttempt(
@@ -93,52 +106,80 @@ export class AttemptOutcomes {
           attemptRecord(record, 'retrying', now, durationMs, failure.info),
           this.d.settings,
         ),
-        dispatch_id: this.d.random.id(),
-        ...outboxFields('queue', record.priority, runAt, now, this.d.settings),
+        dispatch_id: retry.dispatch_id,
+        ...owed,
       },
       remove: ['lease_until', 'solo'],
     });
     if (retrying.status !== 'retrying') return retrying;
     this.d.metrics.count(METRICS.retried, record.type);
-    // Send before the caller acknowledges the old message. If the send fails the outbox entry
-    // stays and the sweeper sends it: the task is never lost between the two.
-    await this.outbox.dispatchQuietly(retrying);
     return retrying;
   }
 
-  /** Ends a running attempt whose task was cancelled meanwhile; any result is discarded. */
+  /**
+   * Ends a running attempt whose task was cancelled meanwhile; any result is discarded. For a
+   * lazy claim DELETE has usually ended the task `cancelled` already: the write adds the attempt
+   * it cut short to the history, so the record still shows that the handler ran.
+   */
   async cancelledWhileRunning(record: TaskRecord, durationMs: number): Promise<TaskRecord> {
     const now = this.d.clock.now();
     const history = withAttempt(record.history, attemptRecord(record, 'cancelled', now, durationMs), this.d.settings);
+    if (!claimWritten(record)) {
+      const cancel = cancelChanges(record, now, this.d.settings, history);
+      try {
+        return await this.d.store.update(
+          record.task_id,
+          { ...cancel, set: { ...lazyClaimFields(record), ...cancel.set } },
+          { status: ['cancelled', record.status], dispatchId: record.dispatch_id },
+        );
+      } catch (err) {
+        if (!(err instanceof ConditionFailedError)) throw err;
+        return err.current ?? (await this.d.store.get(record.task_id)) ?? record;
+      }
+    }
     const done = await fencedUpdate(this.d, record, cancelChanges(record, now, this.d.settings, history));
     this.d.metrics.count(METRICS.cancelled, record.type);
     return done;
   }
 
   /**
-   * Writes an attempt's outcome, fenced by the lease and conditioned on no cancel request.
-   * If the condition failed only because a cancel was requested, the attempt ends cancelled.
-   * @throws LeaseLostError when another worker holds the task now
+   * Writes an attempt's outcome, conditioned on the attempt still owning the task (its lease, or
+   * for a lazy claim its dispatch in a waiting status) and on no cancel request. If the condition
+   * failed only because of a cancel, the attempt ends cancelled.
+   * @throws LeaseLostError when another worker holds or finished the task
    */
   private async settle(record: TaskRecord, durationMs: number, changes: TaskChanges): Promise<TaskRecord> {
+    const owner = claimWritten(record)
+      ? { leaseToken: record.lease_token, status: ['running' as const] }
+      : { dispatchId: record.dispatch_id, status: [record.status] };
     try {
-      return await this.d.store.update(record.task_id, changes, {
-        leaseToken: record.lease_token,
-        status: ['running'],
-        noCancelRequest: true,
-      });
+      return await this.d.store.update(record.task_id, changes, { ...owner, noCancelRequest: true });
     } catch (err) {
       if (!(err instanceof ConditionFailedError)) throw err;
       const current = err.current ?? (await this.d.store.get(record.task_id));
-      if (
-        current?.status === 'running' &&
-        current.lease_token === record.lease_token &&
-        current.cancel_requested === true
-      ) {
-        return this.cancelledWhileRunning(record, durationMs);
+      if (current !== undefined && isCancelled(current, record)) {
+        // A lazy claim cut short by DELETE adds its attempt to the history; a written one is
+        // recorded cancelled now, unless another writer did so already.
+        if (current.status === 'running' || !claimWritten(record))
+          return this.cancelledWhileRunning(record, durationMs);
+        return current;
       }
       this.d.metrics.count(METRICS.fencedWrites, record.type);
       throw new LeaseLostError(record.task_id, record.lease_token, err);
     }
   }
+}
+
+/**
+ * What the outcome of a lazy claim writes besides the outcome: the attempt it was (the claim it
+ * never wrote). Nothing for an attempt whose claim is in the table.
+ */
+function lazyClaimFields(record: TaskRecord): Partial<TaskRecord> {
+  if (claimWritten(record)) return {};
+  return { attempts: record.attempts, ...(record.started_at === undefined ? {} : { started_at: record.started_at }) };
+}
+
+/** The attempt as the state machine sees it: running, whatever the table says before a lazy claim. */
+function running(record: TaskRecord): TaskRecord {
+  return { ...record, status: 'running' };
 }

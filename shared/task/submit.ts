@@ -4,6 +4,7 @@ import { DEFAULTS, PRIORITIES } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import { TaskAlreadyExistsError } from '../store/errors.js';
 import type { TaskRegistry } from './define.js';
+import { nextDispatchId } from './changes.js';
 import { resolvePolicy } from './define.js';
 import { IdempotencyConflictError, PayloadTooLargeError, ValidationError } from './errors.js';
 import type { LifecycleDeps, TaskLifecycle } from './lifecycle.js';
@@ -66,8 +67,11 @@ export interface SubmitterDeps extends LifecycleDeps {
 }
 
 /**
- * Accepts a task. The table write is the commit point: once it succeeds the task will run,
- * even if the send to SQS fails (its outbox entry makes the sweeper send it).
+ * Accepts a task: send first, then put (docs/reliability.md). The message goes out before the
+ * record is written, so a crash between the two leaves a message without a record (dropped by
+ * the consumer once the send-first window has passed; the client saw no 202) and never a record
+ * without a message. The put is the commit point. A task that cannot be sent now — a delay
+ * beyond SQS's 15 minutes, or SQS failing — is written with an outbox entry for the sweeper.
  */
 export class TaskSubmitter {
   constructor(
@@ -132,12 +136,12 @@ export class TaskSubmitter {
       history: [],
       fingerprint: fingerprint(req),
       lease_token: 0,
-      dispatch_id: this.d.random.id(),
-      ...this.lifecycle.outbox('queue', req.priority, runAtMs),
+      dispatch_id: nextDispatchId(this.d.random),
     };
     if (req.idempotency_key !== undefined) record.idempotency_key = req.idempotency_key;
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
 
+    Object.assign(record, await this.lifecycle.sendAhead(record));
     try {
       await this.d.store.create(record);
     } catch (err) {
@@ -147,12 +151,12 @@ export class TaskSubmitter {
       if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
         throw new IdempotencyConflictError(existing.task_id);
       }
-      // A replay: finish the enqueue an earlier request may have left undone.
+      // A replay (the message just sent carries a dispatch the record does not: it is dropped).
+      // Finish the enqueue an earlier request may have left to the sweeper.
       if (this.lifecycle.sendUnconfirmed(existing)) await this.lifecycle.dispatchQuietly(existing);
       return { record: existing, replayed: true };
     }
     this.d.metrics.count(METRICS.submitted, record.type);
-    await this.lifecycle.dispatchQuietly(record);
     return { record, replayed: false };
   }
 }

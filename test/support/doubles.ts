@@ -17,6 +17,10 @@ export class FakeClock implements Clock {
   set(ms: number): void {
     this.current = ms;
   }
+  /** Waiting on a fake clock moves it on at once. */
+  async sleep(ms: number): Promise<void> {
+    this.current += ms;
+  }
 }
 
 /** Deterministic source for tests: cycles through the given values; ids count up. */

@@ -26,6 +26,9 @@ export class TimerClock extends FakeClock {
   override now(): number {
     return Date.now();
   }
+  override sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
 }
 
 /** Kaj over in-memory fakes, a fake clock and a scripted random source. */

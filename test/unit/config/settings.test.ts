@@ -42,6 +42,7 @@ describe('Function: runtimeSettings', () => {
       retentionDays: DEFAULTS.retentionDays,
       outboxGraceSeconds: DEFAULTS.outboxGraceSeconds,
       watchdogSeconds: DEFAULTS.watchdogSeconds,
+      sendFirstWindowSeconds: DEFAULTS.sendFirstWindowSeconds,
       crashLoopReceives: DEFAULTS.crashLoopReceives,
       cancelPollSeconds: DEFAULTS.cancelPollSeconds,
       historyLength: DEFAULTS.historyLength,

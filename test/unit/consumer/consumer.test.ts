@@ -39,8 +39,10 @@ describe('Class: TaskConsumer', () => {
     const res = await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(res.batchItemFailures).toEqual([]);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', result: { sent: true }, attempts: 1 });
-    // The claimed message's visibility was set to the lease (not left at the queue's 330 s).
-    expect(queue.visibility).toEqual([{ priority: 'normal', receiptHandle: rec.receiptHandle, seconds: 60 }]);
+    // A lazy claim: one read, one write (the outcome), no visibility change.
+    expect(store.updates).toBe(1);
+    expect(store.reads.consistent).toBe(1);
+    expect(queue.visibility).toEqual([]);
   });
 
   it('heartbeats every lease/3 while the handler runs and stops in the end', async () => {
@@ -48,15 +50,26 @@ describe('Class: TaskConsumer', () => {
     let finish: (v: unknown) => void = () => {};
     script.run = () => new Promise((r) => (finish = r));
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
-    await vi.advanceTimersByTimeAsync(20_000);
-    expect(queue.visibility).toHaveLength(2);
-    expect(store.items.get(record.task_id)?.lease_until).toBe(Date.now() + 60_000);
+    await vi.advanceTimersByTimeAsync(19_999);
+    // Not written before the first heartbeat: the table still says queued.
+    expect(queue.visibility).toHaveLength(0);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0 });
+    await vi.advanceTimersByTimeAsync(1);
+    // The first heartbeat writes the claim and holds the message for one lease.
+    expect(queue.visibility).toEqual([{ priority: 'normal', receiptHandle: rec.receiptHandle, seconds: 60 }]);
+    expect(store.items.get(record.task_id)).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      lease_token: 1,
+      lease_until: Date.now() + 60_000,
+    });
     await vi.advanceTimersByTimeAsync(40_000);
-    expect(queue.visibility).toHaveLength(4);
+    expect(queue.visibility).toHaveLength(3);
     finish('done');
     await done;
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
     await vi.advanceTimersByTimeAsync(60_000);
-    expect(queue.visibility).toHaveLength(4);
+    expect(queue.visibility).toHaveLength(3);
     expect(vi.getTimerCount()).toBe(0);
   });
 

@@ -71,12 +71,41 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     const started = Date.now();
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(2_000);
-    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).cancel_requested).toBe(true);
+    // Before its first heartbeat the claim is not written (lazy): DELETE ends the task at once.
+    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
     await vi.advanceTimersByTimeAsync(10_000);
     await done;
     expect(abortedAt! - started).toBe(5_000);
-    expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled' });
+    const stored = store.items.get(record.task_id);
+    expect(stored).toMatchObject({ status: 'cancelled', attempts: 1 });
+    expect(stored?.result).toBeUndefined();
+    // The attempt DELETE cut short is in the history: the handler did run.
+    expect(stored?.history).toEqual([
+      expect.objectContaining({ attempt: 1, outcome: 'cancelled', duration_ms: 5_000 }),
+    ]);
     expect(store.reads.eventual).toBe(1);
+  });
+
+  it('a cancel of a task past its first heartbeat (claim written) is a request its worker acts on within the poll', async () => {
+    const { kaj, store, record, rec } = await setup();
+    let abortedAt: number | undefined;
+    script.run = (signal) =>
+      new Promise((_resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          abortedAt = Date.now();
+          reject(signal.reason);
+        });
+      });
+    const started = Date.now();
+    const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(21_000);
+    expect(store.items.get(record.task_id)?.status).toBe('running');
+    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).cancel_requested).toBe(true);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await done;
+    expect(abortedAt! - started).toBe(25_000);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', attempts: 1 });
+    expect(store.items.get(record.task_id)?.history.at(-1)?.outcome).toBe('cancelled');
   });
 
   it('a task shorter than the poll period pays no read for it', async () => {
@@ -96,7 +125,13 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     };
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(store.items.get(record.task_id)?.status).toBe('cancelled');
-    expect(queue.sent).toHaveLength(1); // no retry message
+    // The retry's message went out first (send first, then write); its write lost to the cancel,
+    // so it carries a dispatch the task never took and is dropped.
+    const retry = queue.sent[1]?.message;
+    expect(retry?.dispatch_id).not.toBe(store.items.get(record.task_id)?.dispatch_id);
+    await kaj.processBatch(sqsEvent(sqsRecord(retry)), lambdaContext());
+    expect(runs).toBe(1);
+    expect(store.items.get(record.task_id)?.status).toBe('cancelled');
   });
 
   it('a claim of a retrying task that carries a cancel request ends it cancelled without running the handler', async () => {
@@ -115,9 +150,9 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
 
   it('a running task with a cancel request whose worker vanished ends cancelled at reclaim, not re-run', async () => {
     const { kaj, store, record, rec } = await setup();
-    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
     if (c.kind !== 'claimed') throw new Error(c.kind);
-    await kaj.lifecycle.cancel(record.task_id);
+    expect((await kaj.lifecycle.cancel(record.task_id)).cancel_requested).toBe(true);
     vi.advanceTimersByTime(61_000);
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(runs).toBe(0);

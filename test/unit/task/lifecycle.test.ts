@@ -18,9 +18,13 @@ async function submitted() {
   return { ...u, record };
 }
 
+/** A second delivery: its claim is written at once (the first receiver may have crashed). */
+const REDELIVERY = { receiveCount: 2 } as const;
+
+/** A task claimed by a written claim (`running`, leased). */
 async function claimed(): Promise<ReturnType<typeof unitKaj> & { record: TaskRecord }> {
   const u = await submitted();
-  const outcome = await u.kaj.lifecycle.claim(u.record.task_id, u.record.dispatch_id);
+  const outcome = await u.kaj.lifecycle.claim(u.record.task_id, u.record.dispatch_id, REDELIVERY);
   if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
   return { ...u, record: outcome.record };
 }
@@ -40,17 +44,21 @@ describe('Class: TaskLifecycle', () => {
     it('defers a duplicate delivery while the first holder’s lease is live', async () => {
       const { kaj, record, clock } = await claimed();
       clock.advance(20_000);
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({ kind: 'defer', seconds: 41 });
+      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
+        kind: 'defer',
+        seconds: 41,
+        reason: 'held by another worker',
+      });
     });
 
     it('drops a message from an older dispatch, and one for a finished task', async () => {
       const { kaj, record } = await claimed();
-      expect(await kaj.lifecycle.claim(record.task_id, 'old-dispatch')).toEqual({
+      expect(await kaj.lifecycle.claim(record.task_id, `0.other`)).toEqual({
         kind: 'drop',
         reason: 'superseded by a newer dispatch',
       });
       await kaj.lifecycle.succeed(record, { ok: 1 }, 5);
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({
+      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is succeeded',
       });
@@ -60,7 +68,7 @@ describe('Class: TaskLifecycle', () => {
     it('reclaims a task whose worker vanished under several tasks: the crash is recorded, not held against it', async () => {
       const { kaj, record, clock } = await claimed();
       clock.advance(60_001);
-      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
       expect(again.kind).toBe('claimed');
       if (again.kind !== 'claimed') return;
       expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, unattributed_crashes: 1, status: 'running' });
@@ -73,7 +81,7 @@ describe('Class: TaskLifecycle', () => {
       const { kaj, record, clock } = await claimed();
       await kaj.lifecycle.markSolo(record);
       clock.advance(60_001);
-      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
       if (again.kind !== 'claimed') throw new Error(again.kind);
       expect(again.record).toMatchObject({ attempts: 2, crashes: 1 });
       expect(again.record.solo).toBeUndefined();
@@ -83,10 +91,10 @@ describe('Class: TaskLifecycle', () => {
     it('never fails a task for crashes that happened beside other tasks (whole-worker kills)', async () => {
       const u = unitKaj(registry);
       const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 25 }, OWNER);
-      await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
       for (let i = 0; i < 10; i += 1) {
         u.clock.advance(60_001);
-        expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('claimed');
+        expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe('claimed');
       }
       expect(u.store.items.get(record.task_id)).toMatchObject({ status: 'running', unattributed_crashes: 10 });
     });
@@ -94,13 +102,13 @@ describe('Class: TaskLifecycle', () => {
     it('fails a task that keeps crashing its workers while alone, with the reason, and dead-letters it', async () => {
       const u = unitKaj(registry);
       const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 10 }, OWNER);
-      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
       await u.kaj.lifecycle.markSolo(first.record);
       let last;
       for (let i = 0; i < 3; i += 1) {
         u.clock.advance(60_001);
-        last = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+        last = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
         if (last.kind === 'claimed') await u.kaj.lifecycle.markSolo(last.record);
       }
       expect(last?.kind).toBe('crash_loop');
@@ -119,12 +127,164 @@ describe('Class: TaskLifecycle', () => {
       const u = unitKaj(reg);
       const { record } = await u.kaj.submitter.submit({ type: 'fragile', payload: {} }, OWNER);
       expect(record.crash_limit).toBe(1);
-      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
       await u.kaj.lifecycle.markSolo(first.record);
       u.clock.advance(60_001);
-      expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('crash_loop');
+      expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe('crash_loop');
       expect(u.store.items.get(record.task_id)?.last_error?.message).toBe('crashed the worker 1 times');
+    });
+  });
+
+  describe('Lazy claims (a first delivery)', () => {
+    it('writes nothing to claim: the attempt is a view (attempt 1, started now) over the waiting record', async () => {
+      const { kaj, record, store, clock } = await submitted();
+      const writes = store.updates;
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 1 });
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      expect(c.record).toMatchObject({
+        status: 'queued',
+        attempts: 1,
+        started_at: new Date(clock.now()).toISOString(),
+      });
+      expect(store.updates).toBe(writes);
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0, lease_token: 0 });
+    });
+
+    it('a short task costs one outcome write, which records the attempt the claim never wrote', async () => {
+      const { kaj, record, store, clock } = await submitted();
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      clock.advance(300);
+      const writes = store.updates;
+      const done = await kaj.lifecycle.succeed(c.record, { ok: true }, 300);
+      expect(store.updates - writes).toBe(1);
+      expect(done).toMatchObject({ status: 'succeeded', attempts: 1, result: { ok: true }, lease_token: 0 });
+      expect(done.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'succeeded', duration_ms: 300 })]);
+      expect(done.outbox_pk).toBeUndefined();
+    });
+
+    it('the first heartbeat writes the claim (running, leased, token bumped); later writes are fenced by it', async () => {
+      const { kaj, record, clock } = await submitted();
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      clock.advance(20_000);
+      const running = await kaj.lifecycle.heartbeat(c.record);
+      expect(running).toMatchObject({
+        status: 'running',
+        attempts: 1,
+        lease_token: 1,
+        lease_until: clock.now() + 60_000,
+      });
+      // The lazy view is stale now: its outcome is refused, the running one's lands.
+      await expect(kaj.lifecycle.succeed(c.record, 'stale', 1)).rejects.toBeInstanceOf(LeaseLostError);
+      expect((await kaj.lifecycle.succeed(running, 'ok', 1)).status).toBe('succeeded');
+    });
+
+    it('two copies of one message may both run; exactly one outcome is recorded', async () => {
+      const { kaj, record, store } = await submitted();
+      const a = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const b = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (a.kind !== 'claimed' || b.kind !== 'claimed') throw new Error('expected two lazy claims');
+      await kaj.lifecycle.succeed(a.record, 'first', 1);
+      await expect(kaj.lifecycle.succeed(b.record, 'second', 1)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', result: 'first', attempts: 1 });
+    });
+
+    it('a DELETE during a lazy run ends the task cancelled at once; the outcome is dropped, the heartbeat sees it', async () => {
+      const { kaj, record, store } = await submitted();
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      if (c.kind !== 'claimed') throw new Error(c.kind);
+      expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
+      expect(await kaj.lifecycle.cancelRequested(c.record)).toBe(true);
+      expect((await kaj.lifecycle.heartbeat(c.record)).status).toBe('cancelled');
+      expect((await kaj.lifecycle.succeed(c.record, 'late', 1)).status).toBe('cancelled');
+      expect(store.items.get(record.task_id)?.result).toBeUndefined();
+    });
+
+    it('a redelivery, or a task that crashed a worker before, is claimed by a write at once', async () => {
+      const { kaj, record } = await submitted();
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+      expect(c).toMatchObject({ kind: 'claimed', record: { status: 'running', attempts: 1, lease_token: 1 } });
+    });
+  });
+
+  describe('Send first, then put', () => {
+    it('a message whose record is not written yet waits for it within the window, then is dropped', async () => {
+      const { kaj, clock } = unitKaj(registry);
+      const sentAt = clock.now();
+      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 1, sentAt })).toEqual({
+        kind: 'defer',
+        seconds: 1,
+        reason: 'task not found',
+      });
+      clock.advance(10_000);
+      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 4, sentAt })).toMatchObject({
+        kind: 'defer',
+        seconds: 8,
+      });
+      clock.advance(349_000);
+      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 9, sentAt })).toEqual({
+        kind: 'defer',
+        seconds: 1,
+        reason: 'task not found',
+      });
+      clock.advance(1_000);
+      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 10, sentAt })).toEqual({
+        kind: 'drop',
+        reason: 'task not found',
+      });
+    });
+
+    it('a message of the next dispatch waits for the record to catch up; one of an earlier dispatch is dropped', async () => {
+      const { kaj, record, clock } = await submitted();
+      const next = `1.${'n'.repeat(8)}`;
+      expect(await kaj.lifecycle.claim(record.task_id, next, { receiveCount: 1, sentAt: clock.now() })).toMatchObject({
+        kind: 'defer',
+        reason: 'the record is still at an earlier dispatch',
+      });
+      expect(await kaj.lifecycle.claim(record.task_id, '0.older', { receiveCount: 1, sentAt: clock.now() })).toEqual({
+        kind: 'drop',
+        reason: 'superseded by a newer dispatch',
+      });
+    });
+
+    it('a submit sends first and writes no outbox entry; a failed send leaves one for the sweeper', async () => {
+      const { kaj, queue, store, clock } = unitKaj(registry);
+      const { record } = await kaj.submitter.submit({ type: 'job', payload: {} }, OWNER);
+      expect(queue.sent).toEqual([
+        expect.objectContaining({
+          message: expect.objectContaining({ dispatch_id: record.dispatch_id, sent_at: clock.now() }),
+        }),
+      ]);
+      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+      queue.failNext.send = new Error('sqs down');
+      const { record: owed } = await kaj.submitter.submit({ type: 'job', payload: {} }, OWNER);
+      expect(store.items.get(owed.task_id)).toMatchObject({ outbox_due: clock.now() + 30_000 });
+      expect(store.items.get(owed.task_id)?.outbox_pk).toMatch(/^queue#normal#[0-7]$/);
+      clock.advance(30_000);
+      await kaj.sweep();
+      expect(queue.sent.at(-1)?.message.dispatch_id).toBe(owed.dispatch_id);
+      expect(store.items.get(owed.task_id)?.outbox_pk).toBeUndefined();
+    });
+
+    it('a delay beyond SQS’s 15 minutes waits in the outbox until the rest fits, then is sent', async () => {
+      const { kaj, queue, store, clock } = unitKaj(registry);
+      const { record } = await kaj.submitter.submit({ type: 'job', payload: {}, delay_seconds: 3_600 }, OWNER);
+      expect(queue.sent).toHaveLength(0);
+      expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + 2_700_000);
+      clock.advance(2_700_000);
+      await kaj.sweep();
+      expect(queue.sent).toEqual([expect.objectContaining({ delaySeconds: 900 })]);
+      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+    });
+
+    it('a retry sends the next dispatch first and writes it without an outbox entry', async () => {
+      const { kaj, record, queue } = await claimed();
+      const after = await kaj.lifecycle.attemptFailed(record, classifyError(new RetryableError('flaky')), policy, 10);
+      expect(after.dispatch_id.startsWith('1.')).toBe(true);
+      expect(queue.sent.at(-1)?.message.dispatch_id).toBe(after.dispatch_id);
+      expect(after.outbox_pk).toBeUndefined();
     });
   });
 
@@ -132,7 +292,7 @@ describe('Class: TaskLifecycle', () => {
     it('rejects every write of a worker whose lease was taken over', async () => {
       const { kaj, record: stale, clock, store } = await claimed();
       clock.advance(60_001);
-      const taken = await kaj.lifecycle.claim(stale.task_id, stale.dispatch_id);
+      const taken = await kaj.lifecycle.claim(stale.task_id, stale.dispatch_id, REDELIVERY);
       if (taken.kind !== 'claimed') throw new Error('expected reclaim');
       await expect(kaj.lifecycle.succeed(stale, 'late', 1)).rejects.toBeInstanceOf(LeaseLostError);
       await expect(kaj.lifecycle.heartbeat(stale)).rejects.toBeInstanceOf(LeaseLostError);
@@ -207,7 +367,7 @@ describe('Class: TaskLifecycle', () => {
     it('cancels a queued task at once', async () => {
       const { kaj, record } = await submitted();
       expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).toEqual({
+      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is cancelled',
       });

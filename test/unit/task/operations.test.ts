@@ -5,7 +5,8 @@ import { FakeClock } from '../../support/doubles.js';
 import { RecordingLogger, noMetrics } from '../../../shared/runtime/logger.js';
 import { sequenceRandom } from '../../support/doubles.js';
 import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+import { dispatchSequence } from '../../../shared/task/changes.js';
+import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
 import {
   dlqRetentionStart,
   planLetterPurge,
@@ -151,17 +152,18 @@ describe('OperatorActions.redriveLetter', () => {
       crashes: 0,
       redrive_count: 1,
       run_at: new Date(now).toISOString(),
-      outbox_pk: 'queue#low',
     });
     expect(r.dispatch_id).not.toBe(dead.dispatch_id);
+    expect(r.dispatch_id.startsWith(`${dispatchSequence(dead.dispatch_id) + 1}.`)).toBe(true);
     expect(r.audit).toEqual([{ action: 'redrive', at: new Date(now).toISOString(), by: 'ops', reason: 'fixed it' }]);
     for (const gone of ['finished_at', 'expires_at', 'discarded_at'] as const) expect(r[gone]).toBeUndefined();
-    // Sent and confirmed: the entry stays as the watchdog.
-    expect(r.outbox_due).toBe(now + settings.watchdogSeconds * 1000);
+    // Sent: the entry is removed, the message keeps the task.
+    expect(r.outbox_pk).toBeUndefined();
+    expect(r.outbox_due).toBeUndefined();
     expect(s.queue.sent).toEqual([
       {
         priority: 'low',
-        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 },
+        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30, sent_at: now },
         delaySeconds: 0,
         type: 'send_email',
       },
@@ -177,7 +179,6 @@ describe('OperatorActions.redriveLetter', () => {
       attempts: 4,
       crashes: 1,
       priority: 'high',
-      outbox_pk: 'queue#high',
     });
     expect(s.queue.sent.map((m) => m.priority)).toEqual(['high']);
   });
@@ -191,7 +192,7 @@ describe('OperatorActions.redriveLetter', () => {
     const r = await s.get(dead.task_id);
     expect(r).toMatchObject({
       status: 'queued',
-      outbox_pk: 'queue#normal',
+      outbox_pk: outboxKey('queue', 'normal', dead.task_id),
       outbox_due: s.clock.now() + settings.outboxGraceSeconds * 1000,
     });
     expect(s.lifecycle.sendUnconfirmed(r)).toBe(true);
@@ -386,7 +387,7 @@ describe('the native move: resetForMove and rewriteDeadLetter', () => {
         dispatch_id: dead.dispatch_id,
         attempts: 0,
         redrive_count: 1,
-        outbox_pk: 'queue#normal',
+        outbox_pk: outboxKey('queue', 'normal', dead.task_id),
       },
     });
     if (out.kind === 'reset') expect(s.lifecycle.sendUnconfirmed(out.record)).toBe(true);
@@ -410,14 +411,14 @@ describe('the native move: resetForMove and rewriteDeadLetter', () => {
 });
 
 describe('OperatorActions.recover (npm start after a restart)', () => {
-  it('requeued: a waiting task gets its message again, same dispatch id, and its watchdog moves on', async () => {
+  it('requeued: a waiting task whose send was owed gets its message, same dispatch id, and its entry goes', async () => {
     const s = setup();
-    const waiting = await stored(s, { status: 'queued', outbox_pk: 'queue#high', outbox_due: 0, priority: 'high' });
+    const waiting = await stored(s, { status: 'queued', outbox_pk: 'queue#high#1', outbox_due: 0, priority: 'high' });
     expect(await s.ops.recover(waiting)).toMatchObject({ kind: 'requeued' });
     expect(s.queue.sent.map((m) => [m.priority, m.message.dispatch_id, m.delaySeconds])).toEqual([
       ['high', waiting.dispatch_id, 0],
     ]);
-    expect((await s.get(waiting.task_id)).outbox_due).toBe(s.clock.now() + settings.watchdogSeconds * 1000);
+    expect((await s.get(waiting.task_id)).outbox_pk).toBeUndefined();
   });
 
   it('requeued: a running task’s message arrives just after its lease ends; the record is not rewritten', async () => {
@@ -433,20 +434,13 @@ describe('OperatorActions.recover (npm start after a restart)', () => {
     expect(await s.get(running.task_id)).toEqual(running);
   });
 
-  it('requeued: a waiting task without an outbox entry owes its message again first', async () => {
+  it('requeued: a waiting task kept by its message alone (sent at once) gets that message again, nothing written', async () => {
     const s = setup();
     const waiting = await stored(s, { status: 'retrying' });
-    expect(await s.ops.recover(waiting)).toMatchObject({ kind: 'requeued', record: { outbox_pk: 'queue#normal' } });
-    expect(s.queue.sent).toHaveLength(1);
-    expect((await s.get(waiting.task_id)).outbox_pk).toBe('queue#normal');
-  });
-
-  it('skipped changed: the waiting task moved while it was being recovered', async () => {
-    const s = setup();
-    const waiting = await stored(s, { status: 'queued' });
-    raceOnce(s, { dispatch_id: 'newer' });
-    expect(await s.ops.recover(waiting)).toEqual({ kind: 'skipped', reason: 'changed' });
-    expect(s.queue.sent).toEqual([]);
+    expect(await s.ops.recover(waiting)).toMatchObject({ kind: 'requeued', record: { task_id: waiting.task_id } });
+    expect(s.queue.sent.map((m) => m.message.dispatch_id)).toEqual([waiting.dispatch_id]);
+    expect(s.store.updates).toBe(0);
+    expect((await s.get(waiting.task_id)).outbox_pk).toBeUndefined();
   });
 
   it('dead_letter_sent: a dead task gets its letter again; dead_letter_unsent when SQS refuses', async () => {

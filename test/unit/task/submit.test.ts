@@ -52,17 +52,22 @@ describe('Class: TaskSubmitter', () => {
       expect(queue.sent).toEqual([
         {
           priority: 'high',
-          message: { task_id: record.task_id, dispatch_id: record.dispatch_id, timeout_seconds: 20 },
+          message: {
+            task_id: record.task_id,
+            dispatch_id: record.dispatch_id,
+            timeout_seconds: 20,
+            sent_at: clock.now(),
+          },
           delaySeconds: 0,
           type: 'send_email',
         },
       ]);
-      // The send was confirmed: the entry stays only as the watchdog, an hour after run_at.
-      expect(store.items.get(record.task_id)).toMatchObject({
-        outbox_pk: 'queue#high',
-        outbox_due: clock.now() + 3_600_000,
-      });
-      expect(kaj.lifecycle.sendUnconfirmed(store.items.get(record.task_id)!)).toBe(false);
+      // Sent first, then written: the message keeps the task, so the record has no outbox entry.
+      const stored = store.items.get(record.task_id);
+      expect(stored?.outbox_pk).toBeUndefined();
+      expect(stored?.outbox_due).toBeUndefined();
+      expect(record.dispatch_id).toMatch(/^0\./);
+      expect(kaj.lifecycle.sendUnconfirmed(stored!)).toBe(false);
     });
 
     it('keeps the outbox entry when SQS fails, so the task is still accepted and will be swept', async () => {
@@ -71,23 +76,24 @@ describe('Class: TaskSubmitter', () => {
       const { record } = await kaj.submitter.submit(valid, OWNER);
       expect(queue.sent).toHaveLength(0);
       const stored = store.items.get(record.task_id);
-      expect(stored?.outbox_pk).toBe('queue#normal');
+      expect(stored?.outbox_pk).toMatch(/^queue#normal#[0-7]$/);
       expect(stored?.outbox_due).toBe(clock.now() + 30_000);
       clock.advance(30_000);
       expect(await kaj.sweep()).toEqual({ sent: 1, deferred: 0, extended: 0, failed: 0, stale: 0 });
       expect(queue.sent[0]?.message.task_id).toBe(record.task_id);
-      expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + 3_600_000);
-      // Nothing more is owed until the watchdog.
-      clock.advance(3_600_000 - 30_000 - 1);
+      // Sent: the entry is gone, the message keeps the task; nothing more is owed.
+      expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
+      clock.advance(3_600_000);
       expect((await kaj.sweep()).sent).toBe(0);
     });
 
-    it('surfaces a store failure (nothing was written)', async () => {
+    it('surfaces a store failure (nothing was written; the message sent ahead finds no task)', async () => {
       const { kaj, store, queue } = unitKaj(registry);
       store.failNext.create = new StoreUnavailableError('throttled');
       await expect(kaj.submitter.submit(valid, OWNER)).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(store.items.size).toBe(0);
-      expect(queue.sent).toHaveLength(0);
+      // The message went out first; with no record behind it, consumers drop it after the window.
+      expect(queue.sent).toHaveLength(1);
     });
 
     it('replays the same request with the same key and refuses a different one', async () => {
@@ -100,19 +106,24 @@ describe('Class: TaskSubmitter', () => {
       expect(again.replayed).toBe(true);
       expect(again.record.task_id).toBe(first.record.task_id);
       expect(first.record.task_id).toBe(kaj.submitter.idempotentTaskId(OWNER.owner, 'send_email', 'k1'));
-      expect(queue.sent).toHaveLength(1);
+      // The replay's message (sent before its put found the task) carries a dispatch the task
+      // does not: consumers drop it. The task has one dispatch, the first request's.
+      expect(queue.sent.map((m) => m.message.dispatch_id === first.record.dispatch_id)).toEqual([true, false]);
+      expect(again.record.dispatch_id).toBe(first.record.dispatch_id);
       await expect(
         kaj.submitter.submit({ ...valid, idempotency_key: 'k1', priority: 'low' }, OWNER),
       ).rejects.toBeInstanceOf(IdempotencyConflictError);
     });
 
     it('completes an enqueue a failed earlier request left undone when the client retries', async () => {
-      const { kaj, queue } = unitKaj(registry);
+      const { kaj, queue, store } = unitKaj(registry);
       queue.failNext.send = new QueueUnavailableError('down');
       const first = await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' }, OWNER);
       expect(queue.sent).toHaveLength(0);
       await kaj.submitter.submit({ ...valid, idempotency_key: 'k2' }, OWNER);
-      expect(queue.sent.map((s) => s.message.task_id)).toEqual([first.record.task_id]);
+      // The retry's own message (another dispatch) and the owed one, which is the task's.
+      expect(queue.sent.map((s) => s.message.dispatch_id === first.record.dispatch_id)).toEqual([false, true]);
+      expect(store.items.get(first.record.task_id)?.outbox_pk).toBeUndefined();
     });
 
     it('holds a delay beyond 15 minutes in the table until the sweeper can hand it to SQS', async () => {
