@@ -36,6 +36,7 @@ const USAGE = `usage: tsx local/worker.ts --sqs URL --dynamodb URL --prefix P [o
   --crash-loop-receives N  crashes before a task is failed (default ${DEFAULTS.crashLoopReceives})
   --outbox-grace S         outbox grace seconds (default ${DEFAULTS.outboxGraceSeconds})
   --watchdog S             watchdog seconds (default: the shared default)
+  --send-first-window S    how long a message waits for its record (default ${DEFAULTS.sendFirstWindowSeconds})
   --registry-module PATH   module exporting the task registry (default: tasks/index.ts)
   --registry-export NAME   its export: a TaskRegistry or a function returning one
                            (default: createRegistry, registry or default, whichever exists)
@@ -54,6 +55,7 @@ interface WorkerArgs {
   crashLoopReceives?: number;
   outboxGrace?: number;
   watchdog?: number;
+  sendFirstWindow?: number;
   registryModule?: string;
   registryExport?: string;
   concurrency?: number;
@@ -81,6 +83,7 @@ function parse(argv: string[]): WorkerArgs {
         'crash-loop-receives': { type: 'string' },
         'outbox-grace': { type: 'string' },
         watchdog: { type: 'string' },
+        'send-first-window': { type: 'string' },
         'registry-module': { type: 'string' },
         'registry-export': { type: 'string' },
         concurrency: { type: 'string' },
@@ -122,6 +125,7 @@ function parse(argv: string[]): WorkerArgs {
     crashLoopReceives: num('crash-loop-receives', v['crash-loop-receives'], 1),
     outboxGrace: num('outbox-grace', v['outbox-grace'], 0),
     watchdog: num('watchdog', v.watchdog, 0),
+    sendFirstWindow: num('send-first-window', v['send-first-window'], 0),
     concurrency: num('concurrency', v.concurrency, 1),
   };
   for (const [k, val] of Object.entries(opt))
@@ -165,11 +169,13 @@ async function main(): Promise<void> {
     crashLoopReceives?: number;
     outboxGraceSeconds?: number;
     watchdogSeconds?: number;
+    sendFirstWindowSeconds?: number;
   } = {};
   if (args.lease !== undefined) overrides.leaseSeconds = args.lease;
   if (args.crashLoopReceives !== undefined) overrides.crashLoopReceives = args.crashLoopReceives;
   if (args.outboxGrace !== undefined) overrides.outboxGraceSeconds = args.outboxGrace;
   if (args.watchdog !== undefined) overrides.watchdogSeconds = args.watchdog;
+  if (args.sendFirstWindow !== undefined) overrides.sendFirstWindowSeconds = args.sendFirstWindow;
   const config: FunctionConfig = {
     tableName: resources.tableName,
     queueUrls: resources.queueUrls,

@@ -42,12 +42,9 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
   if (leaseSeconds > queueVisibilityTimeoutSeconds) {
     throw new ConfigError('leaseSeconds', 'leaseSeconds must not exceed the queue visibility timeout');
   }
-  if (DEFAULTS.maxTaskTimeoutSeconds >= queueVisibilityTimeoutSeconds) {
-    throw new ConfigError(
-      'queueVisibilityTimeoutSeconds',
-      `the largest task timeout (${DEFAULTS.maxTaskTimeoutSeconds}s) must be shorter than the queue visibility timeout (${queueVisibilityTimeoutSeconds}s)`,
-    );
-  }
+  // No bound from the task timeout: a lazily claimed task's first heartbeat (lease/3, within the
+  // visibility timeout) holds its message for a lease. Lambda's own rule (visibility ≥ the
+  // consumer function's timeout) is the stack's to keep (infra/config.ts).
   if (!Number.isInteger(s.retentionDays) || s.retentionDays < 1 || s.retentionDays > 3650) {
     throw new ConfigError('retentionDays', `retentionDays must be an integer in [1, 3650], got ${s.retentionDays}`);
   }

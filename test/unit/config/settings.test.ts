@@ -60,6 +60,7 @@ describe('Function: runtimeSettings', () => {
       cancelPollSeconds: 0,
       historyLength: 3,
       queueVisibilityTimeoutSeconds: 400,
+      sendFirstWindowSeconds: 20,
     };
     expect(runtimeSettings(overrides)).toEqual({ ...overrides, heartbeatSeconds: 10 });
   });
@@ -69,8 +70,8 @@ describe('Function: runtimeSettings', () => {
     ['leaseSeconds 900 under a 900 s visibility timeout', { leaseSeconds: 900, queueVisibilityTimeoutSeconds: 900 }],
     ['leaseSeconds equal to the visibility timeout', { leaseSeconds: 300, queueVisibilityTimeoutSeconds: 300 }],
     [
-      'queueVisibilityTimeoutSeconds just above the largest task timeout',
-      { queueVisibilityTimeoutSeconds: DEFAULTS.maxTaskTimeoutSeconds + 1 },
+      'a visibility timeout shorter than the largest task timeout (local runs and tests)',
+      { leaseSeconds: 3, queueVisibilityTimeoutSeconds: 6 },
     ],
     ['retentionDays 1', { retentionDays: 1 }],
     ['retentionDays 3650', { retentionDays: 3650 }],
@@ -98,15 +99,11 @@ describe('Function: runtimeSettings', () => {
       { leaseSeconds: DEFAULTS.queueVisibilityTimeoutSeconds + 1 },
       /^leaseSeconds must not exceed the queue visibility timeout$/,
     ],
-    [
-      'queueVisibilityTimeoutSeconds',
-      { leaseSeconds: 60, queueVisibilityTimeoutSeconds: DEFAULTS.maxTaskTimeoutSeconds },
-      /^the largest task timeout \(270s\) must be shorter than the queue visibility timeout \(270s\)$/,
-    ],
     ['retentionDays', { retentionDays: 0 }, /^retentionDays must be an integer in \[1, 3650\], got 0$/],
     ['retentionDays', { retentionDays: 3651 }, /^retentionDays must be an integer in \[1, 3650\], got 3651$/],
     ['retentionDays', { retentionDays: 1.5 }, /^retentionDays must be an integer in \[1, 3650\], got 1.5$/],
     ['outboxGraceSeconds', { outboxGraceSeconds: 0 }, /^outboxGraceSeconds must be > 0$/],
+    ['sendFirstWindowSeconds', { sendFirstWindowSeconds: 0 }, /^sendFirstWindowSeconds must be > 0$/],
     ['outboxGraceSeconds', { outboxGraceSeconds: -1 }, /^outboxGraceSeconds must be > 0$/],
     ['outboxGraceSeconds', { outboxGraceSeconds: Number.NaN }, /^outboxGraceSeconds must be > 0$/],
     [
