@@ -2,11 +2,12 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel } from 'aws-cdk-lib/aws-lambda';
 import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { FUNCTION_ENTRIES } from '../../shared/config/resources.js';
+import { ENV, FUNCTION_ENTRIES } from '../../shared/config/resources.js';
+import { LOG_LEVELS, type LogLevel } from '../../shared/observability.js';
 
 /** Repository root (this file is infra/constructs/kaj-function.ts). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -26,6 +27,18 @@ const ESM_REQUIRE_SHIM =
   "import { createRequire as __kajCreateRequire } from 'node:module';" +
   'const require = __kajCreateRequire(import.meta.url);';
 
+/**
+ * Lambda's application log level for a Kaj log level. Lambda gives a line without a `level` the
+ * level INFO — every EMF metric line — so the filter never goes above INFO, or the metrics (and
+ * the alarms on them) would vanish; the functions' logger drops WARN/ERROR-filtered lines itself
+ * (shared/observability.ts), before formatting them. DEBUG and TRACE pass through.
+ */
+export function applicationLogLevelOf(level: LogLevel): ApplicationLogLevel {
+  if (level === 'TRACE') return ApplicationLogLevel.TRACE;
+  if (level === 'DEBUG') return ApplicationLogLevel.DEBUG;
+  return ApplicationLogLevel.INFO;
+}
+
 export interface KajFunctionProps {
   /** Which handler to bundle (key of `FUNCTION_ENTRIES`). */
   readonly entryName: keyof typeof FUNCTION_ENTRIES;
@@ -42,15 +55,23 @@ export interface KajFunctionProps {
   readonly environment: Readonly<Record<string, string>>;
   /** Retention of the function's log group. */
   readonly logRetention: logs.RetentionDays;
+  /**
+   * Level of Lambda's own log lines. START, END and REPORT are INFO events: WARN drops them.
+   * @default SystemLogLevel.WARN - they cost ~250 bytes per invocation and mostly repeat Lambda's
+   * metrics (Duration, Errors); REPORT's "Max Memory Used" is the exception: use INFO while sizing memory
+   */
+  readonly systemLogLevel?: SystemLogLevel;
 }
 
 /**
  * A Kaj Lambda function. Sets, in one place, the defaults every Kaj function shares:
  * Node.js 22 on arm64 (Graviton: ~20% cheaper per GB-s), an ESM bundle built locally by esbuild
  * (minified, with source maps and `NODE_OPTIONS=--enable-source-maps`, AWS SDK bundled so the
- * deployed SDK is the one the tests ran against), its own log group with a retention, and its own
- * role that can only write to that log group until permissions are granted explicitly
- * (no `AWSLambdaBasicExecutionRole` managed policy, no `logs:CreateLogGroup`).
+ * deployed SDK is the one the tests ran against), its own log group with a retention, JSON log
+ * format with Lambda's level filters (application: {@link applicationLogLevelOf} the
+ * `POWERTOOLS_LOG_LEVEL` of its environment; system: WARN), and its own role that can only write
+ * to that log group until permissions are granted explicitly (no `AWSLambdaBasicExecutionRole`
+ * managed policy, no `logs:CreateLogGroup`).
  */
 export class KajFunction extends NodejsFunction {
   /** The function's log group (`logGroup` is Function's own read-only accessor). */
@@ -82,6 +103,10 @@ export class KajFunction extends NodejsFunction {
       memorySize: props.memorySize ?? 256,
       role,
       logGroup,
+      // JSON: Lambda filters by level (the functions' lines are JSON with a `level` already).
+      loggingFormat: LoggingFormat.JSON,
+      applicationLogLevelV2: applicationLogLevelOf(logLevelIn(props.environment)),
+      systemLogLevelV2: props.systemLogLevel ?? SystemLogLevel.WARN,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
       bundling: {
         minify: true,
@@ -99,4 +124,10 @@ export class KajFunction extends NodejsFunction {
     this.functionLogGroup = logGroup;
     this.executionRole = role;
   }
+}
+
+/** The Kaj log level an environment sets (`POWERTOOLS_LOG_LEVEL`); INFO when unset or unknown. */
+function logLevelIn(environment: Readonly<Record<string, string>>): LogLevel {
+  const v = environment[ENV.logLevel]?.toUpperCase();
+  return (LOG_LEVELS as readonly string[]).includes(v ?? '') ? (v as LogLevel) : 'INFO';
 }

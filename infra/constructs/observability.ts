@@ -54,11 +54,11 @@ export const UNENCRYPTED_ALARM_TOPIC_REASON =
 const cap = (p: Priority) => p.charAt(0).toUpperCase() + p.slice(1);
 
 /**
- * The default dimension Powertools Metrics adds to every EMF metric (`{ service: <serviceName> }`,
- * see shared/observability.ts). A count emitted without a TaskType has this dimension only, and
+ * The dimension every EMF metric carries (`{ service: <serviceName> }`, see emfLines() in
+ * shared/observability.ts). A count emitted without a TaskType has this dimension only, and
  * CloudWatch matches an alarm's dimensions exactly: the alarm must name it too.
  */
-export const POWERTOOLS_SERVICE_DIMENSION = 'service';
+export const POWERTOOLS_SERVICE_DIMENSION = METRICS.serviceDimension;
 
 /** A Kaj count emitted without a TaskType, with exactly the dimensions it is emitted with. */
 function untypedCount(metricName: string, options: cloudwatch.MetricOptions): cloudwatch.Metric {
@@ -81,7 +81,7 @@ function untypedCount(metricName: string, options: cloudwatch.MetricOptions): cl
  * subscribe, and `alarmEmail` subscribes an address to it. The topic is TLS-only and unencrypted
  * unless `encryptTopic` (notifications carry alarm names and metric values, never task data).
  *
- * Task metrics are emitted with EMF by the functions (Powertools) with a `TaskType` dimension; a
+ * Task metrics are emitted with EMF by the functions with a `TaskType` dimension; a
  * dashboard can only aggregate across unknown dimension values with a SEARCH expression, so the
  * task graphs use SEARCH (one line per type, plus their SUM).
  */

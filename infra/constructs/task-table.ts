@@ -16,6 +16,13 @@ export interface TaskTableProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * What the outbox GSI projects. Keys only: the sweeper reads each due item itself, and an
+   * entry costs one write unit whatever the item's size. Stacks deployed before keys-only keep
+   * `'ALL'`: DynamoDB cannot change the projection of an existing index (docs/deploy.md).
+   * @default 'KEYS_ONLY'
+   */
+  readonly outboxIndexProjection?: 'KEYS_ONLY' | 'ALL';
 }
 
 /**
@@ -27,10 +34,10 @@ export interface TaskTableProps {
  * CloudTrail and the key is visible in KMS (DynamoDB caches table keys, so KMS request charges are
  * negligible). A customer managed key would cost $1/month at rest and is not needed here.
  *
- * The GSI projects ALL attributes: the sweeper can act on an outbox entry (re-send the message with
- * its priority, delay and payload) from the Query alone, without a GetItem per entry. The price is
- * that an item's GSI copy is written whenever it enters or leaves the outbox — acceptable because
- * the index is sparse (items are in it only while a message is pending) and items are small.
+ * The GSI is sparse and keys only: an item is in it only while something for it waits in the table
+ * (a delay beyond SQS's 15 minutes, a failed send, a dead letter owed — a task sent at once never
+ * enters it), and the sweeper reads each due item itself before acting, so nothing but the keys is
+ * needed there. An entry then costs one write unit in and one out, whatever the item's size.
  */
 export class TaskTable extends Construct {
   public readonly table: dynamodb.Table;
@@ -53,8 +60,10 @@ export class TaskTable extends Construct {
       indexName: TABLE_SCHEMA.outboxIndex.name,
       partitionKey: { name: TABLE_SCHEMA.outboxIndex.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TABLE_SCHEMA.outboxIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
-      // Keys only: the sweeper reads the item itself, and no status change writes the index.
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+      projectionType:
+        (props.outboxIndexProjection ?? TABLE_SCHEMA.outboxIndex.projection) === 'ALL'
+          ? dynamodb.ProjectionType.ALL
+          : dynamodb.ProjectionType.KEYS_ONLY,
     });
     this.outboxIndexArn = `${this.table.tableArn}/index/${TABLE_SCHEMA.outboxIndex.name}`;
   }

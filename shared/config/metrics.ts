@@ -5,6 +5,11 @@
 export const METRICS = {
   namespace: 'Kaj',
   serviceName: 'kaj',
+  /**
+   * Dimension present on every metric, valued `serviceName` (Powertools' default dimension, kept so
+   * the metrics and the alarms on them stayed the same when shared/observability.ts replaced it).
+   */
+  serviceDimension: 'service',
   /** Dimension present on every task metric. */
   taskTypeDimension: 'TaskType',
   /** Count metrics. */

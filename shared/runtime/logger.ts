@@ -1,6 +1,8 @@
 /**
- * The logging contract of the domain. Functions pass Powertools' Logger (which fits this
- * shape); tests pass a recorder. Fields must never contain task payloads or results.
+ * The logging contract of the domain. Functions pass `createLogger()` of shared/observability.ts
+ * (JSON lines); the local runtime a console logger; tests a recorder. Fields must never contain
+ * task payloads or results. Per-task events of the normal path belong at `debug`: at the default
+ * level (INFO) a healthy task should cost no log line.
  */
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -16,7 +18,10 @@ export const silentLogger: Logger = {
   error: () => {},
 };
 
-/** Task-level counters and timings; Powertools Metrics (EMF) behind it on AWS. */
+/**
+ * Task-level counters and timings. On AWS, `createMetrics()` of shared/observability.ts: aggregated
+ * per invocation and written as CloudWatch EMF lines when the function flushes.
+ */
 export interface Metrics {
   count(name: string, taskType: string | undefined, value?: number): void;
   durationMs(taskType: string, ms: number): void;

@@ -212,7 +212,7 @@ describe('task table', () => {
             { AttributeName: TABLE_SCHEMA.outboxIndex.partitionKey, KeyType: 'HASH' },
             { AttributeName: TABLE_SCHEMA.outboxIndex.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: 'KEYS_ONLY' },
         },
       ],
     });
@@ -305,6 +305,23 @@ describe('least privilege', () => {
       }
       const resources = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
       for (const r of resources) expect(r).not.toBe('*');
+    }
+  });
+
+  it('each function logs JSON to its own log group: application level from logLevel (never above INFO), Lambda lines at WARN', () => {
+    for (const [s, level] of [
+      [base, 'INFO'],
+      [variant, 'DEBUG'],
+    ] as const) {
+      for (const fn of [s.stack.api.handler, s.stack.consumer.handler, s.stack.sweeper.handler]) {
+        const config = s.resources[s.logicalId(fn)]!.Properties.LoggingConfig as Record<string, unknown>;
+        expect(config).toEqual({
+          LogFormat: 'JSON',
+          ApplicationLogLevel: level,
+          SystemLogLevel: 'WARN',
+          LogGroup: { Ref: s.logicalId(fn.functionLogGroup) },
+        });
+      }
     }
   });
 
@@ -484,18 +501,27 @@ describe('HTTP API', () => {
     expect(Annotations.fromStack(base.stack).findWarning('*', Match.stringLikeRegexp('authMode'))).toHaveLength(0);
   });
 
-  it('$default stage: auto-deploy, throttling, JSON access logs without bodies', () => {
+  it('$default stage: auto-deploy, throttling, slim JSON access logs without bodies', () => {
     const [[, stage]] = ofType(base, 'AWS::ApiGatewayV2::Stage') as [[string, CfnResourceJson]];
     expect(stage.Properties.StageName).toBe('$default');
     expect(stage.Properties.AutoDeploy).toBe(true);
     expect(stage.Properties.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
+    // Exactly the fields an operator needs (issue 10): one line per request, so nothing more.
     const format = JSON.parse(stage.Properties.AccessLogSettings.Format as string) as Record<string, string>;
-    expect(format.requestId).toBe('$context.requestId');
-    expect(format.status).toBe('$context.status');
+    expect(format).toEqual({
+      id: '$context.requestId',
+      ip: '$context.identity.sourceIp',
+      who: '$context.identity.userArn',
+      route: '$context.routeKey',
+      status: '$context.status',
+      ms: '$context.responseLatency',
+      err: '$context.error.message',
+    });
     expect(Object.values(format).join(' ')).not.toMatch(/body/i);
-    expect(stage.Properties.AccessLogSettings.DestinationArn).toEqual(
-      getAtt(base.logicalId(base.stack.api.accessLogGroup)),
-    );
+    const accessLogGroup = base.stack.api.accessLogGroup;
+    expect(accessLogGroup, 'access logs are on by default').toBeDefined();
+    expect(stage.Properties.AccessLogSettings.DestinationArn).toEqual(getAtt(base.logicalId(accessLogGroup!)));
+    expect(base.resources[base.logicalId(accessLogGroup!)]!.Properties.RetentionInDays).toBe(30);
     const [[, variantStage]] = ofType(variant, 'AWS::ApiGatewayV2::Stage') as [[string, CfnResourceJson]];
     expect(variantStage.Properties.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 25, ThrottlingBurstLimit: 50 });
   });
@@ -745,7 +771,7 @@ describe('observability', () => {
       expect([...(a.Dimensions as { Name: string }[])].sort((x, y) => x.Name.localeCompare(y.Name))).toEqual(
         emittedDims,
       );
-      // Today that is the Powertools service dimension alone, and no TaskType.
+      // That is the service dimension alone (METRICS.serviceDimension), and no TaskType.
       expect(emittedDims).toEqual([{ Name: 'service', Value: METRICS.serviceName }]);
     }
   });
