@@ -1,0 +1,549 @@
+/**
+ * What a task costs on AWS, per scenario, from what Kaj's code actually does:
+ *
+ *   npm run bench:cost -- [--tasks 100] [--runs 3] [--consumer-ms 1.5] [--api-ms 2] [--sweeper-ms 20]
+ *                         [--log-bytes 1700] [--batch-fill 10] [--idle-pollers 5] [--log]
+ *
+ * Drives the real composition root (`createKaj`: `submitter.submit`, `processBatch`, `sweep`) over an
+ * in-memory store and queue with a fake clock, through two decorators on the ports: one bills every
+ * DynamoDB request by AWS's rules, index writes included, from the item images before and after
+ * (bench/lib/dynamo-accounting.ts); one counts every SQS request (bench/lib/request-counting.ts).
+ * Lambda's event source mapping is modelled: its receives and deletes are not Kaj's calls but are
+ * on the bill. The table's key schema, its indexes and their projections, the functions' memory and
+ * the mappings' batch size are read from the synthesized CDK template, so the figures follow the
+ * code and the infrastructure as they are when it runs. Prices: bench/prices.ts (dated).
+ *
+ * Scenarios (tasks go through processBatch in batches of up to the mapping's batch size; the
+ * sweeper runs on its schedule of fake time until every task is finished and the outbox is empty):
+ *   a  first-attempt success, payload < 1 KB     d  delayed by 1 h (run_at beyond SQS's 15 min)
+ *   b  first-attempt success, 1 KB payload        e  failed at once (PermanentError): dead letter
+ *   c  one retry, then success                     f  each submit replayed once (same idempotency key)
+ *
+ * Counts are deterministic (a fake clock, a seeded random source): the runs agree exactly, and the
+ * median of ≥ 3 runs is printed anyway with a check that they agreed.
+ */
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+import { parseArgs } from 'node:util';
+import * as z from 'zod';
+import { createKaj } from '../shared/app.js';
+import { PRIORITIES, resourceNames, TABLE_SCHEMA } from '../shared/config/resources.js';
+import { runtimeSettings } from '../shared/config/settings.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import type { RandomSource } from '../shared/runtime/random.js';
+import { defineTask, PermanentError, TaskRegistry } from '../shared/task/define.js';
+import { isFinished } from '../shared/task/state-machine.js';
+import { type DeploymentModel, readDeployment } from './lib/deployment.js';
+import {
+  AccountingTaskStore,
+  type DynamoOp,
+  DynamoLedger,
+  type IndexChange,
+  isInIndex,
+  itemSize,
+  queryReadUnits,
+} from './lib/dynamo-accounting.js';
+import { BenchTaskQueue, toSqsEvent } from './lib/memory-queue.js';
+import { BenchTaskStore } from './lib/memory-store.js';
+import { CountingTaskQueue, esmRequests, idleReceivesPerDay, SqsLedger } from './lib/request-counting.js';
+import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
+
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '100' },
+    runs: { type: 'string', default: '3' },
+    'consumer-ms': { type: 'string', default: '1.5' },
+    'api-ms': { type: 'string', default: '2' },
+    'sweeper-ms': { type: 'string', default: '20' },
+    'log-bytes': { type: 'string', default: '1700' },
+    'batch-fill': { type: 'string' },
+    'idle-pollers': { type: 'string', default: '5' },
+    log: { type: 'boolean', default: false },
+  },
+});
+const num = (name: keyof typeof values, integer: boolean, min: number): number => {
+  const v = Number(values[name]);
+  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
+    console.error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${values[name]}"`);
+    process.exit(2);
+  }
+  return v;
+};
+const OPTS = {
+  tasks: num('tasks', true, 1),
+  runs: num('runs', true, 3),
+  consumerMs: num('consumer-ms', false, 0),
+  apiMs: num('api-ms', false, 0),
+  sweeperMs: num('sweeper-ms', false, 0),
+  logBytes: num('log-bytes', false, 0),
+  idlePollers: num('idle-pollers', false, 0),
+  /** Messages per consumer batch under the load costed (default: the mapping's batch size, i.e. full batches). */
+  batchFill: values['batch-fill'] === undefined ? undefined : num('batch-fill', true, 1),
+};
+
+const DAY_S = 86_400;
+const MONTH_S = 30.4375 * DAY_S;
+/** DynamoDB storage counts 100 bytes of overhead per item. */
+const ITEM_STORAGE_OVERHEAD = 100;
+const START = Date.parse('2026-12-01T00:00:00.250Z');
+/** Fake time after which a scenario that has not settled is reported as such. */
+const HORIZON_MS = 48 * 3600 * 1000;
+/** A realistic owner: an IAM role ARN (its length is part of every item). */
+const CALLER = { owner: 'arn:aws:iam::123456789012:role/kaj-producer' };
+const LAMBDA_CONTEXT = { getRemainingTimeInMillis: () => 300_000 };
+
+const payloadSchema = z.object({
+  to: z.string(),
+  subject: z.string(),
+  body: z.string().optional(),
+  fail_attempts: z.number().int().optional(),
+  permanent: z.boolean().optional(),
+});
+const registry = new TaskRegistry([
+  defineTask({
+    type: 'send_email',
+    schema: payloadSchema,
+    handler: async (p, ctx) => {
+      if (p.permanent === true) throw new PermanentError('bench: permanent failure');
+      if (ctx.attempt <= (p.fail_attempts ?? 0)) throw new Error('bench: transient failure');
+      return { sent: true };
+    },
+  }),
+]);
+
+const SMALL = { to: 'ada@example.com', subject: 'Your report is ready' };
+/** A payload whose JSON is exactly 1,024 bytes. */
+const ONE_KB = { ...SMALL, body: 'x'.repeat(1024 - JSON.stringify({ ...SMALL, body: '' }).length) };
+
+interface Scenario {
+  readonly key: string;
+  readonly title: string;
+  body(i: number): Record<string, unknown>;
+  /** Each submit is sent twice (a client retrying after a lost response). */
+  readonly replay?: boolean;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+  { key: 'a', title: 'success <1KB', body: () => ({ type: 'send_email', payload: SMALL }) },
+  { key: 'b', title: 'success 1KB', body: () => ({ type: 'send_email', payload: ONE_KB }) },
+  { key: 'c', title: '1 retry', body: () => ({ type: 'send_email', payload: { ...SMALL, fail_attempts: 1 } }) },
+  { key: 'd', title: 'delay 1h', body: () => ({ type: 'send_email', payload: SMALL, delay_seconds: 3600 }) },
+  { key: 'e', title: 'failed (DLQ)', body: () => ({ type: 'send_email', payload: { ...SMALL, permanent: true } }) },
+  {
+    key: 'f',
+    title: 'replayed submit',
+    body: (i) => ({ type: 'send_email', payload: SMALL, idempotency_key: `order-${i}` }),
+    replay: true,
+  },
+];
+
+class BenchClock implements Clock {
+  constructor(public t: number) {}
+  now(): number {
+    return this.t;
+  }
+}
+
+/** mulberry32: deterministic floats; ids are 32 hex digits like `cryptoRandom`'s. */
+function seededRandom(seed: number): RandomSource {
+  let s = seed >>> 0;
+  const next = (): number => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const hex8 = (): string =>
+    Math.floor(next() * 2 ** 32)
+      .toString(16)
+      .padStart(8, '0');
+  return { next, id: () => hex8() + hex8() + hex8() + hex8() };
+}
+
+/** Per-task figures of one run (everything divided by the number of tasks). */
+interface Measured {
+  tableWru: number;
+  indexWru: number;
+  rru: number;
+  puts: number;
+  updates: number;
+  gets: number;
+  conditionFailures: number;
+  indexPut: number;
+  indexMove: number;
+  indexUpdate: number;
+  indexDelete: number;
+  sqsSend: number;
+  sqsSendBatch: number;
+  sqsVisibility: number;
+  sqsKajBilled: number;
+  acknowledged: number;
+  httpRequests: number;
+  deliveries: number;
+  storageGbMonths: number;
+  /** Not per task: tasks left unfinished or in the outbox at the horizon. */
+  unsettled: number;
+}
+
+interface RunResult {
+  readonly measured: Measured;
+  readonly ops: readonly DynamoOp[];
+}
+
+async function runScenario(s: Scenario, model: DeploymentModel, seed: number): Promise<RunResult> {
+  const n = OPTS.tasks;
+  const clock = new BenchClock(START);
+  const names = resourceNames('kaj');
+  const dynamo = new DynamoLedger();
+  const sqs = new SqsLedger();
+  const outboxName = TABLE_SCHEMA.outboxIndex.name;
+  const inner = new BenchTaskStore(model.table, outboxName);
+  const memq = new BenchTaskQueue(clock);
+  const kaj = createKaj({
+    store: new AccountingTaskStore(inner, model.table, dynamo, outboxName),
+    queue: new CountingTaskQueue(memq, sqs),
+    registry,
+    settings: runtimeSettings(),
+    queueNames: names.queues,
+    clock,
+    random: seededRandom(seed),
+  });
+  const tag = (t: string): void => {
+    dynamo.tag = t;
+    sqs.tag = t;
+  };
+
+  let httpRequests = 0;
+  let delivered = 0;
+  let acknowledged = 0;
+  tag('api');
+  for (let i = 0; i < n; i++) {
+    const body = s.body(i);
+    await kaj.submitter.submit(body, CALLER);
+    httpRequests += 1;
+    if (s.replay === true) {
+      await kaj.submitter.submit(body, CALLER);
+      httpRequests += 1;
+    }
+  }
+
+  const outbox = model.table.indexes.find((i) => i.name === outboxName);
+  const settled = (): boolean =>
+    memq.nextVisibleAt() === undefined &&
+    [...inner.items.values()].every(
+      (item) => isFinished(item.status as never) && (outbox === undefined || !isInIndex(item, outbox)),
+    );
+  const intervalMs = model.sweepIntervalSeconds * 1000;
+  let nextSweep = START - (START % intervalMs) + intervalMs;
+  for (;;) {
+    for (let progressed = true; progressed; ) {
+      progressed = false;
+      for (const p of PRIORITIES) {
+        const batch = memq.receive(p, model.mappings.batchSize);
+        if (batch.length === 0) continue;
+        progressed = true;
+        tag('consumer');
+        const response = await kaj.processBatch(toSqsEvent(batch, names.queues[p], clock.now()), LAMBDA_CONTEXT);
+        const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+        for (const m of batch) {
+          if (failed.has(m.messageId)) continue;
+          memq.delete(m.receiptHandle ?? '');
+          acknowledged += 1;
+        }
+        delivered += batch.length;
+      }
+    }
+    if (settled()) break;
+    const next = Math.min(memq.nextVisibleAt() ?? Number.POSITIVE_INFINITY, nextSweep);
+    if (next > START + HORIZON_MS) break;
+    clock.t = Math.max(clock.t, next);
+    if (clock.t >= nextSweep) {
+      tag('sweeper');
+      await kaj.sweep();
+      nextSweep += intervalMs;
+    }
+  }
+
+  const ops = dynamo.ops;
+  const sum = (f: (o: DynamoOp) => number): number => ops.reduce((t, o) => t + f(o), 0);
+  const count = (p: (o: DynamoOp) => boolean): number => ops.filter(p).length;
+  const indexChanges = (c: IndexChange): number =>
+    ops.reduce((t, o) => t + o.index.filter((w) => w.change === c).length, 0);
+  const calls = (api: string): number =>
+    sqs.calls.filter((c) => c.api === api && c.by === 'kaj').reduce((t, c) => t + c.requests, 0);
+  const retentionS = runtimeSettings().retentionDays * DAY_S;
+  let storageGbMonths = 0;
+  for (const item of inner.items.values()) {
+    const created = Date.parse(String(item.created_at)) / 1000;
+    const expires = typeof item.expires_at === 'number' ? item.expires_at : created + retentionS;
+    storageGbMonths += ((itemSize(item) + ITEM_STORAGE_OVERHEAD) / BYTES_PER_GB) * ((expires - created) / MONTH_S);
+  }
+  const unsettled = [...inner.items.values()].filter(
+    (item) => !isFinished(item.status as never) || (outbox !== undefined && isInIndex(item, outbox)),
+  ).length;
+  const measured: Measured = {
+    tableWru: sum((o) => o.tableWru),
+    indexWru: sum((o) => o.indexWru),
+    // A sweep queries its partitions whether or not tasks are due: only what a Query reads
+    // beyond an empty result is the tasks' (the rest is the idle cost, reported per day).
+    rru: sum((o) => (o.api === 'Query' ? o.rru - queryReadUnits(0) : o.rru)),
+    puts: count((o) => o.api === 'PutItem'),
+    updates: count((o) => o.api === 'UpdateItem'),
+    gets: count((o) => o.api === 'GetItem'),
+    conditionFailures: count((o) => o.conditionFailed),
+    indexPut: indexChanges('put'),
+    indexMove: indexChanges('move'),
+    indexUpdate: indexChanges('update'),
+    indexDelete: indexChanges('delete'),
+    sqsSend: calls('SendMessage'),
+    sqsSendBatch: calls('SendMessageBatch'),
+    sqsVisibility: calls('ChangeMessageVisibility'),
+    sqsKajBilled: sqs.calls.filter((c) => c.by === 'kaj').reduce((t, c) => t + c.billed, 0),
+    acknowledged,
+    httpRequests,
+    deliveries: delivered,
+    storageGbMonths,
+    unsettled: unsettled * n,
+  };
+  for (const k of Object.keys(measured) as (keyof Measured)[]) measured[k] /= n;
+  return { measured, ops };
+}
+
+/** Messages per consumer invocation costed: `--batch-fill`, else full batches. */
+function batchFill(model: DeploymentModel): number {
+  return OPTS.batchFill ?? model.mappings.batchSize;
+}
+
+/** Dollars per million tasks, by service. */
+function dollars(m: Measured, model: DeploymentModel) {
+  const million = 1_000_000;
+  const gb = (mib: number): number => mib / 1024;
+  const fill = batchFill(model);
+  const consumerInvocations = m.deliveries / fill;
+  const esm = esmRequests(m.deliveries, m.acknowledged, fill);
+  const dynamoWrites = cost(PRICES.dynamodb.writeRequestUnit, (m.tableWru + m.indexWru) * million);
+  const dynamoReads = cost(PRICES.dynamodb.readRequestUnit, m.rru * million);
+  const dynamoStorage = cost(PRICES.dynamodb.storage, m.storageGbMonths * million);
+  const sqsBilled = m.sqsKajBilled + esm.receive + esm.deleteBatch;
+  const lambda =
+    cost(PRICES.lambda.request, (m.httpRequests + consumerInvocations) * million) +
+    cost(
+      PRICES.lambda.arm64GbSecond,
+      million *
+        (m.httpRequests * (OPTS.apiMs / 1000) * gb(model.functions.api.memoryMiB) +
+          m.deliveries * (OPTS.consumerMs / 1000) * gb(model.functions.consumer.memoryMiB)),
+    );
+  const row = {
+    dynamoWrites,
+    dynamoReads,
+    dynamoStorage,
+    dynamodb: dynamoWrites + dynamoReads + dynamoStorage,
+    httpApi: cost(PRICES.apiGateway.httpApiRequest, m.httpRequests * million),
+    sqs: cost(PRICES.sqs.request, sqsBilled * million),
+    lambda,
+    logs: cost(PRICES.cloudwatch.logIngestion, (OPTS.logBytes * million) / BYTES_PER_GB),
+    consumerInvocations,
+    esm,
+    sqsBilled,
+  };
+  return { ...row, total: row.dynamodb + row.httpApi + row.sqs + row.lambda + row.logs };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+function medianOf(runs: readonly Measured[]): Measured {
+  const first = runs[0];
+  if (first === undefined) throw new Error('no runs');
+  const out = { ...first };
+  for (const k of Object.keys(out) as (keyof Measured)[]) out[k] = median(runs.map((r) => r[k]));
+  return out;
+}
+
+/** Idle cost of the sweeper: the requests one sweep of an empty table makes. */
+async function idleSweep(model: DeploymentModel): Promise<{ queries: number; rru: number }> {
+  const dynamo = new DynamoLedger();
+  const clock = new BenchClock(START);
+  const kaj = createKaj({
+    store: new AccountingTaskStore(new BenchTaskStore(model.table), model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
+    queue: new CountingTaskQueue(new BenchTaskQueue(clock), new SqsLedger()),
+    registry,
+    settings: runtimeSettings(),
+    queueNames: resourceNames('kaj').queues,
+    clock,
+    random: seededRandom(1),
+  });
+  await kaj.sweep();
+  return {
+    queries: dynamo.ops.filter((o) => o.api === 'Query').length,
+    rru: dynamo.ops.reduce((t, o) => t + o.rru, 0),
+  };
+}
+
+const fmt = (v: number, digits = 2): string => {
+  if (v === 0) return '0';
+  const s = v.toFixed(digits);
+  return s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
+};
+const usd = (v: number): string => `$${v.toFixed(2)}`;
+
+function printTable(header: readonly string[], rows: readonly (readonly string[])[], widths: readonly number[]): void {
+  const line = (cells: readonly string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[0] ?? 40) : c.padStart(widths[i] ?? 14))).join(' ');
+  console.log(line(header));
+  console.log(line(widths.map((w) => '-'.repeat(w))));
+  for (const r of rows) console.log(r.length === 1 ? `${r[0]}` : line(r));
+}
+
+function writeLog(title: string, result: RunResult): void {
+  const first = result.ops.find((o) => o.taskId !== undefined)?.taskId;
+  console.log(`\nDynamoDB requests of one task in ${title} (AWS rules; index = outbox GSI change and units):`);
+  for (const o of result.ops.filter((x) => x.taskId === first)) {
+    const index = o.index
+      .filter((w) => w.change !== 'none')
+      .map((w) => `${w.change} ${w.units}`)
+      .join(', ');
+    const units = o.api === 'GetItem' ? `RRU ${fmt(o.rru)}` : `WRU ${o.tableWru}${index ? ` + index ${index}` : ''}`;
+    console.log(
+      `  ${o.tag.padEnd(8)} ${o.api.padEnd(10)} ${o.ok ? 'ok    ' : 'FAILED'} ${units.padEnd(26)} ${o.label}`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const model = await readDeployment();
+  const outbox = model.table.indexes.find((i) => i.name === TABLE_SCHEMA.outboxIndex.name);
+  const projection =
+    outbox === undefined
+      ? 'none'
+      : outbox.projection.type === 'INCLUDE'
+        ? `INCLUDE ${outbox.projection.nonKeyAttributes.join(',')}`
+        : outbox.projection.type;
+  console.log(
+    `Kaj cost per task — ${OPTS.tasks} tasks per scenario, median of ${OPTS.runs} runs; prices ${PRICES_REGION} as of ${PRICES_AS_OF}`,
+  );
+  console.log(`Model: ${model.source}`);
+  console.log(
+    `  table key ${model.table.partitionKey}; GSIs: ${model.table.indexes.map((i) => `${i.name} (${i.partitionKey}${i.sortKey ? `, ${i.sortKey}` : ''}; ${i.projection.type})`).join(', ') || 'none'}`,
+  );
+  const f = model.functions;
+  console.log(
+    `  memory MiB: api ${f.api.memoryMiB}, consumer ${f.consumer.memoryMiB}, sweeper ${f.sweeper.memoryMiB} (${f.consumer.architecture}); ` +
+      `${model.mappings.count} SQS mappings, batch ${model.mappings.batchSize}; sweep every ${model.sweepIntervalSeconds} s`,
+  );
+  for (const w of model.warnings) console.log(`  note: ${w}`);
+
+  const results: { s: Scenario; m: Measured; identical: boolean; first: RunResult }[] = [];
+  for (const s of SCENARIOS) {
+    const runs: RunResult[] = [];
+    for (let r = 1; r <= OPTS.runs; r++) runs.push(await runScenario(s, model, r));
+    const ms = runs.map((r) => r.measured);
+    // Storage depends on when a task finishes (a retry's jittered delay): compare the counts.
+    const counts = (m: Measured): string => JSON.stringify({ ...m, storageGbMonths: 0 });
+    const identical = ms.every((m) => counts(m) === counts(ms[0] as Measured));
+    results.push({ s, m: medianOf(ms), identical, first: runs[0] as RunResult });
+  }
+
+  const cols = results.map((r) => `(${r.s.key}) ${r.s.title}`);
+  const widths = [44, ...cols.map((c) => Math.max(13, c.length))];
+  const per = (f: (m: Measured) => string): string[] => results.map((r) => f(r.m));
+  const $ = (f: (d: ReturnType<typeof dollars>) => number): string[] => results.map((r) => usd(f(dollars(r.m, model))));
+  const rows: string[][] = [
+    ['DynamoDB, per task (AWS rules)'],
+    ['  table WRU', ...per((m) => fmt(m.tableWru))],
+    [`  index WRU (${TABLE_SCHEMA.outboxIndex.name}, ${projection})`, ...per((m) => fmt(m.indexWru))],
+    ['  total WRU', ...per((m) => fmt(m.tableWru + m.indexWru))],
+    [
+      '  index writes put/move/update/delete',
+      ...per((m) => [m.indexPut, m.indexMove, m.indexUpdate, m.indexDelete].map((x) => fmt(x)).join('/')),
+    ],
+    ['  RRU', ...per((m) => fmt(m.rru, 3))],
+    ['  requests Put/Update/Get', ...per((m) => `${fmt(m.puts)}/${fmt(m.updates)}/${fmt(m.gets)}`)],
+    ['  of which condition failed', ...per((m) => fmt(m.conditionFailures))],
+    ['SQS, per task'],
+    [
+      '  Kaj: Send/SendBatch/ChangeVisibility',
+      ...per((m) => `${fmt(m.sqsSend)}/${fmt(m.sqsSendBatch)}/${fmt(m.sqsVisibility)}`),
+    ],
+    [
+      '  ESM (modelled): Receive/DeleteBatch',
+      ...results.map((r) => {
+        const e = dollars(r.m, model).esm;
+        return `${fmt(e.receive)}/${fmt(e.deleteBatch)}`;
+      }),
+    ],
+    ['  billed requests (64 KB chunks)', ...results.map((r) => fmt(dollars(r.m, model).sqsBilled))],
+    ['Calls, per task'],
+    [
+      '  Kaj SDK calls (DynamoDB + SQS)',
+      ...per((m) => fmt(m.puts + m.updates + m.gets + m.sqsSend + m.sqsSendBatch + m.sqsVisibility)),
+    ],
+    ['  HTTP API requests', ...per((m) => fmt(m.httpRequests))],
+    [
+      '  Lambda invocations api + consumer',
+      ...results.map((r) => `${fmt(r.m.httpRequests)} + ${fmt(dollars(r.m, model).consumerInvocations)}`),
+    ],
+    ['  deliveries (records to processBatch)', ...per((m) => fmt(m.deliveries))],
+    ['$ per million tasks'],
+    ['  DynamoDB', ...$((d) => d.dynamodb)],
+    [
+      '    writes / reads / storage',
+      ...results.map((r) => {
+        const d = dollars(r.m, model);
+        return `${d.dynamoWrites.toFixed(2)}/${d.dynamoReads.toFixed(2)}/${d.dynamoStorage.toFixed(2)}`;
+      }),
+    ],
+    ['  HTTP API', ...$((d) => d.httpApi)],
+    ['  SQS', ...$((d) => d.sqs)],
+    ['  Lambda', ...$((d) => d.lambda)],
+    ['  CloudWatch Logs', ...$((d) => d.logs)],
+    ['  total', ...$((d) => d.total)],
+    ['Check'],
+    [
+      '  counts identical in every run / unsettled',
+      ...results.map((r) => `${r.identical ? 'yes' : 'NO'} / ${fmt(r.m.unsettled)}`),
+    ],
+  ];
+  console.log('');
+  printTable(['', ...cols], rows, widths);
+
+  writeLog('(a)', results[0]?.first as RunResult);
+  if (values.log) for (const r of results.slice(1)) writeLog(`(${r.s.key}) ${r.s.title}`, r.first);
+
+  const idle = await idleSweep(model);
+  const sweepsPerDay = DAY_S / model.sweepIntervalSeconds;
+  const receivesPerDay = idleReceivesPerDay(OPTS.idlePollers) * model.mappings.count;
+  const sweeperGbS = sweepsPerDay * (OPTS.sweeperMs / 1000) * (model.functions.sweeper.memoryMiB / 1024);
+  const restSqs = cost(PRICES.sqs.request, receivesPerDay);
+  const restDynamo = cost(PRICES.dynamodb.readRequestUnit, idle.rru * sweepsPerDay);
+  const restLambda = cost(PRICES.lambda.request, sweepsPerDay) + cost(PRICES.lambda.arm64GbSecond, sweeperGbS);
+  const restDay = restSqs + restDynamo + restLambda;
+  const usd4 = (v: number): string => `$${v.toFixed(4)}`;
+  const perMonth = MONTH_S / DAY_S;
+  console.log('\nAt rest (no tasks) — fixed costs per deployment, not per task; per day (per month):');
+  console.log(
+    `  ESM empty receives: ${fmt(receivesPerDay, 0)} (${OPTS.idlePollers} pollers × 86,400 s / 20 s long poll × ${model.mappings.count} queues; --idle-pollers) → SQS ${usd4(restSqs)} (${usd(restSqs * perMonth)})`,
+  );
+  console.log(
+    `  sweeper: ${fmt(sweepsPerDay, 0)} runs × ${idle.queries} Query = ${fmt(idle.rru * sweepsPerDay, 0)} RRU → DynamoDB ${usd4(restDynamo)} (${usd(restDynamo * perMonth)}); ` +
+      `${fmt(sweepsPerDay, 0)} invocations × ${OPTS.sweeperMs} ms (--sweeper-ms) → Lambda ${usd4(restLambda)} (${usd(restLambda * perMonth)})`,
+  );
+  console.log(`  total ${usd4(restDay)} per day, ${usd(restDay * perMonth)} per month (before free tiers)`);
+
+  console.log('\nAssumptions:');
+  for (const a of [
+    `Lambda duration (billed, wall-clock) per task: consumer ${OPTS.consumerMs} ms per delivery, api ${OPTS.apiMs} ms per request (--consumer-ms, --api-ms); logs ${OPTS.logBytes} bytes per task (--log-bytes).`,
+    `Batches of ${batchFill(model)} (${OPTS.batchFill === undefined ? "full: load keeps the mapping's batch filled" : '--batch-fill'}): the mapping's ReceiveMessage and DeleteMessageBatch cost 1/${Math.min(10, batchFill(model))} request per message delivered / acknowledged, a consumer invocation runs ${batchFill(model)} deliveries. The scenarios themselves run in batches of up to ${model.mappings.batchSize}.`,
+    'Counts are deterministic (fake clock, seeded random): the median of the runs equals every run when "counts identical" says yes.',
+    'Sweeper Query requests happen every run whatever the load: per task only the read units beyond an empty result count.',
+    `Storage: each item (+100 B) kept from creation to its TTL (expires_at); TTL deletes are free; index entries' storage not counted.`,
+    'Not counted: status reads (GET), data transfer, free tiers, CloudWatch custom metrics (fixed per metric-month, not per task), KMS.',
+  ]) {
+    console.log(`  - ${a}`);
+  }
+}
+
+await main();
