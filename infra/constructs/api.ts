@@ -10,9 +10,13 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { API_ROUTES } from '../../shared/api/routes.js';
+import { METRICS } from '../../shared/config/metrics.js';
 import { ENV } from '../../shared/config/resources.js';
 import type { AuthMode } from '../config.js';
 import { KajFunction } from './kaj-function.js';
+
+/** The access log's `routeKey` of a submit: what the submission count filters on. */
+export const SUBMIT_ROUTE_KEY = 'POST /api/v1/tasks';
 
 /** The routes of the task API: the table the handler's router matches requests against. */
 export { API_ROUTES };
@@ -164,6 +168,19 @@ export class TaskApi extends Construct {
     });
     if (this.accessLogGroup === undefined) {
       Validations.of(this.stage).acknowledge({ id: 'AwsSolutions-APIG1', reason: NO_ACCESS_LOGS_REASON });
+    } else {
+      // Submissions are counted from the access log (a metric filter costs nothing per line), so
+      // the API function writes no metric line of its own per request.
+      new logs.MetricFilter(this, 'SubmittedFilter', {
+        logGroup: this.accessLogGroup,
+        metricNamespace: METRICS.namespace,
+        metricName: METRICS.submitted,
+        filterPattern: logs.FilterPattern.all(
+          logs.FilterPattern.stringValue('$.route', '=', SUBMIT_ROUTE_KEY),
+          logs.FilterPattern.stringValue('$.status', '=', '202'),
+        ),
+        metricValue: '1',
+      });
     }
 
     const integration = new HttpLambdaIntegration('Handler', this.handler, {

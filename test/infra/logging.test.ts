@@ -12,7 +12,9 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { LOG_LEVELS as CONFIG_LOG_LEVELS } from '../../infra/config.js';
-import { NO_ACCESS_LOGS_REASON, TaskApi } from '../../infra/constructs/api.js';
+import { NO_ACCESS_LOGS_REASON, SUBMIT_ROUTE_KEY, TaskApi } from '../../infra/constructs/api.js';
+import { API_ROUTES } from '../../shared/api/routes.js';
+import { METRICS } from '../../shared/config/metrics.js';
 import { applicationLogLevelOf, KajFunction } from '../../infra/constructs/kaj-function.js';
 import { ENV } from '../../shared/config/resources.js';
 import { LOG_LEVELS } from '../../shared/observability.js';
@@ -76,6 +78,25 @@ describe('TaskApi access logs', () => {
       .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
       .flatMap((m) => Object.entries(m.data as Record<string, string>));
     expect(acks).toContainEqual([expect.stringMatching(/AwsSolutions-APIG1$/), NO_ACCESS_LOGS_REASON]);
+  });
+});
+
+describe('TaskApi submission count', () => {
+  it('counts 202 answers of the submit route from the access log, so the API writes no metric line per request', () => {
+    const { stack } = apiStack(undefined);
+    const filters = Object.values(Template.fromStack(stack).findResources('AWS::Logs::MetricFilter'));
+    expect(filters).toHaveLength(1);
+    expect(filters[0]?.Properties).toMatchObject({
+      FilterPattern: '{ ($.route = "POST /api/v1/tasks") && ($.status = "202") }',
+      MetricTransformations: [{ MetricNamespace: METRICS.namespace, MetricName: METRICS.submitted, MetricValue: '1' }],
+    });
+    const submit = API_ROUTES.find((r) => r.name === 'submit');
+    expect(SUBMIT_ROUTE_KEY).toBe(`${submit?.method} ${submit?.path}`);
+  });
+
+  it('has no filter (and no count) without access logs', () => {
+    const { stack } = apiStack(false);
+    Template.fromStack(stack).resourceCountIs('AWS::Logs::MetricFilter', 0);
   });
 });
 
