@@ -204,6 +204,10 @@ export class TaskConsumer {
         const started = this.d.clock.now();
         outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
         durationMs = this.d.clock.now() - started;
+        // The handler may have settled first (rejecting on its aborted signal) after the lease was
+        // lost: the lease decides, so nothing is recorded or sent for this attempt.
+        const lost = heartbeat.leaseLostError;
+        if (lost !== undefined) outcome = { kind: 'lease_lost', error: lost };
       } finally {
         heartbeat.stop();
       }

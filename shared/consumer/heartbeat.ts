@@ -1,7 +1,7 @@
 import type { RuntimeSettings } from '../config/settings.js';
 import type { Logger } from '../runtime/logger.js';
 import { LeaseLostError, TaskCancelledError } from '../task/errors.js';
-import type { TaskLifecycle } from '../task/lifecycle.js';
+import { claimWritten, type TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 
 export interface HeartbeatDeps {
@@ -100,11 +100,18 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
-    // DELETE ended the task before its (lazy) claim was written: nothing left to hold.
-    if (this.record.status === 'cancelled') return;
+    // DELETE ended the task before this attempt's (lazy) claim was written: nothing to hold.
+    if (this.cancelSeen && !claimWritten(this.record)) return;
     await this.d.holdMessage();
-    this.record = await this.d.lifecycle.heartbeat(this.record);
-    if (this.record.cancel_requested === true || this.record.status === 'cancelled') this.cancelled();
+    const stored = await this.d.lifecycle.heartbeat(this.record);
+    if (stored.status === 'cancelled') {
+      // The claim was refused because DELETE ended the task: keep the attempt's own view (its
+      // outcome adds the attempt to the history) and stop it.
+      this.cancelled();
+      return;
+    }
+    this.record = stored;
+    if (stored.cancel_requested === true) this.cancelled();
   }
 
   private async poll(): Promise<void> {

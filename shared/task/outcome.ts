@@ -122,6 +122,8 @@ export class AttemptOutcomes {
    * it cut short to the history, so the record still shows that the handler ran.
    */
   async cancelledWhileRunning(record: TaskRecord, durationMs: number): Promise<TaskRecord> {
+    // Handed the stored record of a task already ended `cancelled`: nothing to write.
+    if (record.status === 'cancelled') return record;
     const now = this.d.clock.now();
     const history = withAttempt(record.history, attemptRecord(record, 'cancelled', now, durationMs), this.d.settings);
     if (!claimWritten(record)) {

@@ -1,10 +1,18 @@
-/** Cancellation over HTTP against a worker process: before start, and while running (cooperative or not). */
+/**
+ * Cancellation over HTTP against a worker process: before start; while running before its claim
+ * is written (a lazy claim: DELETE ends it at once); and while running after its first heartbeat
+ * wrote the claim (a cancel request the worker acts on), with a cooperative and an uncooperative
+ * handler (docs/reliability.md, "Lazy claims" and guarantee 5).
+ *
+ * The workers run with the default `cancelPollSeconds` (5 s), longer than their heartbeat (1 s
+ * here), so they poll nothing: a worker learns of a cancel at its next heartbeat.
+ */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
 import { waitFor } from '../../support/wait.js';
 import { Bench, expectSettled } from './harness.js';
 
-const LEASE = 3; // heartbeat every second: a cancel request is seen within about a second
+const LEASE = 3; // heartbeat every second: a cancel is seen within about a second
 
 describe.each(targets())('cancel over HTTP on $name', (target) => {
   let bench: Bench;
@@ -30,10 +38,56 @@ describe.each(targets())('cancel over HTTP on $name', (target) => {
     expect((await bench.cancel(id)).status).toBe(200); // idempotent
   });
 
-  it('while running, cooperative handler: 202 cancel_requested, the handler is aborted at the next heartbeat, status cancelled', async () => {
-    await bench.startWorker({ label: 'coop' });
+  it('while running, before its claim is written: 200 cancelled at once; the handler is aborted at its first heartbeat, never finishes and never runs again', async () => {
+    await bench.startWorker({ label: 'lazy' });
     const id = await bench.submit('sleep', { ms: 60_000 });
     await bench.started(id, 1);
+    // Within the first heartbeat (lease/3 = 1 s) the record still says queued: nothing written.
+    const del = await bench.cancel(id);
+    expect(del).toEqual({ status: 200, json: { task_id: id, status: 'cancelled' } });
+    // The 60 s handler holds its message in flight until it ends: an empty queue within seconds
+    // shows it was aborted (at the first heartbeat) and its message dropped.
+    await expectSettled(bench, [id], { queuesEmpty: true, timeoutMs: 15_000 });
+    const done = await bench.view(id);
+    expect(done.status).toBe('cancelled');
+    expect(done.result).toBeUndefined();
+    expect(bench.executions(id).filter((e) => e.event === 'E')).toHaveLength(0); // aborted, never finished
+    expect(bench.starts(id)).toHaveLength(1); // and never ran again
+  });
+
+  // KNOWN PRODUCTION BUG (reported, not fixed here: shared/ is out of this suite's reach). The
+  // first heartbeat of a lazy claim finds the task cancelled and hands the consumer the stored
+  // record (status cancelled, attempts 0) as the attempt's view (shared/task/claim.ts heartbeat,
+  // shared/consumer/heartbeat.ts beat); `cancelledWhileRunning` then builds cancelChanges from it
+  // and throws IllegalTransitionError ("a cancelled task cannot cancel"). The consumer logs
+  // "infrastructure failure; message left for redelivery" and the redelivery drops the message:
+  // the task stays cancelled, but the attempt it cut short never reaches the history, contrary to
+  // docs/reliability.md ("Lazy claims": "adds the attempt it cut short to the history"). Only the
+  // cancel poll reaches this case correctly, and it is off whenever cancelPollSeconds ≥ the
+  // heartbeat period (here; and on AWS for a DELETE in the last poll period before the first
+  // heartbeat). Drop `.fails` once fixed.
+  it('while running, before its claim is written: the attempt DELETE cut short is in the history (attempt 1, cancelled), without an infrastructure error', async () => {
+    const worker = await bench.startWorker({ label: 'lazy-history' });
+    const id = await bench.submit('sleep', { ms: 60_000 });
+    await bench.started(id, 1);
+    expect((await bench.cancel(id)).status).toBe(200);
+    await waitFor(
+      'the attempt to be recorded',
+      async () => ((await bench.record(id))?.history.length ?? 0) > 0 || undefined,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    const done = await bench.view(id);
+    expect(done).toMatchObject({ status: 'cancelled', attempts: 1 });
+    expect(done.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'cancelled' })]);
+    expect(worker.output()).not.toContain('infrastructure failure');
+  });
+
+  it('while running, claim written, cooperative handler: 202 cancel_requested, the handler is aborted at the next heartbeat, status cancelled', async () => {
+    await bench.startWorker({ label: 'coop' });
+    const id = await bench.submit('sleep', { ms: 60_000 });
+    await bench.claimed(id, { attempt: 1 }); // past the first heartbeat: running, leased
     const del = await bench.cancel(id);
     expect(del).toEqual({ status: 202, json: { task_id: id, status: 'running', cancel_requested: true } });
     expect((await bench.view(id)).cancel_requested).toBe(true);
@@ -41,15 +95,16 @@ describe.each(targets())('cancel over HTTP on $name', (target) => {
     const done = await bench.until(id, ['cancelled'], 15_000);
     expect(Date.now() - requestedAt).toBeLessThan(LEASE * 1000 + 2_000);
     expect(done.result).toBeUndefined();
+    expect(done.attempts).toBe(1);
     expect(done.history.map((h) => h.outcome)).toEqual(['cancelled']);
     expect(bench.executions(id).filter((e) => e.event === 'E')).toHaveLength(0); // aborted, never finished
     await expectSettled(bench, [id], { queuesEmpty: true });
   });
 
-  it('while running, uncooperative handler: it runs to the end, its result is discarded, status cancelled', async () => {
+  it('while running, claim written, uncooperative handler: 202, it runs to the end, its result is discarded, status cancelled', async () => {
     await bench.startWorker({ label: 'stubborn' });
-    const id = await bench.submit('stubborn', { ms: 3_000 });
-    await bench.started(id, 1);
+    const id = await bench.submit('stubborn', { ms: 4_000 });
+    await bench.claimed(id, { attempt: 1 });
     expect((await bench.cancel(id)).status).toBe(202);
     const done = await bench.until(id, ['cancelled'], 15_000);
     await waitFor('the handler to have finished', () => bench.executions(id).find((e) => e.event === 'E'));

@@ -3,6 +3,11 @@
  * evidence against any of them, so they must survive repeated kills; a handler that really kills
  * its worker (process.exit) must still be failed after `crashLoopReceives` crashes. A crash
  * counts against a task only when it ran alone (docs/reliability.md, "Crash loops").
+ *
+ * Claims are lazy ("Lazy claims"): a first delivery writes its claim only at its first
+ * heartbeat (lease/3 = 1 s here), and a worker killed before that leaves no trace of the run.
+ * The kills here land after the claims of the handlers side by side are written (their records
+ * are `running`), so that each kill is a recorded crash of at least two tasks.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
@@ -26,32 +31,40 @@ describe.each(targets())('crash attribution on $name', (target) => {
   afterEach(async (ctx) => bench?.afterEach(ctx));
   afterAll(async () => bench?.stop());
 
-  /** Handlers of `label` that started and have not finished (a kill leaves them so). */
-  const running = (label: string) => {
+  /** Tasks whose handler started on `label` and has not finished (a kill leaves them so). */
+  const runningOn = (label: string): string[] => {
     const open = new Map<string, number>();
     for (const e of bench.executions()) {
       if (e.worker !== label) continue;
       open.set(e.taskId, (open.get(e.taskId) ?? 0) + (e.event === 'S' ? 1 : -1));
     }
-    return [...open.values()].filter((n) => n > 0).length;
+    return [...open].filter(([, n]) => n > 0).map(([id]) => id);
   };
 
-  /** The handler of `taskId` started on `label` and has not finished. */
-  const runningOn = (label: string, taskId: string) =>
-    bench.executions(taskId).reduce((n, e) => (e.worker === label ? n + (e.event === 'S' ? 1 : -1) : n), 0) > 0;
+  /** Of `ids`, those whose claim is written: `running` with a live lease (only the worker running them renews it). */
+  const claimed = async (ids: readonly string[]): Promise<string[]> => {
+    const records = await Promise.all(ids.map((id) => bench.record(id)));
+    const now = Date.now();
+    return ids.filter((_, i) => records[i]?.status === 'running' && (records[i]?.lease_until ?? 0) > now);
+  };
 
   /**
-   * SIGKILLs the worker once at least two handlers run on it side by side (so the kill cannot be
-   * blamed on one; none of them runs alone) and those of `mustRun` are among them.
+   * SIGKILLs the worker once at least two handlers run on it side by side with their claims
+   * written (so the kill is a recorded crash of each, and cannot be blamed on one: none of them
+   * runs alone), and those of `mustRun` are among them. Returns the tasks cut off.
    */
-  async function killWhenSideBySide(w: StartedWorker, mustRun: readonly string[] = []): Promise<void> {
-    await waitFor(
-      `two handlers running on ${w.label}`,
-      () => (running(w.label) >= 2 && mustRun.every((id) => runningOn(w.label, id)) ? true : undefined),
+  async function killWhenSideBySide(w: StartedWorker, mustRun: readonly string[] = []): Promise<string[]> {
+    const cut = await waitFor(
+      `two handlers running on ${w.label} with their claims written`,
+      async () => {
+        const ids = await claimed(runningOn(w.label));
+        return ids.length >= 2 && mustRun.every((id) => ids.includes(id)) ? ids : undefined;
+      },
       { timeoutMs: 60_000, intervalMs: 20 },
     );
     w.kill('SIGKILL');
     await w.exited;
+    return cut;
   }
 
   it(`healthy tasks survive ${KILLS} SIGKILLs of their whole worker; a process.exit handler still dies after ${CRASHES} crashes`, async () => {
@@ -59,6 +72,8 @@ describe.each(targets())('crash attribution on $name', (target) => {
     // kills was failed with "crashed the worker 3 times" although it never crashed anything.
     const long = await bench.submit('sleep', { ms: 6_000, retry_ms: 6_000 });
     const healthy = [long];
+    /** Recorded crashes the kills caused: each cut-off task whose claim was written. */
+    let cutOff = 0;
     for (let k = 0; k < KILLS; k += 1) {
       const fresh: string[] = [];
       if (k > 0) {
@@ -70,11 +85,11 @@ describe.each(targets())('crash attribution on $name', (target) => {
         for (const id of healthy) await bench.until(id, ['succeeded'], 60_000);
         for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', { ms: 3_000, retry_ms: 1_500 }));
         healthy.push(...fresh);
-        await killWhenSideBySide(w);
+        cutOff += (await killWhenSideBySide(w)).length;
       } else {
         for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', { ms: 3_000, retry_ms: 1_500 }));
         healthy.push(...fresh);
-        await killWhenSideBySide(await bench.startWorker({ label: `kill-${k}` }), [long]);
+        cutOff += (await killWhenSideBySide(await bench.startWorker({ label: `kill-${k}` }), [long])).length;
       }
     }
     const crasher = await bench.submit('crasher', {}, { priority: 'low' });
@@ -90,12 +105,29 @@ describe.each(targets())('crash attribution on $name', (target) => {
       await supervisor.stop();
     }
     const records = await Promise.all(healthy.map((id) => bench.record(id)));
-    // No crash was held against a healthy task; the kills show as unattributed crashes.
+    // No crash was held against a healthy task; the kills show as unattributed crashes: at
+    // least one for each claimed task a kill cut off (the crasher's kills may add some).
+    const unattributed = records.reduce((n, r) => n + (r?.unattributed_crashes ?? 0), 0);
+    console.info(
+      `[${bench.target}] ${KILLS} kills cut off ${cutOff} claimed healthy run(s); ${unattributed} unattributed crash(es) recorded on healthy tasks; ` +
+        `${healthy.reduce((n, id) => n + bench.starts(id).length, 0)} healthy runs for ${healthy.length} tasks; crasher ran ${bench.starts(crasher).length} times`,
+    );
     expect(records.map((r) => r?.crashes ?? 0)).toEqual(healthy.map(() => 0));
-    expect(records.reduce((n, r) => n + (r?.unattributed_crashes ?? 0), 0)).toBeGreaterThanOrEqual(KILLS * 2);
+    expect(cutOff).toBeGreaterThanOrEqual(KILLS * 2);
+    expect(unattributed).toBeGreaterThanOrEqual(cutOff);
     expect((await bench.record(long))?.unattributed_crashes).toBeGreaterThanOrEqual(1);
     const crashed = await bench.record(crasher);
     expect(crashed?.crashes).toBe(CRASHES);
+    // Its first claimed attempt crashed beside whatever else ran (unattributed); the CRASHES
+    // after it ran alone, and the claim after the last failed it: CRASHES + 1 attempts. Its first
+    // delivery is claimed lazily: if the handler ran at once, it died before its first heartbeat
+    // and left no trace (one run more, CRASHES + 2); if it first waited for the gate behind the
+    // healthy suspects running alone (the usual case here), its heartbeat wrote the claim while it
+    // waited, and that run is the first attempt (CRASHES + 1 runs).
+    expect(crashed?.attempts).toBe(CRASHES + 1);
+    expect(crashed?.unattributed_crashes).toBeGreaterThanOrEqual(1);
+    expect(bench.starts(crasher).length).toBeGreaterThanOrEqual(CRASHES + 1);
+    expect(bench.starts(crasher).length).toBeLessThanOrEqual(CRASHES + 2);
     await expectSettled(bench, [...healthy, crasher]);
   }, 300_000);
 });

@@ -1,7 +1,14 @@
 /**
  * The same message delivered twice at once, driven straight through `TaskConsumer.processBatch`
  * (as two concurrent Lambda invocations, and as two records of one batch) against the real
- * emulated table, via `createKajOnAws`.
+ * emulated table, via `createKajOnAws`; and stale owners fenced off.
+ *
+ * Claims are lazy (docs/reliability.md, "Lazy claims"): a first delivery runs on one read, and
+ * its outcome write is its claim. Two copies delivered at once therefore may both run the
+ * handler (guarantee 3); exactly one outcome is recorded: the other copy's outcome write (or, for
+ * a run longer than a heartbeat, its claim at the first heartbeat) is refused, it is left on the
+ * queue, and dropped when it comes back. The run counts are logged and asserted exactly for
+ * what the timing makes certain, within [1, 2] otherwise.
  */
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
@@ -66,13 +73,14 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     return { id, message };
   }
 
-  function record(m: Message, copy: string): SQSRecord {
+  /** One copy of `m` as the event source hands it over; `receiveCount` 1 is a first delivery. */
+  function record(m: Message, copy: string, receiveCount = 1): SQSRecord {
     return {
       messageId: `${m.MessageId}-${copy}`,
       receiptHandle: m.ReceiptHandle ?? '',
       body: m.Body ?? '',
       attributes: {
-        ApproximateReceiveCount: '1',
+        ApproximateReceiveCount: String(receiveCount),
         SentTimestamp: '0',
         SenderId: 'test',
         ApproximateFirstReceiveTimestamp: '0',
@@ -85,10 +93,13 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     };
   }
 
+  /** Log entries of the consumer with this message. */
+  const logged = (message: string) => logger.entries.filter((e) => e.message === message);
+
   // On moto too: the launcher (local/moto_server.py) serves one request at a time, so its
   // conditional UpdateItem is atomic like DynamoDB's; `python3 -m moto.server` alone let both
-  // concurrent claims pass their condition.
-  it('two concurrent invocations with the same message: one run, one success write; the other copy is deferred, then dropped', async () => {
+  // concurrent outcome writes pass their condition.
+  it('two concurrent invocations with the same message: both may run (lazy claims), one success write; the other copy is fenced off, left, and dropped when it comes back', async () => {
     consumer();
     const { id, message } = await submitAndReceive({ ms: 500 });
     const a = record(message, 'a');
@@ -98,42 +109,82 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
       kaj.processBatch({ Records: [b] }, ctx),
     ]);
 
-    // Exactly one copy was acknowledged (no batch item failure); the other was handed back.
-    const failed = [...ra.batchItemFailures, ...rb.batchItemFailures].map((f) => f.itemIdentifier);
-    expect(failed).toHaveLength(1);
-    expect(bench.starts(id)).toHaveLength(1);
+    const runs = bench.starts(id).length;
+    console.info(`[${bench.target}] two concurrent copies: ${runs} run(s) of the handler`);
+    // Both read the task before either wrote (the handler takes 500 ms, well under a heartbeat):
+    // both ran. Only the timing makes that so; one run (the second read after the first write,
+    // and then dropped at once) would be as correct.
+    expect(runs).toBeGreaterThanOrEqual(1);
+    expect(runs).toBeLessThanOrEqual(2);
     expect(metrics.get(METRICS.succeeded)).toBe(1);
-    expect(logger.entries.filter((e) => e.message === 'deferred: task held by another worker')).toHaveLength(1);
-    expect(await bench.record(id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
-    expect((await bench.record(id))?.history).toHaveLength(1);
-
-    // The deferred copy comes back later: now it is dropped and acknowledged, and nothing runs.
-    const late = await kaj.processBatch({ Records: [failed[0] === a.messageId ? a : b] }, ctx);
-    expect(late.batchItemFailures).toEqual([]);
-    expect(
-      logger.entries.some((e) => e.message === 'message dropped' && e.fields?.reason === 'task is succeeded'),
-    ).toBe(true);
+    const stored = await bench.record(id);
+    // One outcome, and it was the claim too: no claim write (lease_token 0), attempt 1.
+    expect(stored).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 0 });
+    expect(stored?.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
+    const failed = [...ra.batchItemFailures, ...rb.batchItemFailures].map((f) => f.itemIdentifier);
+    if (runs === 2) {
+      // The loser's outcome write was refused (the task was no longer queued): fenced off, and
+      // its copy left on the queue rather than deleted.
+      expect(failed).toHaveLength(1);
+      expect(metrics.get(METRICS.fencedWrites)).toBe(1);
+      expect(logged('write fenced off: lease lost to another worker')).toHaveLength(1);
+      // The copy comes back later (a redelivery): dropped and acknowledged, nothing runs.
+      const late = await kaj.processBatch({ Records: [record(message, 'late', 2)] }, ctx);
+      expect(late.batchItemFailures).toEqual([]);
+    } else {
+      expect(failed).toEqual([]);
+    }
+    expect(logged('message dropped').filter((e) => e.fields?.reason === 'task is succeeded')).toHaveLength(1);
     expect(metrics.get(METRICS.claimsRejected)).toBe(1);
-    expect(bench.starts(id)).toHaveLength(1);
+    expect(bench.starts(id)).toHaveLength(runs);
+    expect(bench.executions(id).filter((e) => e.event === 'E')).toHaveLength(runs);
     expect(metrics.get(METRICS.succeeded)).toBe(1);
   });
 
-  it('two copies in one batch: one run, one success write', async () => {
+  it('two copies in one batch: both may run, one success write; the other copy is left for redelivery', async () => {
     consumer();
     const { id, message } = await submitAndReceive({ ms: 300 });
     const res = await kaj.processBatch({ Records: [record(message, 'a'), record(message, 'b')] }, ctx);
-    expect(res.batchItemFailures).toHaveLength(1);
-    expect(bench.starts(id)).toHaveLength(1);
+    const runs = bench.starts(id).length;
+    console.info(`[${bench.target}] two copies in one batch: ${runs} run(s) of the handler`);
+    expect(runs).toBeGreaterThanOrEqual(1);
+    expect(runs).toBeLessThanOrEqual(2);
+    // Two runs: the loser is fenced off and left; one run: the second copy was dropped at once.
+    expect(res.batchItemFailures).toHaveLength(runs - 1);
+    expect(metrics.get(METRICS.fencedWrites)).toBe(runs - 1);
     expect(metrics.get(METRICS.succeeded)).toBe(1);
-    expect(await bench.record(id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
+    const stored = await bench.record(id);
+    expect(stored).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 0 });
+    expect(stored?.history).toHaveLength(1);
+  });
+
+  it('two copies of a task longer than a heartbeat: both start, the first heartbeat writes the claim for one, the other is fenced off and aborted; one completion, one outcome', async () => {
+    consumer();
+    const { id, message } = await submitAndReceive({ ms: 2_500 }); // heartbeat at 1 s (lease 3 s)
+    const [ra, rb] = await Promise.all([
+      kaj.processBatch({ Records: [record(message, 'a')] }, ctx),
+      kaj.processBatch({ Records: [record(message, 'b')] }, ctx),
+    ]);
+    // Both read the task within milliseconds of each other, 1 s before any write.
+    expect(bench.starts(id)).toHaveLength(2);
+    // One heartbeat wrote the claim (queued → running, lease_token 1); the other's claim write
+    // found the task running, lost, and aborted its (cooperative) handler: it never finished.
+    expect(bench.executions(id).filter((e) => e.event === 'E')).toHaveLength(1);
+    expect([...ra.batchItemFailures, ...rb.batchItemFailures]).toHaveLength(1);
+    expect(metrics.get(METRICS.fencedWrites)).toBe(1);
+    expect(metrics.get(METRICS.succeeded)).toBe(1);
+    const stored = await bench.record(id);
+    expect(stored).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
+    expect(stored?.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
   });
 
   it('a stale owner’s writes are fenced against the real table: heartbeat and completion both rejected after a takeover', async () => {
     consumer();
     const id = await bench.submit('sleep', { ms: 0 });
     const submitted = await bench.record(id);
-    const first = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '');
-    expect(first.kind).toBe('claimed');
+    // A redelivery (receive count > 1) is claimed by a write at once: running, lease_token 1.
+    const first = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '', { receiveCount: 2 });
+    expect(first).toMatchObject({ kind: 'claimed', record: { status: 'running', lease_token: 1, attempts: 1 } });
     if (first.kind !== 'claimed') return;
     // The first owner stalls past its lease; a second claim of the same dispatch takes over.
     await waitFor(
@@ -143,7 +194,7 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
         timeoutMs: 10_000,
       },
     );
-    const second = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '');
+    const second = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '', { receiveCount: 3 });
     // The first owner did not run alone (no solo mark), so its crash is recorded but not held against the task.
     expect(second).toMatchObject({ kind: 'claimed', record: { lease_token: 2, attempts: 2, unattributed_crashes: 1 } });
     if (second.kind === 'claimed') expect(second.record.crashes ?? 0).toBe(0);
@@ -162,5 +213,31 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
       result: { from: 'new owner' },
       lease_token: 2,
     });
+  });
+
+  it('a lazy claim overtaken by a redelivery’s written claim: the lazy owner’s heartbeat and outcome are both rejected; the writer’s outcome stands', async () => {
+    consumer();
+    const id = await bench.submit('sleep', { ms: 0 });
+    const submitted = await bench.record(id);
+    const dispatch = submitted?.dispatch_id ?? '';
+    // A first delivery: one read, nothing written; the attempt's view says queued, attempt 1.
+    const lazy = await kaj.lifecycle.claim(id, dispatch, { receiveCount: 1 });
+    expect(lazy).toMatchObject({ kind: 'claimed', record: { status: 'queued', attempts: 1, lease_token: 0 } });
+    expect(await bench.record(id)).toMatchObject({ status: 'queued', attempts: 0, lease_token: 0 });
+    // A redelivery of the same message meanwhile is claimed by a write.
+    const written = await kaj.lifecycle.claim(id, dispatch, { receiveCount: 2 });
+    expect(written).toMatchObject({ kind: 'claimed', record: { status: 'running', attempts: 1, lease_token: 1 } });
+    if (lazy.kind !== 'claimed' || written.kind !== 'claimed') return;
+    // The lazy owner's first heartbeat (its claim write) and its outcome are conditioned on the
+    // task still waiting at this dispatch: both refused.
+    await expect(kaj.lifecycle.heartbeat(lazy.record)).rejects.toMatchObject({ name: 'LeaseLostError' });
+    await expect(kaj.lifecycle.succeed(lazy.record, { from: 'lazy' }, 1)).rejects.toMatchObject({
+      name: 'LeaseLostError',
+    });
+    expect(metrics.get(METRICS.fencedWrites)).toBe(2);
+    await kaj.lifecycle.succeed(written.record, { from: 'writer' }, 1);
+    const stored = await bench.record(id);
+    expect(stored).toMatchObject({ status: 'succeeded', result: { from: 'writer' }, attempts: 1, lease_token: 1 });
+    expect(stored?.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { ExclusiveGate } from '../../../shared/consumer/exclusive-gate.js';
+import { runtimeSettings } from '../../../shared/config/settings.js';
 import { StoreRejectedError } from '../../../shared/store/errors.js';
 import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';
 import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
@@ -106,6 +107,27 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     expect(abortedAt! - started).toBe(25_000);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', attempts: 1 });
     expect(store.items.get(record.task_id)?.history.at(-1)?.outcome).toBe('cancelled');
+  });
+
+  it('without a cancel poll, the first heartbeat finds the task cancelled: the handler stops and the cut-short attempt is in the history', async () => {
+    const u = unitKaj(registry, undefined, new TimerClock(), {
+      settings: runtimeSettings({ leaseSeconds: 60, cancelPollSeconds: 0 }),
+    });
+    const { record } = await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER);
+    const rec = sqsRecord(u.queue.sent[0]?.message);
+    script.run = (signal) =>
+      new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    const done = u.kaj.processBatch(sqsEvent(rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect((await u.kaj.lifecycle.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
+    await vi.advanceTimersByTimeAsync(18_000);
+    expect((await done).batchItemFailures).toEqual([]);
+    const stored = u.store.items.get(record.task_id);
+    expect(stored).toMatchObject({ status: 'cancelled', attempts: 1 });
+    expect(stored?.history).toEqual([
+      expect.objectContaining({ attempt: 1, outcome: 'cancelled', duration_ms: 20_000 }),
+    ]);
+    expect(u.logger.entries.filter((e) => e.level === 'error')).toEqual([]);
   });
 
   it('a task shorter than the poll period pays no read for it', async () => {
