@@ -209,7 +209,8 @@ export class TaskConsumer {
         const lost = heartbeat.leaseLostError;
         if (lost !== undefined) outcome = { kind: 'lease_lost', error: lost };
       } finally {
-        heartbeat.stop();
+        // Wait for a beat in flight: its write (a lazy claim's claim) comes before the outcome.
+        await heartbeat.stop();
       }
       return this.finish(heartbeat.current, outcome, {
         policy,
@@ -222,7 +223,7 @@ export class TaskConsumer {
     try {
       return suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
     } finally {
-      heartbeat.stop();
+      void heartbeat.stop();
     }
   }
 

@@ -29,6 +29,8 @@ export class Heartbeat {
   private beatTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private busy = false;
+  /** The beat or poll now running, if any (its promise never rejects). */
+  private inFlight: Promise<void> | undefined;
   private stopped = false;
   private cancelSeen: boolean;
   private lost: LeaseLostError | undefined;
@@ -74,16 +76,28 @@ export class Heartbeat {
     this.record = record;
   }
 
-  stop(): void {
+  /**
+   * Stops beating. Resolves once a beat or poll already in flight has settled, so that the
+   * outcome is written after it — above all after a lazy claim's own claim write, which the
+   * outcome must see (otherwise it would find the task `running` and take itself for fenced off).
+   */
+  stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.beatTimer);
     clearInterval(this.pollTimer);
+    return this.inFlight ?? Promise.resolve();
   }
 
   /** One request at a time: a slow beat is not overtaken by the next (or by a poll). */
-  private async tick(work: () => Promise<void>): Promise<void> {
-    if (this.busy || this.stopped || this.lost !== undefined) return;
+  private tick(work: () => Promise<void>): Promise<void> {
+    if (this.busy || this.stopped || this.lost !== undefined) return Promise.resolve();
     this.busy = true;
+    const running = this.run(work);
+    this.inFlight = running;
+    return running;
+  }
+
+  private async run(work: () => Promise<void>): Promise<void> {
     try {
       await work();
     } catch (err) {

@@ -105,6 +105,33 @@ export class Fault {
   }
 }
 
+/**
+ * Records the calls of one command that `match` accepts, without failing any: what Kaj asked
+ * of the service (at the layer it is attached to), for assertions such as "the sweeper sent the
+ * message twice" or "the first delivery wrote nothing".
+ */
+export class CallWatch {
+  /** Inputs of the matching calls, in order. */
+  readonly inputs: Record<string, unknown>[] = [];
+  /** When each was made (epoch ms), in the same order. */
+  readonly at: number[] = [];
+  constructor(
+    readonly command: string,
+    readonly match?: (input: Record<string, unknown>) => boolean,
+  ) {}
+
+  get count(): number {
+    return this.inputs.length;
+  }
+
+  /** Notes this call (already known to be of the right command) if it matches. */
+  see(input: Record<string, unknown>): void {
+    if (this.match !== undefined && !this.match(input)) return;
+    this.inputs.push(input);
+    this.at.push(Date.now());
+  }
+}
+
 /** The slice of an SDK client's middleware stack this uses (the SDK's own types are per service). */
 interface StackLike {
   add(
@@ -127,6 +154,7 @@ let attachments = 0;
 /** Holds the armed faults and the middleware that applies them to the clients it is attached to. */
 export class FaultInjector {
   private faults: Fault[] = [];
+  private watches: CallWatch[] = [];
   private readonly detachers: (() => void)[] = [];
 
   /** Arms a fault; it stays armed (and counting) until {@link clear}. */
@@ -136,9 +164,17 @@ export class FaultInjector {
     return f;
   }
 
-  /** Disarms every fault. */
+  /** Starts recording the calls of `command` that `match` accepts (until {@link clear}); fails none. */
+  watch(command: string, match?: (input: Record<string, unknown>) => boolean): CallWatch {
+    const w = new CallWatch(command.replace(/Command$/, ''), match);
+    this.watches.push(w);
+    return w;
+  }
+
+  /** Disarms every fault and stops every watch. */
   clear(): void {
     this.faults = [];
+    this.watches = [];
   }
 
   /**
@@ -153,6 +189,8 @@ export class FaultInjector {
       (next, context) => async (args) => {
         const command = (context.commandName ?? '').replace(/Command$/, '');
         const input = (args.input ?? {}) as Record<string, unknown>;
+        // Every watch sees every call, whether or not a fault then fails it.
+        for (const w of this.watches) if (w.command === command) w.see(input);
         const fault = this.faults.find((f) => f.spec.command.replace(/Command$/, '') === command && f.take(input));
         if (fault === undefined) return next(args);
         if ((fault.spec.phase ?? 'before') === 'after') await next(args);
@@ -177,31 +215,84 @@ export class FaultInjector {
 // (ExpressionAttributeNames values), which are the same before and after the document client
 // marshalls the input, and so do not depend on placeholders or on the order of clauses.
 
-/** The attribute names a DynamoDB UpdateItem sets (SET clause), and those it removes. */
-export function updatedAttributes(input: Record<string, unknown>): { set: Set<string>; remove: Set<string> } {
+/**
+ * The attribute names a DynamoDB UpdateItem sets (SET clause), those of them it increments
+ * (`#n = if_not_exists(#n, :zero) + :one`, the store's `add`), and those it removes.
+ */
+export function updatedAttributes(input: Record<string, unknown>): {
+  set: Set<string>;
+  incremented: Set<string>;
+  remove: Set<string>;
+} {
   const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
   const expr = String(input.UpdateExpression ?? '');
   const set = new Set<string>();
+  const incremented = new Set<string>();
   const remove = new Set<string>();
   const setPart = /SET (.*?)(?: REMOVE |$)/.exec(expr)?.[1] ?? '';
   for (const m of setPart.matchAll(/(#\w+)\s*=/g)) set.add(names[m[1] ?? ''] ?? '');
+  for (const m of setPart.matchAll(/(#\w+)\s*=\s*if_not_exists\(\s*\1\s*,[^)]*\)\s*\+/g)) {
+    incremented.add(names[m[1] ?? ''] ?? '');
+  }
   const removePart = /REMOVE (.*)$/.exec(expr)?.[1] ?? '';
   for (const m of removePart.matchAll(/#\w+/g)) remove.add(names[m[0]] ?? '');
-  return { set, remove };
+  return { set, incremented, remove };
 }
 
-/** Which of Kaj's writes an UpdateItem is. */
-export type UpdateKind = 'claim' | 'heartbeat' | 'succeed' | 'retry' | 'fail' | 'cancel' | 'other';
+/**
+ * Which of Kaj's writes an UpdateItem is:
+ * - `claim`: a claim written when a message is delivered — a redelivery or a suspect
+ *   (`attempts + 1`, `lease_token + 1`), or the reclaim of a task whose worker vanished;
+ * - `lazyClaim`: the claim a first delivery writes at its first heartbeat (`attempts` set to
+ *   the attempt it already is, `lease_token + 1`, `running`);
+ * - `heartbeat`: a lease extension of a written claim; `solo`: the mark of an attempt that runs
+ *   alone (after a crash), which extends the lease too;
+ * - `succeed`, `retry`, `fail`, `cancel`: an attempt's outcome (a lazy claim's outcome sets
+ *   `attempts` and `started_at` besides, and is still its outcome's kind);
+ * - `outboxRemove`: an outbox entry removed and nothing else (after the sweeper's send, or a stale
+ *   entry of a finished task); `outboxMove`: an entry's due time moved on (a running task's entry
+ *   while its lease is live).
+ */
+export type UpdateKind =
+  | 'claim'
+  | 'lazyClaim'
+  | 'heartbeat'
+  | 'solo'
+  | 'succeed'
+  | 'retry'
+  | 'fail'
+  | 'cancel'
+  | 'outboxRemove'
+  | 'outboxMove'
+  | 'other';
 
 export function updateKind(input: Record<string, unknown>): UpdateKind {
-  const { set } = updatedAttributes(input);
+  const { set, incremented, remove } = updatedAttributes(input);
   if (set.has('result')) return 'succeed';
-  if (set.has('attempts') && set.has('lease_token')) return 'claim'; // fresh claim or reclaim after a crash
+  if (set.has('attempts') && set.has('lease_token')) return incremented.has('attempts') ? 'claim' : 'lazyClaim';
   if (set.has('dispatch_id') && set.has('run_at') && set.has('status')) return 'retry';
   if (set.has('status') && set.has('last_error') && set.has('finished_at')) return 'fail';
   if (set.has('cancel_requested') || (set.has('status') && set.has('finished_at'))) return 'cancel';
+  if (set.has('solo')) return 'solo';
   if (set.has('lease_until') && !set.has('status')) return 'heartbeat';
+  if (set.size === 1 && set.has('outbox_due')) return 'outboxMove';
+  if (set.size === 0 && remove.has('outbox_pk')) return 'outboxRemove';
   return 'other';
+}
+
+/** The task an SDK call is about, when its input names one (a DynamoDB key, a message's `kaj-task-id`). */
+export function taskIdOf(input: Record<string, unknown>): string | undefined {
+  const key = (input.Key as Record<string, unknown> | undefined)?.task_id;
+  if (typeof key === 'string') return key;
+  if (key !== undefined) return (key as { S?: string }).S;
+  const attrs = input.MessageAttributes as Record<string, { StringValue?: string }> | undefined;
+  return attrs?.['kaj-task-id']?.StringValue;
+}
+
+/** Matches calls about one task (and, optionally, accepted by `match` too). */
+export function forTask(taskId: string, match?: (input: Record<string, unknown>) => boolean) {
+  return (input: Record<string, unknown>): boolean =>
+    taskIdOf(input) === taskId && (match === undefined || match(input));
 }
 
 /** Matches UpdateItem calls of one kind, optionally for one task. */
@@ -209,10 +300,7 @@ export function isUpdate(kind: UpdateKind, taskId?: () => string | undefined) {
   return (input: Record<string, unknown>): boolean => {
     if (updateKind(input) !== kind) return false;
     if (taskId === undefined) return true;
-    const key = (input.Key ?? {}) as Record<string, unknown>;
-    const raw = key.task_id as unknown;
-    const id = typeof raw === 'string' ? raw : (raw as { S?: string } | undefined)?.S;
-    return id === taskId();
+    return taskIdOf(input) === taskId();
   };
 }
 
@@ -224,4 +312,13 @@ export function isSendTo(queueUrls: readonly string[], type?: string) {
     const attrs = (input.MessageAttributes ?? {}) as Record<string, { StringValue?: string }>;
     return attrs['kaj-type']?.StringValue === type;
   };
+}
+
+/** The task message a SendMessage call carries (its body). */
+export function sentMessage(input: Record<string, unknown>): {
+  task_id: string;
+  dispatch_id: string;
+  sent_at?: number;
+} {
+  return JSON.parse(String(input.MessageBody)) as { task_id: string; dispatch_id: string; sent_at?: number };
 }

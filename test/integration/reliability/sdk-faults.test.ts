@@ -2,37 +2,45 @@
  * SQS and DynamoDB errors injected through SDK middleware (`test/support/faults.ts`) at each of
  * Kaj's call sites, with the API, the sweeper and the consumers in this process sharing the
  * faulty clients. Each case asserts that the fault really fired, what the task's record says at
- * the end, and how often the handler really ran (the execution log).
+ * the end, how often the handler really ran (the execution log), what was logged, and that the
+ * queues settle (docs/reliability.md: send first, then put; lazy claims; leases and fencing).
  *
  * Faults are raised at the `app` layer (outside the SDK's retry: "the SDK gave up") unless a case
  * says `wire` (inside the retry loop, where the SDK sees and retries it). `before` = the request
  * never reached the service; `after` = it was applied and the response was lost (a timeout).
+ *
+ * Timings here: lease 3 s (heartbeat every 1 s), queue visibility and send-first window 2 × lease
+ * = 6 s (the harness), outbox grace 1 s, a sweep every 0.5 s. One message per invocation
+ * (`batchSize: 1`), and the low queue has a single consumer: what is sent to `low` is processed
+ * strictly one message after another, which makes the duplicate cases deterministic (with lazy
+ * claims, two copies of one message run twice when two workers take them at once — guarantee 3).
+ * A handler that outlives its first heartbeat ends well after it (≥ 1.5 s): an outcome written
+ * while that beat's claim write is still in flight is refused today (the attempt is fenced off
+ * by its own claim and reclaimed as a crash) — a race of its own, not what these cases test.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PRIORITIES } from '../../../shared/config/resources.js';
 import { LOCAL_OWNER } from '../../../shared/app.js';
+import { PRIORITIES } from '../../../shared/config/resources.js';
+import { dispatchSequence } from '../../../shared/task/changes.js';
+import { outboxKey } from '../../../shared/task/model.js';
 import {
+  type CallWatch,
+  type Fault,
   FaultInjector,
+  type FaultSpec,
+  forTask,
   isSendTo,
   isUpdate,
+  sentMessage,
+  taskIdOf,
   updatedAttributes,
-  type Fault,
-  type FaultSpec,
+  updateKind,
 } from '../../support/faults.js';
 import { targets } from '../../support/targets.js';
 import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled } from './harness.js';
+import { Bench, expectSettled, FINISHED } from './harness.js';
 
 const LEASE = 3;
-
-/** The task an SDK call is about, when its input names one (UpdateItem's key, a message's attribute). */
-function taskIdOf(input: Record<string, unknown>): string | undefined {
-  const key = (input.Key as Record<string, unknown> | undefined)?.task_id;
-  if (typeof key === 'string') return key;
-  if (key !== undefined) return (key as { S?: string }).S;
-  const attrs = input.MessageAttributes as Record<string, { StringValue?: string }> | undefined;
-  return attrs?.['kaj-task-id']?.StringValue;
-}
 
 describe.each(targets())('SDK faults at each call site on $name', (target) => {
   let bench: Bench;
@@ -46,10 +54,11 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       tag: 'fault',
       lease: LEASE,
       consumers: true,
-      // High has two consumers for the takeover case, which needs a second one while the first is busy.
+      // High has two consumers for the takeover case, which needs a second one while the first is
+      // busy; low has one, so that its messages are processed one after another.
       concurrency: { high: 2, normal: 2, low: 1 },
-      batchSize: 5,
-      // A short grace and watchdog, so that the sweeper's part shows within seconds.
+      batchSize: 1,
+      // A short grace, so that the sweeper's part shows within seconds.
       settings: { outboxGraceSeconds: 1, watchdogSeconds: 4 },
     });
     const { sqs, dynamodb } = bench.runtime.clients;
@@ -72,8 +81,9 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
   /**
    * Arms a fault (at the app layer unless `layer` says otherwise) for the tasks this case creates:
    * a call about a task that already exists — a late duplicate of an earlier case's message, its
-   * dead letter still on the way — neither takes the fault nor counts towards `nth`. Calls that
-   * name no task (ChangeMessageVisibility, DeleteMessageBatch, Query) are not filtered.
+   * dead letter still on the way, a task that keeps the low consumer busy — neither takes the
+   * fault nor counts towards `nth`. Calls that name no task (ChangeMessageVisibility,
+   * DeleteMessageBatch, Query) are not filtered.
    */
   async function inject(spec: FaultSpec, layer: FaultInjector = app): Promise<Fault> {
     const earlier = new Set((await bench.records()).map((r) => r.task_id));
@@ -88,13 +98,24 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     });
   }
   const toMain = () => isSendTo(mainQueues);
-  /**
-   * A heartbeat's lease refresh — not the write that marks an attempt as running alone (`solo`,
-   * after a crash), which sets the lease too and must go through for the attempt to start.
-   */
-  const heartbeats = () => (input: Record<string, unknown>) =>
-    isUpdate('heartbeat')(input) && !updatedAttributes(input).set.has('solo');
+  /** The task's messages to its priority queue (every send Kaj tried, failed ones too). */
+  const watchSends = (id: string): CallWatch => app.watch('SendMessage', forTask(id, toMain()));
+  /** Every UpdateItem of the task, in order; `kinds` names them. */
+  const watchWrites = (id: string): CallWatch => app.watch('UpdateItem', forTask(id));
+  const kinds = (w: CallWatch) => w.inputs.map(updateKind);
+  const dispatches = (w: CallWatch) => w.inputs.map((i) => sentMessage(i).dispatch_id);
   const runs = (id: string) => bench.starts(id).length;
+  /** The attempt number each run of the handler had, in order. */
+  const runAttempts = (id: string) => bench.starts(id).map((e) => e.attempt);
+
+  /** What the runtime logged about one task. */
+  const logsFor = (text: string, id: string) =>
+    bench.log.entries.filter((e) => e.message.includes(text) && e.fields?.task_id === id);
+  /** Why the consumer dropped the task's messages, in order. */
+  const dropReasons = (id: string) => logsFor('message dropped', id).map((e) => e.fields?.reason);
+  /** The backoffs (s) with which infrastructure failures left the task's message. */
+  const backoffs = (id: string) =>
+    logsFor('infrastructure failure; message left for redelivery', id).map((e) => Number(e.fields?.retry_in_seconds));
 
   /** Submits and returns the id; the record count grows by exactly one. */
   async function submitOne(type: string, payload: unknown, extra: Record<string, unknown> = {}): Promise<string> {
@@ -104,206 +125,641 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     return id;
   }
 
-  async function settled(id: string): Promise<void> {
-    await expectSettled(bench, [id], { queuesEmpty: true, timeoutMs: 20_000 });
+  /** A request with a fresh idempotency key, and the id its task will have: known before it is sent. */
+  function keyed(
+    type: string,
+    payload: unknown,
+    extra: Record<string, unknown> = {},
+  ): { id: string; body: Record<string, unknown> } {
+    const key = `${type}-${Math.random().toString(36).slice(2)}`;
+    return {
+      id: bench.runtime.kaj.submitter.idempotentTaskId(LOCAL_OWNER, type, key),
+      body: { type, payload, idempotency_key: key, ...extra },
+    };
   }
 
-  describe('submit: the table write (PutItem)', () => {
-    it('throttled before the write: 503, nothing stored; the client’s retry with the same idempotency key creates it once', async () => {
+  async function post202(body: Record<string, unknown>, id: string): Promise<void> {
+    const res = await bench.post(body);
+    expect(res.status).toBe(202);
+    expect(res.json.task_id).toBe(id);
+  }
+
+  /**
+   * Keeps the low queue's only consumer busy for `ms` (a task of its own, started): whatever is
+   * sent to `low` meanwhile waits on the queue.
+   */
+  async function occupyLow(ms: number): Promise<string> {
+    const id = await submitOne('sleep', { ms }, { priority: 'low' });
+    await bench.started(id, 1, 10_000);
+    return id;
+  }
+
+  async function settled(...ids: string[]): Promise<void> {
+    await expectSettled(bench, ids, { queuesEmpty: true, timeoutMs: 25_000 });
+  }
+
+  describe('submit: the table write (PutItem), after the message was sent', () => {
+    it('throttled: 503 and nothing stored, but the message sent ahead is out (an orphan); the client’s retry with the same idempotency key creates the task once, and the orphan is dropped as superseded', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const sends = watchSends(id);
       const f = await inject({ command: 'PutItem', error: 'provisioned-throughput' });
-      const key = `put-before-${Math.random()}`;
-      const body = { type: 'sleep', payload: { ms: 0 }, idempotency_key: key };
       const first = await bench.post(body);
       expect(first.status).toBe(503);
       expect(first.json.error.code).toBe('unavailable');
       expect(f.fired).toBe(1);
-      const id = bench.runtime.kaj.submitter.idempotentTaskId(LOCAL_OWNER, 'sleep', key);
+      expect(sends.count).toBe(1); // sent first, then the put failed
       expect(await bench.record(id)).toBeUndefined();
-      expect((await bench.post(body)).status).toBe(202);
+
+      await post202(body, id);
       expect((await bench.until(id, ['succeeded'])).attempts).toBe(1);
+      await settled(id); // the orphan is off the queue too
       expect(runs(id)).toBe(1);
-      await settled(id);
+      const [orphan, kept] = dispatches(sends);
+      expect(sends.count).toBe(2);
+      expect(orphan).not.toBe(kept);
+      expect((await bench.record(id))?.dispatch_id).toBe(kept);
+      expect(dropReasons(id)).toEqual(['superseded by a newer dispatch']);
     });
 
-    it('timed out after the write landed: 503, yet the task exists and runs once (the sweeper sends it); the retry is a replay', async () => {
+    it('fails and the client gives up: the orphan is deferred (1 s, 2 s, …) while younger than the send-first window, then dropped; nothing stored, nothing runs, the queue empties', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const reads = app.watch('GetItem', forTask(id));
+      const f = await inject({ command: 'PutItem', error: 'internal' });
+      const postedAt = Date.now();
+      expect((await bench.post(body)).status).toBe(503);
+      expect(f.fired).toBe(1);
+      await waitFor('the orphan to be dropped', () => (dropReasons(id).length > 0 ? true : undefined), {
+        timeoutMs: 20_000,
+      });
+      const window = bench.runtime.config.settings.sendFirstWindowSeconds;
+      expect(Date.now() - postedAt).toBeGreaterThanOrEqual(window * 1000);
+      expect(dropReasons(id)).toEqual(['task not found']);
+      const deferred = logsFor('message deferred', id);
+      expect(deferred.every((e) => e.fields?.reason === 'task not found')).toBe(true);
+      expect(deferred.slice(0, 2).map((e) => e.fields?.seconds)).toEqual([1, 2]);
+      // The first delivery reads, then looks again after 25 and 100 ms; every later one reads once.
+      expect(reads.count).toBe(3 + deferred.length);
+      await waitFor('the queues to empty', async () => ((await bench.queuedMessages()) === 0 ? true : undefined), {
+        timeoutMs: 10_000,
+      });
+      expect(runs(id)).toBe(0);
+      expect(await bench.record(id)).toBeUndefined();
+    });
+
+    it('timed out after the write landed: 503, yet the task exists — kept by the message sent ahead, no outbox entry — and runs once; the retry is a replay, whose own message is dropped as superseded', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const sends = watchSends(id);
       const f = await inject({ command: 'PutItem', error: 'timeout', phase: 'after' });
-      const key = `put-after-${Math.random()}`;
-      const body = { type: 'sleep', payload: { ms: 0 }, idempotency_key: key };
       const before = (await bench.records()).length;
       expect((await bench.post(body)).status).toBe(503);
       expect(f.fired).toBe(1);
-      const id = bench.runtime.kaj.submitter.idempotentTaskId(LOCAL_OWNER, 'sleep', key);
-      expect(await bench.record(id)).toBeDefined();
+      const stored = await bench.record(id);
+      expect(stored).toBeDefined();
+      expect(stored?.outbox_pk).toBeUndefined();
       const retry = await bench.post(body);
       expect(retry.status).toBe(200); // replayed
       expect(retry.json.task_id).toBe(id);
       await bench.until(id, ['succeeded']);
+      await settled(id);
       expect(runs(id)).toBe(1);
       expect((await bench.records()).length).toBe(before + 1);
-      await settled(id);
+      const [kept, replayed] = dispatches(sends);
+      expect(sends.count).toBe(2);
+      expect(replayed).not.toBe(kept);
+      expect((await bench.record(id))?.dispatch_id).toBe(kept);
+      expect(dropReasons(id)).toEqual(['superseded by a newer dispatch']);
     });
   });
 
-  describe('submit: the send (SendMessage) after the table write', () => {
-    it('throttled: the API still answers 202 and the sweeper sends it after the grace; one record, one run', async () => {
+  describe('submit: the send (SendMessage), before the table write', () => {
+    it('throttled: the record is written with an outbox entry and the API answers 202; the sweeper sends the message after the grace and removes the entry before the task ends; one run', async () => {
+      const { id, body } = keyed('sleep', { ms: 2_500 });
+      const sends = watchSends(id);
+      const removals = app.watch('UpdateItem', forTask(id, isUpdate('outboxRemove')));
       const f = await inject({ command: 'SendMessage', match: toMain(), error: 'throttling' });
-      const id = await submitOne('sleep', { ms: 0 });
+      const postedAt = Date.now();
+      await post202(body, id);
       expect(f.fired).toBe(1);
       const stored = await bench.record(id);
-      expect(stored).toMatchObject({ status: 'queued', outbox_pk: 'queue#normal' });
-      await bench.until(id, ['succeeded'], 15_000);
-      expect(bench.logged('send failed; the sweeper will send it')).toBe(true);
+      expect(stored).toMatchObject({ status: 'queued', outbox_pk: outboxKey('queue', 'normal', id) });
+      expect(stored?.outbox_due).toBeGreaterThanOrEqual(postedAt + 1_000);
+      expect(stored?.outbox_due).toBeLessThanOrEqual(Date.now() + 1_000);
+      expect(logsFor('send failed; the task waits in the outbox for the sweeper', id)).toHaveLength(1);
+
+      await bench.started(id, 1, 10_000);
+      // Removed by the sweeper once its send went out: while the handler still runs.
+      await waitFor(
+        'the entry to be removed while the task runs',
+        async () => {
+          const r = await bench.record(id);
+          if (r === undefined || (FINISHED as readonly string[]).includes(r.status))
+            throw new Error(`task ${r?.status}`);
+          return r.outbox_pk === undefined ? true : undefined;
+        },
+        { timeoutMs: 2_000, intervalMs: 50 },
+      );
+      expect(removals.count).toBe(1);
+      const done = await bench.until(id, ['succeeded']);
+      expect(done.attempts).toBe(1);
+      expect(sends.count).toBe(2); // the failed one, and the sweeper's
       expect(runs(id)).toBe(1);
       await settled(id);
     });
 
-    it('timed out after SQS took it: the sweeper sends a duplicate, which the claim absorbs (one run)', async () => {
+    it('timed out after SQS took it: written with an outbox entry anyway, so the sweeper sends a second copy of the same dispatch; one copy runs it, the other is dropped (task is succeeded); one run', async () => {
+      const blocker = await occupyLow(4_000); // the task waits on the queue while the sweeper acts
+      const { id, body } = keyed('sleep', { ms: 0 }, { priority: 'low' });
+      const sends = watchSends(id);
       const f = await inject({ command: 'SendMessage', match: toMain(), error: 'timeout', phase: 'after' });
-      // A 3 s delay keeps the first message from being claimed before the 1 s grace is up, so the
-      // sweeper does send the duplicate (unconfirmed send) and both messages arrive together.
-      const id = await submitOne('sleep', { ms: 300 }, { delay_seconds: 3 });
+      await post202(body, id);
       expect(f.fired).toBe(1);
-      await waitFor('the sweeper to send the duplicate', () => (bench.logged('outbox swept') ? true : undefined), {
+      expect(await bench.record(id)).toMatchObject({ status: 'queued', outbox_pk: outboxKey('queue', 'low', id) });
+      await waitFor('the sweeper to send the second copy', () => (sends.count >= 2 ? true : undefined), {
         timeoutMs: 10_000,
       });
-      await bench.until(id, ['succeeded'], 15_000);
-      await settled(id);
+      expect(runs(id)).toBe(0);
+      await bench.until(id, ['succeeded'], 20_000);
+      await settled(id, blocker);
+      expect(sends.count).toBe(2);
+      const [first, second] = dispatches(sends);
+      expect(second).toBe(first);
       expect(runs(id)).toBe(1);
       expect((await bench.record(id))?.attempts).toBe(1);
+      expect(dropReasons(id)).toEqual(['task is succeeded']);
     });
 
-    it('(wire) one throttle inside the SDK’s retry loop is absorbed by the SDK: no sweep needed', async () => {
+    it('(wire) one throttle inside the SDK’s retry loop is absorbed by the SDK: written without an outbox entry, no sweep needed', async () => {
       const f = await inject({ command: 'SendMessage', match: toMain(), error: 'throttling' }, wire);
       const id = await submitOne('sleep', { ms: 0 });
       expect(f.fired).toBe(1);
       expect(f.matched).toBe(2); // the failed try and the SDK's retry
+      expect((await bench.record(id))?.outbox_pk).toBeUndefined();
       await bench.until(id, ['succeeded']);
       expect(bench.logged('send failed')).toBe(false);
+      expect(runs(id)).toBe(1);
       await settled(id);
     });
   });
 
-  describe('consumer: the heartbeat', () => {
-    it('table lease refresh throttled twice: the attempt carries on and succeeds', async () => {
-      const f = await inject({ command: 'UpdateItem', match: heartbeats(), error: 'provisioned-throughput', times: 2 });
-      const id = await submitOne('sleep', { ms: 2_500 });
+  describe('sweeper', () => {
+    it('its removal of the entry after a send fails: the entry stays, so every sweep sends again while the task waits; once the task’s claim is written (first heartbeat) the entry is moved past the lease instead, and the success write removes it; one run', async () => {
+      const blocker = await occupyLow(4_000);
+      const { id, body } = keyed('sleep', { ms: 3_000 }, { priority: 'low' });
+      const sends = watchSends(id);
+      const moves = app.watch('UpdateItem', forTask(id, isUpdate('outboxMove')));
+      const send = await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
+      const removal = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('outboxRemove')),
+        error: 'internal',
+        times: 1_000,
+      });
+      await post202(body, id);
+      expect(send.fired).toBe(1);
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      await settled(id, blocker);
+      expect(done.attempts).toBe(1);
+      expect(runs(id)).toBe(1);
+      // While the low consumer was busy, each sweep sent the owed message and failed to remove the entry.
+      expect(removal.fired).toBeGreaterThanOrEqual(2);
+      expect(sends.count).toBe(1 + removal.fired);
+      expect(new Set(dispatches(sends)).size).toBe(1);
+      expect(logsFor('outbox entry not removed after send', id)).toHaveLength(removal.fired);
+      // Running with a live lease: moved once, to lease_until + grace, which the task did not reach.
+      expect(moves.count).toBe(1);
+      // One copy ran the task; the others were dropped after it.
+      expect(dropReasons(id)).toEqual(Array(removal.fired - 1).fill('task is succeeded'));
+    });
+
+    it('its outbox query fails twice while a send is owed; a later run sends it', async () => {
+      await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
+      const q = await inject({ command: 'Query', error: 'internal', times: 2 });
+      const id = await submitOne('sleep', { ms: 0 });
+      expect((await bench.record(id))?.outbox_pk).toBe(outboxKey('queue', 'normal', id));
+      await bench.until(id, ['succeeded'], 15_000);
+      expect(q.fired).toBe(2);
+      expect(bench.logged('sweep failed')).toBe(true);
+      expect(runs(id)).toBe(1);
+      await settled(id);
+    });
+  });
+
+  describe('consumer: the read before running (GetItem)', () => {
+    it('500 on the first delivery’s read: nothing written, the message is left with a short backoff; the redelivery is claimed by a write at once and runs once', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const writes = watchWrites(id);
+      const f = await inject({ command: 'GetItem', match: forTask(id), error: 'internal' });
+      await post202(body, id);
+      // Nothing but the consumer reads the task until the fault has fired.
+      await waitFor('the read to fail', () => (f.fired === 1 ? true : undefined), { timeoutMs: 10_000 });
+      const done = await bench.until(id, ['succeeded'], 20_000);
+      expect(done.attempts).toBe(1);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect(runs(id)).toBe(1);
+      expect(kinds(writes)).toEqual(['claim', 'succeed']);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      const [backoff] = backoffs(id);
+      expect(backoffs(id)).toHaveLength(1);
+      expect(backoff).toBeGreaterThanOrEqual(1);
+      expect(backoff).toBeLessThanOrEqual(6); // 1 + random(0, 5) on the first receive
+      await settled(id);
+    });
+  });
+
+  describe('consumer: the claim written at delivery (a redelivery)', () => {
+    it('500 on the claim write: the message is left again, with a longer backoff; the next delivery claims it and it runs once', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const writes = watchWrites(id);
+      const read = await inject({ command: 'GetItem', match: forTask(id), error: 'internal' });
+      const claim = await inject({ command: 'UpdateItem', match: forTask(id, isUpdate('claim')), error: 'internal' });
+      await post202(body, id);
+      await waitFor('the claim write to fail', () => (claim.fired === 1 ? true : undefined), { timeoutMs: 15_000 });
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(read.fired).toBe(1);
+      expect(done.attempts).toBe(1);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect(runs(id)).toBe(1);
+      expect(kinds(writes)).toEqual(['claim', 'claim', 'succeed']);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      const waits = backoffs(id);
+      expect(waits).toHaveLength(2);
+      expect(waits[1]).toBeGreaterThanOrEqual(1);
+      expect(waits[1]).toBeLessThanOrEqual(11); // 1 + random(0, 10) on the second receive
+      await settled(id);
+    });
+
+    it('claim applied but its response lost: nobody runs it; after the lease it is reclaimed (a crash whose handler never ran) and runs once', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const writes = watchWrites(id);
+      const read = await inject({ command: 'GetItem', match: forTask(id), error: 'internal' });
+      const claim = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('claim')),
+        error: 'timeout',
+        phase: 'after',
+      });
+      await post202(body, id);
+      await waitFor('the claim to be lost', () => (claim.fired === 1 ? true : undefined), { timeoutMs: 15_000 });
+      const done = await bench.until(id, ['succeeded'], 40_000);
+      expect(read.fired).toBe(1);
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
+      expect(runAttempts(id)).toEqual([2]);
+      // The lost claim, the reclaim, the mark of a suspect's attempt running alone, the outcome.
+      expect(kinds(writes)).toEqual(['claim', 'claim', 'solo', 'succeed']);
+      expect(await bench.record(id)).toMatchObject({ lease_token: 2, unattributed_crashes: 1 });
+      expect(logsFor('reclaimed a task whose worker vanished', id)).toHaveLength(1);
+      await settled(id);
+    });
+  });
+
+  describe('consumer: the lazy claim, written at the first heartbeat', () => {
+    it('throttled twice: tried again at each beat, the third writes it; the attempt carries on and succeeds once', async () => {
+      const { id, body } = keyed('sleep', { ms: 4_500 });
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('lazyClaim')),
+        error: 'provisioned-throughput',
+        times: 2,
+      });
+      await post202(body, id);
       const done = await bench.until(id, ['succeeded']);
       expect(f.fired).toBe(2);
+      expect(f.matched).toBe(3);
       expect(done.attempts).toBe(1);
-      expect(bench.logged('heartbeat failed; will try again')).toBe(true);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect((await bench.record(id))?.lease_token).toBe(1); // claimed by the third beat
+      expect(logsFor('heartbeat failed; will try again', id)).toHaveLength(2);
       expect(runs(id)).toBe(1);
       await settled(id);
     });
 
-    it('table unavailable for longer than the lease: the task is taken over, the first worker is fenced; two runs, one outcome', async () => {
-      const f = await inject({ command: 'UpdateItem', match: heartbeats(), error: 'unavailable', times: 1_000 });
-      // Attempt 1 cannot extend its lease; the running-task watchdog re-sends the message and the
-      // task is reclaimed. Attempt 1 ends (6 s) while attempt 2 still runs, so only the fencing
-      // token rejects its success write.
-      const id = await submitOne('sleep', { ms: 6_000, retry_ms: 4_000 }, { priority: 'high' });
-      await bench.started(id, 2, 20_000);
-      app.clear(); // attempt 2's heartbeats go through
-      expect(f.fired).toBeGreaterThanOrEqual(3);
-      await waitFor(
-        'attempt 1 to end fenced off',
-        () => (bench.logged('write fenced off: lease lost to another worker') ? true : undefined),
-        { timeoutMs: 15_000 },
-      );
-      expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2 });
+    it('applied but its response lost: the next beat finds the task claimed — by this very attempt, which cannot tell — and stops it, fenced off; after the lease it is reclaimed as a crash; two runs, one outcome', async () => {
+      const { id, body } = keyed('sleep', { ms: 4_000, retry_ms: 0 });
+      const writes = watchWrites(id);
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('lazyClaim')),
+        error: 'timeout',
+        phase: 'after',
+      });
+      await post202(body, id);
       const done = await bench.until(id, ['succeeded'], 30_000);
-      expect(done.attempts).toBe(2);
-      expect(runs(id)).toBe(2);
-      expect(await bench.record(id)).toMatchObject({ status: 'succeeded', lease_token: 2, result: { attempt: 2 } });
-      await expectSettled(bench, [id]);
-    });
-
-    it('ChangeMessageVisibility throttled: logged, and the task still succeeds (the table lease is the truth)', async () => {
-      const f = await inject({ command: 'ChangeMessageVisibility', error: 'throttling', times: 3 });
-      const id = await submitOne('sleep', { ms: 1_500 });
-      const done = await bench.until(id, ['succeeded']);
-      expect(f.fired).toBeGreaterThanOrEqual(1);
-      expect(done.attempts).toBe(1);
-      expect(bench.logged('could not extend message visibility')).toBe(true);
-      expect(runs(id)).toBe(1);
-      await settled(id);
-    });
-  });
-
-  describe('consumer: the completion write', () => {
-    it('500 on the success write: the message is redelivered after the lease and the task runs again (at-least-once), then succeeds', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'internal' });
-      const id = await submitOne('sleep', { ms: 0 });
-      const done = await bench.until(id, ['succeeded'], 20_000);
       expect(f.fired).toBe(1);
       expect(done.attempts).toBe(2);
       expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
-      expect(runs(id)).toBe(2);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      expect(kinds(writes)).toEqual(['lazyClaim', 'lazyClaim', 'claim', 'solo', 'succeed']);
+      expect(logsFor('heartbeat failed; will try again', id)).toHaveLength(1);
+      expect(logsFor('write fenced off: lease lost to another worker', id)).toHaveLength(1);
+      expect(await bench.record(id)).toMatchObject({ lease_token: 2, unattributed_crashes: 1 });
       await settled(id);
     });
 
-    it('success write landed but timed out: the redelivered message is dropped (task is succeeded), one run', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('succeed'), error: 'timeout', phase: 'after' });
-      const id = await submitOne('sleep', { ms: 0 });
+    it('(wire) applied, response lost, and the SDK re-sends it: the re-sent claim fails its own condition, so the attempt stops at the first beat; reclaimed as a crash after the lease; two runs, one outcome', async () => {
+      const { id, body } = keyed('sleep', { ms: 4_000, retry_ms: 0 });
+      const writes = watchWrites(id);
+      const f = await inject(
+        { command: 'UpdateItem', match: forTask(id, isUpdate('lazyClaim')), error: 'timeout', phase: 'after' },
+        wire,
+      );
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(f.fired).toBe(1);
+      expect(f.matched).toBeGreaterThanOrEqual(2); // the SDK retried the applied claim
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      expect(kinds(writes)).toEqual(['lazyClaim', 'claim', 'solo', 'succeed']);
+      expect(logsFor('write fenced off: lease lost to another worker', id)).toHaveLength(1);
+      expect(await bench.record(id)).toMatchObject({ lease_token: 2, unattributed_crashes: 1 });
+      await settled(id);
+    });
+  });
+
+  describe('consumer: the heartbeat of a written claim', () => {
+    it('table lease refresh throttled twice: the attempt carries on and succeeds once', async () => {
+      const { id, body } = keyed('sleep', { ms: 4_500 });
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('heartbeat')),
+        error: 'provisioned-throughput',
+        times: 2,
+      });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded']);
+      expect(f.fired).toBe(2);
+      expect(done.attempts).toBe(1);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      expect(logsFor('heartbeat failed; will try again', id)).toHaveLength(2);
+      expect(runs(id)).toBe(1);
+      await settled(id);
+    });
+
+    it('table lease refresh failing for longer than the lease while the message is still held: nobody takes over (no watchdog), and the success write, fenced by the same token, lands; one run', async () => {
+      const { id, body } = keyed('sleep', { ms: 5_500 });
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('heartbeat')),
+        error: 'unavailable',
+        times: 1_000,
+      });
+      await post202(body, id);
+      await waitFor(
+        'the table lease to run out while the attempt runs',
+        async () => {
+          const r = await bench.record(id);
+          return r?.status === 'running' && (r.lease_until ?? Number.POSITIVE_INFINITY) < Date.now() ? r : undefined;
+        },
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
+      const done = await bench.until(id, ['succeeded']);
+      expect(f.fired).toBeGreaterThanOrEqual(3);
+      expect(done.attempts).toBe(1);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      expect(runs(id)).toBe(1);
+      expect(logsFor('reclaimed a task whose worker vanished', id)).toHaveLength(0);
+      expect(logsFor('write fenced off', id)).toHaveLength(0);
+      await settled(id);
+    });
+
+    it('table and queue both unavailable for longer than the lease: the message comes back, the other worker reclaims the task (a crash) and waits to run it alone, the first is fenced off at its success write; two runs, one outcome', async () => {
+      const { id, body } = keyed('sleep', { ms: 9_000, retry_ms: 2_000 }, { priority: 'high' });
+      const beats = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('heartbeat')),
+        error: 'unavailable',
+        times: 1_000,
+      });
+      const visibility = await inject({ command: 'ChangeMessageVisibility', error: 'unavailable', times: 1_000 });
+      await post202(body, id);
+      // The message comes back after the queue's visibility (6 s) and is reclaimed; attempt 2 runs
+      // alone (it is a suspect now), so it starts once attempt 1 (9 s) has ended, fenced off.
+      await bench.started(id, 2, 30_000);
+      app.clear(); // attempt 2's heartbeats go through
+      expect(beats.fired).toBeGreaterThanOrEqual(3);
+      expect(visibility.fired).toBeGreaterThanOrEqual(3);
+      expect(logsFor('write fenced off: lease lost to another worker', id)).toHaveLength(1);
+      expect(logsFor('reclaimed a task whose worker vanished', id)).toHaveLength(1);
+      expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2, attempts: 2 });
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      expect(await bench.record(id)).toMatchObject({
+        status: 'succeeded',
+        lease_token: 2,
+        unattributed_crashes: 1,
+        result: { attempt: 2 },
+      });
+      await settled(id);
+    });
+
+    it('ChangeMessageVisibility throttled at the first heartbeat (a first delivery sends none before it): logged, the claim is written anyway and the task succeeds once', async () => {
+      const { id, body } = keyed('sleep', { ms: 2_500 });
+      const reads = app.watch('GetItem', forTask(id));
+      const visibility = app.watch('ChangeMessageVisibility');
+      const f = await inject({ command: 'ChangeMessageVisibility', error: 'throttling' });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded']);
+      expect(f.fired).toBe(1);
+      // The first change came with the first heartbeat, a beat after the read that let the task run.
+      expect((visibility.at[0] ?? 0) - (reads.at[0] ?? 0)).toBeGreaterThanOrEqual(900);
+      expect(done.attempts).toBe(1);
+      expect(logsFor('could not extend message visibility', id)).toHaveLength(1);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      expect(runs(id)).toBe(1);
+      await settled(id);
+    });
+  });
+
+  describe('consumer: the outcome write', () => {
+    it('500 on the success write of a lazy claim: nothing recorded, the message comes back after a short backoff, is claimed by a write and runs again (at-least-once); one outcome, attempt 1 twice', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const writes = watchWrites(id);
+      const f = await inject({ command: 'UpdateItem', match: forTask(id, isUpdate('succeed')), error: 'internal' });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded'], 20_000);
+      expect(f.fired).toBe(1);
+      expect(done.attempts).toBe(1);
+      expect(done.history.map((h) => h.outcome)).toEqual(['succeeded']);
+      expect(runAttempts(id)).toEqual([1, 1]); // the lost run left no trace in the record
+      expect(kinds(writes)).toEqual(['succeed', 'claim', 'succeed']);
+      expect(backoffs(id)).toHaveLength(1);
+      expect((await bench.record(id))?.lease_token).toBe(1);
+      await settled(id);
+    });
+
+    it('500 on the success write of a claim written at the first heartbeat: the message comes back, waits out the lease, and the task is reclaimed (a crash) and runs again; one outcome', async () => {
+      const { id, body } = keyed('sleep', { ms: 2_500, retry_ms: 0 });
+      const f = await inject({ command: 'UpdateItem', match: forTask(id, isUpdate('succeed')), error: 'internal' });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(f.fired).toBe(1);
+      expect(updatedAttributes(f.failedInputs[0] ?? {}).set.has('attempts')).toBe(false); // fenced by the lease, not lazy
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      expect(backoffs(id)).toHaveLength(1);
+      expect(logsFor('reclaimed a task whose worker vanished', id)).toHaveLength(1);
+      expect(await bench.record(id)).toMatchObject({ lease_token: 2, unattributed_crashes: 1 });
+      await settled(id);
+    });
+
+    it('success write landed but timed out: the message comes back after a short backoff and is dropped (task is succeeded); one run', async () => {
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('succeed')),
+        error: 'timeout',
+        phase: 'after',
+      });
+      await post202(body, id);
       await bench.until(id, ['succeeded']);
       expect(f.fired).toBe(1);
-      await settled(id); // the message came back after the lease and was dropped
+      await settled(id);
+      expect(backoffs(id)).toHaveLength(1);
+      expect(dropReasons(id)).toEqual(['task is succeeded']);
       expect(runs(id)).toBe(1);
       expect((await bench.record(id))?.attempts).toBe(1);
     });
 
-    it('500 on the failure write of a permanent error: the attempt is repeated after the lease, then failed', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('fail'), error: 'internal' });
-      const id = await submitOne('soak', { poison: true });
+    it('500 on the failure write of a permanent error (lazy claim): the message comes back, is claimed by a write and the attempt is repeated, then failed; one dead letter', async () => {
+      const { id, body } = keyed('soak', { poison: true });
+      const writes = watchWrites(id);
+      const f = await inject({ command: 'UpdateItem', match: forTask(id, isUpdate('fail')), error: 'internal' });
+      await post202(body, id);
       const done = await bench.until(id, ['failed'], 20_000);
       expect(f.fired).toBe(1);
+      expect(done.attempts).toBe(1);
       expect(done.last_error).toMatchObject({ code: 'POISON', retryable: false });
-      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'failed']);
-      expect(runs(id)).toBe(2);
-      await settled(id); // the dead letter is confirmed sent once the outbox entry is gone
+      expect(done.history.map((h) => h.outcome)).toEqual(['failed']);
+      expect(runAttempts(id)).toEqual([1, 1]);
+      await settled(id); // the dead letter is out once the outbox entry is gone
+      expect(kinds(writes)).toEqual(['fail', 'claim', 'fail', 'outboxRemove']);
       expect(await bench.drainDeadLetters('normal', id)).toHaveLength(1);
     });
 
-    it('DeleteMessageBatch (the ack) unavailable: the message comes back and is dropped, one run', async () => {
+    it('DeleteMessageBatch (the ack) unavailable: the message comes back after the queue’s visibility timeout and is dropped; one run', async () => {
       const f = await inject({ command: 'DeleteMessageBatch', error: 'unavailable' });
       const id = await submitOne('sleep', { ms: 0 });
       await bench.until(id, ['succeeded']);
       await settled(id); // the ack comes after the success write: count the fault once it is back and dropped
       expect(f.fired).toBe(1);
+      expect(bench.logged('event source: delete failed')).toBe(true);
+      expect(dropReasons(id)).toEqual(['task is succeeded']);
       expect(runs(id)).toBe(1);
     });
   });
 
-  describe('retries: the send of the next attempt', () => {
-    it('SQS unavailable for the retry message: the outbox entry stays and the sweeper sends it', async () => {
-      const f = await inject({
-        command: 'SendMessage',
-        match: isSendTo(mainQueues, 'soak'),
-        nth: 2,
-        error: 'unavailable',
-      });
-      const id = await submitOne('soak', { fail_attempts: 1 });
-      const done = await bench.until(id, ['succeeded'], 15_000);
+  describe('retries: the next dispatch is sent first, then the retry is written', () => {
+    it('SQS unavailable for the retry’s message: the retry is written with an outbox entry; the sweeper sends it and removes the entry; two runs', async () => {
+      const { id, body } = keyed('soak', { fail_attempts: 1, ms: 2_500 });
+      const sends = watchSends(id);
+      const retries = app.watch('UpdateItem', forTask(id, isUpdate('retry')));
+      const f = await inject({ command: 'SendMessage', match: forTask(id, toMain()), nth: 2, error: 'unavailable' });
+      await post202(body, id);
+      await bench.started(id, 2, 15_000);
       expect(f.fired).toBe(1);
+      expect(logsFor('send failed; the task waits in the outbox for the sweeper', id)).toHaveLength(1);
+      expect(retries.count).toBe(1);
+      expect(updatedAttributes(retries.inputs[0] ?? {}).set.has('outbox_pk')).toBe(true);
+      // Removed by the sweeper after its send, while attempt 2 still runs.
+      await waitFor(
+        'the entry to be removed while attempt 2 runs',
+        async () => {
+          const r = await bench.record(id);
+          if (r === undefined || (FINISHED as readonly string[]).includes(r.status))
+            throw new Error(`task ${r?.status}`);
+          return r.outbox_pk === undefined ? true : undefined;
+        },
+        { timeoutMs: 2_000, intervalMs: 50 },
+      );
+      const done = await bench.until(id, ['succeeded'], 15_000);
       expect(done.attempts).toBe(2);
       expect(done.history.map((h) => h.outcome)).toEqual(['retrying', 'succeeded']);
-      expect(runs(id)).toBe(2);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      const [d0, failed, swept] = dispatches(sends);
+      expect(sends.count).toBe(3); // submit, the failed send of dispatch 1, the sweeper's
+      expect(swept).toBe(failed);
+      expect(dispatchSequence(swept ?? '')).toBe(dispatchSequence(d0 ?? '') + 1);
       await settled(id);
     });
 
-    it('retry message sent but timed out: the entry stays unconfirmed; any duplicate the sweeper sends is absorbed by the claim', async () => {
+    it('retry’s message sent but timed out: the retry is written with an outbox entry all the same, so the sweeper sends a second copy; one runs attempt 2, the other is dropped; two runs', async () => {
+      const { id, body } = keyed('soak', { fail_attempts: 1, ms: 2_500 }, { priority: 'low' });
+      const sends = watchSends(id);
+      const retries = app.watch('UpdateItem', forTask(id, isUpdate('retry')));
       const f = await inject({
         command: 'SendMessage',
-        match: isSendTo(mainQueues, 'soak'),
+        match: forTask(id, toMain()),
         nth: 2,
         error: 'timeout',
         phase: 'after',
       });
-      const id = await submitOne('soak', { fail_attempts: 1 });
-      await bench.until(id, ['succeeded'], 15_000);
+      await post202(body, id);
+      await bench.started(id, 1, 10_000);
+      // Queued behind attempt 1: keeps the low consumer busy while the sweeper sends the copy.
+      const blocker = await submitOne('sleep', { ms: 3_000 }, { priority: 'low' });
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      await settled(id, blocker);
       expect(f.fired).toBe(1);
+      expect(updatedAttributes(retries.inputs[0] ?? {}).set.has('outbox_pk')).toBe(true);
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['retrying', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      const [, sent, copy] = dispatches(sends);
+      expect(sends.count).toBe(3);
+      expect(copy).toBe(sent);
+      expect(dropReasons(id)).toEqual(['task is succeeded']);
+    });
+
+    it('retry’s message sent but the retry write fails: the old message comes back and the attempt is claimed and repeated; the message sent ahead (the next dispatch) is dropped; one outcome per attempt', async () => {
+      const { id, body } = keyed('soak', { fail_attempts: 1 });
+      const sends = watchSends(id);
+      const writes = watchWrites(id);
+      const f = await inject({ command: 'UpdateItem', match: forTask(id, isUpdate('retry')), error: 'internal' });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded'], 30_000);
       await settled(id);
-      expect(runs(id)).toBe(2);
-      expect((await bench.record(id))?.attempts).toBe(2);
+      expect(f.fired).toBe(1);
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['retrying', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 1, 2]);
+      expect(kinds(writes)).toEqual(['retry', 'claim', 'retry', 'succeed']);
+      expect(backoffs(id)).toHaveLength(1);
+      const [d0, orphan, next] = dispatches(sends);
+      expect(sends.count).toBe(3);
+      expect(dispatchSequence(orphan ?? '')).toBe(dispatchSequence(d0 ?? '') + 1);
+      expect(dispatchSequence(next ?? '')).toBe(dispatchSequence(d0 ?? '') + 1);
+      expect(next).not.toBe(orphan);
+      expect((await bench.record(id))?.dispatch_id).toBe(next);
+      // The orphan: superseded once the repeated attempt's retry landed (or, had the write not
+      // come within the send-first window, dropped as still ahead of its record).
+      const drops = dropReasons(id);
+      expect(drops).toHaveLength(1);
+      expect(['superseded by a newer dispatch', 'the record is still at an earlier dispatch']).toContain(drops[0]);
+    });
+
+    it('retry write landed but timed out: the old message comes back and is dropped as superseded; the next dispatch runs attempt 2; two runs', async () => {
+      const { id, body } = keyed('soak', { fail_attempts: 1 });
+      const f = await inject({
+        command: 'UpdateItem',
+        match: forTask(id, isUpdate('retry')),
+        error: 'timeout',
+        phase: 'after',
+      });
+      await post202(body, id);
+      const done = await bench.until(id, ['succeeded'], 20_000);
+      await settled(id);
+      expect(f.fired).toBe(1);
+      expect(done.attempts).toBe(2);
+      expect(done.history.map((h) => h.outcome)).toEqual(['retrying', 'succeeded']);
+      expect(runAttempts(id)).toEqual([1, 2]);
+      expect(backoffs(id)).toHaveLength(1);
+      expect(dropReasons(id)).toEqual(['superseded by a newer dispatch']);
     });
   });
 
@@ -314,6 +770,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       await bench.until(id, ['failed']);
       await settled(id); // outbox entry cleared once the sweeper sent the dead letter
       expect(f.fired).toBe(1); // the direct send follows the failure write: counted once the task settled
+      expect(logsFor('send failed; the sweeper will send it', id)).toHaveLength(1);
       expect(await bench.drainDeadLetters('low', id)).toHaveLength(1);
       expect(runs(id)).toBe(1);
     });
@@ -331,56 +788,6 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       expect(f.fired).toBe(1);
       expect(await bench.drainDeadLetters('high', id)).toHaveLength(2);
       expect(runs(id)).toBe(1);
-    });
-  });
-
-  it('sweeper: its outbox query fails twice while a send is owed; a later run sends it', async () => {
-    await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
-    const q = await inject({ command: 'Query', error: 'internal', times: 2 });
-    const id = await submitOne('sleep', { ms: 0 });
-    await bench.until(id, ['succeeded'], 15_000);
-    expect(q.fired).toBe(2);
-    expect(bench.logged('sweep failed')).toBe(true);
-    expect(runs(id)).toBe(1);
-    await settled(id);
-  });
-  // Last: a failed claim leaves its message in flight for the queue's visibility timeout (330 s),
-  // which would count as a leftover message in the cases after it.
-  describe('consumer: the claim (UpdateItem)', () => {
-    it('500 before the claim: the message is left (queue visibility 330 s), the watchdog re-sends it, one run', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'internal' });
-      const id = await submitOne('sleep', { ms: 0 });
-      const done = await bench.until(id, ['succeeded'], 20_000);
-      expect(f.fired).toBe(1);
-      expect(done.attempts).toBe(1);
-      expect(runs(id)).toBe(1);
-      await expectSettled(bench, [id]); // the first message stays in flight for the queue's visibility timeout
-    });
-
-    it('claim applied but the response timed out: nobody runs it; after the lease it is reclaimed (counted as a crash), one run', async () => {
-      const f = await inject({ command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' });
-      const id = await submitOne('sleep', { ms: 0 });
-      const done = await bench.until(id, ['succeeded'], 20_000);
-      expect(f.fired).toBe(1);
-      expect(done.attempts).toBe(2);
-      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
-      expect(runs(id)).toBe(1);
-      await expectSettled(bench, [id]);
-    });
-
-    it('(wire) claim applied, response lost, and the SDK re-sends it: the retry fails its own condition, the task is deferred and reclaimed', async () => {
-      const f = await inject(
-        { command: 'UpdateItem', match: isUpdate('claim'), error: 'timeout', phase: 'after' },
-        wire,
-      );
-      const id = await submitOne('sleep', { ms: 0 });
-      const done = await bench.until(id, ['succeeded'], 20_000);
-      expect(f.fired).toBe(1);
-      expect(f.matched).toBeGreaterThanOrEqual(2); // the SDK retried the applied claim
-      expect(done.attempts).toBe(2);
-      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
-      expect(runs(id)).toBe(1);
-      await expectSettled(bench, [id]);
     });
   });
 });

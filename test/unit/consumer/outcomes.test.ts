@@ -130,6 +130,24 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     expect(u.logger.entries.filter((e) => e.level === 'error')).toEqual([]);
   });
 
+  it('a handler that returns while its first heartbeat’s claim write is in flight: the outcome waits for it and lands (no false fencing)', async () => {
+    const { kaj, store, record, rec } = await setup();
+    // The claim write applies at 20 s, its response arrives 800 ms later; the handler returns at 20.5 s.
+    const update = store.update.bind(store);
+    store.update = async (id, changes, condition) => {
+      const written = await update(id, changes, condition);
+      if (changes.set?.status === 'running') await new Promise((r) => setTimeout(r, 800));
+      return written;
+    };
+    script.run = () => new Promise((r) => setTimeout(() => r('done'), 20_500));
+    const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(22_000);
+    expect((await done).batchItemFailures).toEqual([]);
+    const stored = store.items.get(record.task_id);
+    expect(stored).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1, result: 'done' });
+    expect(stored?.history.map((h) => h.outcome)).toEqual(['succeeded']);
+  });
+
   it('a task shorter than the poll period pays no read for it', async () => {
     const { kaj, store, rec } = await setup();
     script.run = () => new Promise((r) => setTimeout(() => r('ok'), 4_000));
