@@ -33,7 +33,7 @@ export type ClaimOutcome =
   | { readonly kind: 'crash_loop'; readonly record: TaskRecord };
 
 /** Pauses before looking again for a record whose write follows its message (send first, then put). */
-const WRITE_LANDING_PAUSES_MS = [25, 100] as const;
+const WRITE_LANDING_PAUSES_MS = [25, 100, 250] as const;
 /** Only a message sent this recently is worth waiting for in-process. */
 const FRESH_MESSAGE_MS = 5_000;
 
@@ -78,8 +78,9 @@ export class TaskClaims {
   async claim(taskId: string, dispatchId: string, delivery: Delivery = { receiveCount: 1 }): Promise<ClaimOutcome> {
     let current = await this.d.store.get(taskId);
     // A message often arrives before the write its sender made right after sending it (send
-    // first, then put): on a fresh first delivery, look again twice within ~125 ms before
-    // deferring it by a second. Costs a read or two, only in that race.
+    // first, then put): on a fresh first delivery, look again up to three times within ~375 ms
+    // before deferring it by a second. Costs a read or a few, only in that race (on AWS the put
+    // lands within milliseconds; a busy emulator takes longer).
     if (delivery.receiveCount <= 1 && delivery.sentAt !== undefined) {
       for (const pauseMs of WRITE_LANDING_PAUSES_MS) {
         if (!writeStillLanding(current, dispatchId)) break;
