@@ -1,7 +1,7 @@
 /**
  * Kaj's import rules (issue 9, item 5): no cycles, and the layering the architecture promises.
  *
- *   functions/ ─► shared/app.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
+ *   functions/ ─► shared/app/<function>.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
  *
  * `npm run deps` checks them. Type-only imports count (tsPreCompilationDeps: true): a layer that
  * names another layer's types depends on it as surely as one that calls it.
@@ -41,6 +41,7 @@ module.exports = {
           '^shared/store/dynamo-',
           '^shared/queue/sqs-',
           '^shared/app\\.ts$',
+          '^shared/app/',
           '^shared/observability\\.ts$',
         ],
       },
@@ -61,13 +62,15 @@ module.exports = {
       name: 'functions-only-through-app',
       severity: 'error',
       comment:
-        'Lambda entry points stay thin: they wire shared/app.ts (the composition root) to the event, ' +
-        'with the configuration, observability and the task registry. Anything else goes through app.ts.',
+        'Lambda entry points stay thin: they wire their composition root (shared/app/<function>.ts) to ' +
+        'the event, with the configuration, observability and the task registry. Anything else goes ' +
+        'through a root. Not shared/app.ts: that all-in-one root (local runtime, CLI, tests) would put ' +
+        "every function's code in every bundle (issue 10).",
       from: { path: '^functions/' },
       to: {
         path: '^(functions|shared|tasks|local|cli|infra|test|bench|scripts|bin)/',
         pathNot: [
-          '^shared/app\\.ts$',
+          '^shared/app/[^/]+\\.ts$',
           '^shared/observability\\.ts$',
           '^shared/config/[^/]+\\.ts$',
           '^tasks/index\\.ts$',

@@ -1,17 +1,16 @@
 import type { Context } from 'aws-lambda';
-import { createKajOnAws } from '../shared/app.js';
+import { createSweeperFunction } from '../shared/app/sweeper.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
 import { createLogger, createMetrics } from '../shared/observability.js';
-import { registry } from '../tasks/index.js';
 
 const logger = createLogger();
 const metrics = createMetrics();
-const kaj = createKajOnAws(loadFunctionConfig(), registry, { logger, metrics });
+const sweeper = createSweeperFunction(loadFunctionConfig(), { logger, metrics });
 
 /** Every minute (EventBridge): send what the outbox says is owed. */
 export const handler = async (_event: unknown, context: Context) => {
   try {
-    return await kaj.sweep(Math.max(1_000, context.getRemainingTimeInMillis() - 10_000));
+    return await sweeper.sweep(Math.max(1_000, context.getRemainingTimeInMillis() - 10_000));
   } finally {
     metrics.flush();
   }

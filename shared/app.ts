@@ -1,17 +1,14 @@
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { handleHttp, type HttpResult } from './api/http.js';
-import { PRIORITIES, type Priority } from './config/resources.js';
+import { type AwsClients, functionDeps, queueNamesOf } from './app/on-aws.js';
+import type { Priority } from './config/resources.js';
 import type { FunctionConfig, RuntimeSettings } from './config/settings.js';
 import { TaskConsumer, type InvocationContext } from './consumer/consumer.js';
 import type { ExclusiveGate } from './consumer/exclusive-gate.js';
 import type { TaskQueue } from './queue/task-queue.js';
-import { SqsTaskQueue } from './queue/sqs-task-queue.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from './runtime/logger.js';
 import { cryptoRandom, type RandomSource } from './runtime/random.js';
-import { DynamoTaskStore } from './store/dynamo-task-store.js';
 import type { TaskStore } from './store/task-store.js';
 import { OutboxSweeper, type SweepReport } from './sweeper/sweeper.js';
 import type { TaskRegistry } from './task/define.js';
@@ -42,7 +39,11 @@ export const LOCAL_OWNER = 'local';
 /** Not a secret: what local runs and tests use. A deployment always has its own (KAJ_ID_SECRET). */
 export const DEVELOPMENT_ID_SECRET = 'kaj-development-id-secret';
 
-/** Kaj's services wired together: the composition root shared by the Lambda functions and the local runtime. */
+/**
+ * Kaj's services wired together, all of them: the composition root of the local runtime, the
+ * admin CLI and the tests. Each Lambda function has a root of its own (`shared/app/*.ts`) that
+ * builds only what it runs.
+ */
 export interface Kaj {
   readonly lifecycle: TaskLifecycle;
   readonly submitter: TaskSubmitter;
@@ -80,35 +81,23 @@ export function createKaj(deps: KajDeps): Kaj {
   };
 }
 
-export interface AwsClients {
-  readonly dynamodb?: DynamoDBClient;
-  readonly sqs?: SQSClient;
-}
+export type { AwsClients } from './app/on-aws.js';
+export { queueNameOf } from './app/on-aws.js';
 
-/** Kaj on real (or emulated) AWS services, from a function's configuration. */
+/** Kaj on real (or emulated) AWS services, from a function's configuration, with the tuned SDK clients unless given. */
 export function createKajOnAws(
   config: FunctionConfig,
   registry: TaskRegistry,
   options: AwsClients & Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate'> = {},
 ): Kaj {
-  const dynamodb = options.dynamodb ?? new DynamoDBClient({});
-  const sqs = options.sqs ?? new SQSClient({});
-  const queueNames = {} as Record<Priority, string>;
-  for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
+  const { store, queue } = functionDeps(config, options);
   return createKaj({
     ...options,
-    store: new DynamoTaskStore(dynamodb, config.tableName),
-    queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+    store,
+    queue,
     registry,
     settings: config.settings,
-    queueNames,
+    queueNames: queueNamesOf(config.queueUrls),
     ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
   });
-}
-
-/** `https://sqs.us-east-1.amazonaws.com/123/kaj-high` → `kaj-high`. */
-export function queueNameOf(queueUrl: string): string {
-  const name = queueUrl.replace(/\/+$/, '').split('/').pop();
-  if (!name) throw new RangeError(`not a queue URL: ${queueUrl}`);
-  return name;
 }

@@ -24,7 +24,7 @@
  * @module
  */
 import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 /** An item as the document client hands it over: plain JS values. */
@@ -351,7 +351,7 @@ export class AccountingTaskStore implements TaskStore {
     return after;
   }
 
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
     const items = await this.inner.listOutboxDue(partition, dueBy, limit);
     const index = this.table.indexes.find((i) => i.name === this.outboxIndex);
     const bytes = items.reduce(

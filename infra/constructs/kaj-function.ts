@@ -117,6 +117,10 @@ export class KajFunction extends NodejsFunction {
         mainFields: ['module', 'main'],
         banner: ESM_REQUIRE_SHIM,
         bundleAwsSDK: true,
+        // On Lambda credentials are always in the environment: the SDK's default chain (STS,
+        // SSO, IMDS, ini files) is swapped for an environment-only provider, 133 KB less per
+        // bundle (npm run bench:bundle).
+        esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS_MODULE}` },
         forceDockerBundling: false,
         logLevel: EsbuildLogLevel.WARNING,
       },
@@ -125,6 +129,9 @@ export class KajFunction extends NodejsFunction {
     this.executionRole = role;
   }
 }
+
+/** The environment-only credential provider the bundles use in place of the SDK's default chain. */
+export const LAMBDA_CREDENTIALS_MODULE = path.join(REPO_ROOT, 'shared/config/lambda-credentials.ts');
 
 /** The Kaj log level an environment sets (`POWERTOOLS_LOG_LEVEL`); INFO when unset or unknown. */
 function logLevelIn(environment: Readonly<Record<string, string>>): LogLevel {

@@ -9,8 +9,9 @@
  * @module
  */
 import { ConfigError } from './errors.js';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { type ClientTuning, createDynamoDbClient, createSqsClient } from './clients.js';
 import * as z from 'zod';
 import { PRIORITIES, type Priority, resourceNames } from './resources.js';
 
@@ -90,9 +91,17 @@ export interface KajClients {
   destroy(): void;
 }
 
+/**
+ * The clients' per-request tuning outside Lambda (`shared/config/clients.ts`): the signer is
+ * reused, but each request resolves its middleware stack, because here middleware is added to
+ * running clients (fault injection in the tests, request counters in the benchmarks), which
+ * `cacheMiddleware` would ignore for commands already sent.
+ */
+export const WIRED_CLIENT_TUNING: ClientTuning = { cacheMiddleware: false, reuseSigner: true };
+
 export function createClients(settings: ClientSettings): KajClients {
-  const sqs = new SQSClient(clientConfig(settings, 'sqs'));
-  const dynamodb = new DynamoDBClient(clientConfig(settings, 'dynamodb'));
+  const sqs = createSqsClient(clientConfig(settings, 'sqs'), WIRED_CLIENT_TUNING);
+  const dynamodb = createDynamoDbClient(clientConfig(settings, 'dynamodb'), WIRED_CLIENT_TUNING);
   return {
     sqs,
     dynamodb,

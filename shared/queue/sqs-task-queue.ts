@@ -1,13 +1,17 @@
 import {
   ChangeMessageVisibilityCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DEFAULTS, type Priority } from '../config/resources.js';
-import { MessageGoneError, QueueUnavailableError } from './errors.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
 import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from './message.js';
-import type { TaskQueue } from './task-queue.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from './task-queue.js';
+
+/** SQS takes at most 10 entries per SendMessageBatch. */
+export const MAX_BATCH_ENTRIES = 10;
 
 export interface QueueUrls {
   readonly queues: Readonly<Record<Priority, string>>;
@@ -29,18 +33,13 @@ export class SqsTaskQueue implements TaskQueue {
   ) {}
 
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
-    const delay = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(options.delaySeconds)));
     try {
       await this.client.send(
         new SendMessageCommand({
           QueueUrl: this.urls.queues[priority],
           MessageBody: JSON.stringify(message),
-          DelaySeconds: delay,
-          MessageAttributes: {
-            [A.taskId]: str(message.task_id),
-            [A.type]: str(options.type),
-            [A.priority]: str(priority),
-          },
+          DelaySeconds: delayOf(options.delaySeconds),
+          MessageAttributes: taskAttributes(message, options.type, priority),
         }),
       );
     } catch (err) {
@@ -49,6 +48,62 @@ export class SqsTaskQueue implements TaskQueue {
         cause: err,
       });
     }
+  }
+
+  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    const batches: OutgoingMessage[][] = [];
+    for (let i = 0; i < entries.length; i += MAX_BATCH_ENTRIES) batches.push(entries.slice(i, i + MAX_BATCH_ENTRIES));
+    const failed = await Promise.all(batches.map((batch) => this.sendBatch(priority, batch)));
+    return failed.flat();
+  }
+
+  /** One SendMessageBatch; the entries it did not send. Entry ids are positions in the batch. */
+  private async sendBatch(priority: Priority, batch: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    let out: {
+      Successful?: { Id?: string }[];
+      Failed?: { Id?: string; Code?: string; Message?: string; SenderFault?: boolean }[];
+    };
+    try {
+      out = await this.client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.urls.queues[priority],
+          Entries: batch.map((e, i) => ({
+            Id: String(i),
+            MessageBody: JSON.stringify(e.message),
+            DelaySeconds: delayOf(e.delaySeconds),
+            MessageAttributes: taskAttributes(e.message, e.type, priority),
+          })),
+        }),
+      );
+    } catch (err) {
+      return batch.map((entry) => ({
+        entry,
+        error: new QueueUnavailableError(`SQS SendMessageBatch to ${priority} failed: ${nameOf(err)}`, {
+          taskId: entry.message.task_id,
+          cause: err,
+        }),
+      }));
+    }
+    const sent = new Set((out.Successful ?? []).map((s) => s.Id));
+    const refused = new Map((out.Failed ?? []).map((f) => [f.Id, f]));
+    const failures: FailedSend[] = [];
+    batch.forEach((entry, i) => {
+      if (sent.has(String(i))) return;
+      const f = refused.get(String(i));
+      const taskId = entry.message.task_id;
+      // An entry SQS reports neither way was not confirmed: as good as not sent.
+      const why =
+        f === undefined ? 'no result for the entry' : `${f.Code ?? 'Error'}${f.Message ? `: ${f.Message}` : ''}`;
+      const message = `SQS SendMessageBatch to ${priority} failed for task ${taskId}: ${why}`;
+      failures.push({
+        entry,
+        error:
+          f?.SenderFault === true
+            ? new QueueRejectedError(message, { taskId })
+            : new QueueUnavailableError(message, { taskId }),
+      });
+    });
+    return failures;
   }
 
   async sendDead(letter: DeadLetter): Promise<void> {
@@ -93,6 +148,16 @@ export class SqsTaskQueue implements TaskQueue {
       });
     }
   }
+}
+
+/** Whole seconds within SQS's 0-900. */
+function delayOf(seconds: number): number {
+  return Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(seconds)));
+}
+
+/** The attributes of a task message: what the admin CLI and the tests read without parsing bodies. */
+function taskAttributes(message: TaskMessage, type: string, priority: Priority): Record<string, MessageAttributeValue> {
+  return { [A.taskId]: str(message.task_id), [A.type]: str(type), [A.priority]: str(priority) };
 }
 
 function str(value: string): MessageAttributeValue {

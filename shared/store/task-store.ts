@@ -18,6 +18,9 @@ export interface TaskCondition {
   readonly noCancelRequest?: boolean;
 }
 
+/** An outbox index entry: the task's key and its index keys. */
+export type OutboxEntry = Pick<TaskRecord, 'task_id' | 'outbox_pk' | 'outbox_due'>;
+
 export interface ReadOptions {
   /**
    * Strongly consistent (the default) or eventually consistent (half the read cost; may miss
@@ -50,6 +53,9 @@ export interface TaskStore {
    * @throws ConditionFailedError, StoreRejectedError (the request can never succeed), StoreUnavailableError
    */
   update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord>;
-  /** Tasks in one outbox partition whose entry is due at or before `dueBy`, oldest first. */
-  listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]>;
+  /**
+   * The entries of one outbox partition due at or before `dueBy`, oldest first: their keys only
+   * (the index projects nothing else; the sweeper reads each item itself before acting).
+   */
+  listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]>;
 }

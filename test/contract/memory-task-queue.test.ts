@@ -1,4 +1,7 @@
-/** The `TaskQueue` contract on the in-memory fake the unit tests use. */
+/** The `TaskQueue` contract on the in-memory fake the unit tests use, and what the fake adds. */
+import { describe, expect, it } from 'vitest';
+import { QueueRejectedError } from '../../shared/queue/errors.js';
+import type { OutgoingMessage } from '../../shared/queue/task-queue.js';
 import { MemoryTaskQueue } from '../support/memory-task-queue.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
 
@@ -21,4 +24,55 @@ describeTaskQueueContract('MemoryTaskQueue', async () => {
     },
     cleanup: async () => {},
   };
+});
+
+/** What the fake adds to the contract for the domain's unit tests: the batches and the injected failures. */
+describe('Class: MemoryTaskQueue', () => {
+  const entries = (n: number): OutgoingMessage[] =>
+    Array.from({ length: n }, (_, i) => ({
+      message: { task_id: `t_${i}`, dispatch_id: `d_${i}` },
+      delaySeconds: 0,
+      type: 'job',
+    }));
+
+  describe('Method: sendMany', () => {
+    it('records one batch per 10 entries, and each sent entry in `sent` as send would', async () => {
+      const fake = new MemoryTaskQueue();
+      await fake.sendMany('low', entries(12));
+      expect(fake.batches).toEqual([
+        { priority: 'low', size: 10 },
+        { priority: 'low', size: 2 },
+      ]);
+      expect(fake.sent.map((s) => [s.priority, s.message.task_id])).toHaveLength(12);
+      expect(fake.sent[11]).toEqual({
+        priority: 'low',
+        message: entries(12)[11]?.message,
+        delaySeconds: 0,
+        type: 'job',
+      });
+    });
+
+    it('fails the entries rejectEntry picks, alone, with its error; the others are sent', async () => {
+      const fake = new MemoryTaskQueue();
+      const refused = new QueueRejectedError('InvalidMessageContents', { taskId: 't_1' });
+      fake.rejectEntry = (e) => (e.message.task_id === 't_1' ? refused : undefined);
+      const list = entries(3);
+      const failed = await fake.sendMany('high', list);
+      expect(failed).toEqual([{ entry: list[1], error: refused }]);
+      expect(fake.receive('high').map((m) => JSON.parse(m.body).task_id)).toEqual(['t_0', 't_2']);
+    });
+
+    it('fails every entry of the next call with failNext.sendMany (wrapped as retryable unless a queue error), once', async () => {
+      const fake = new MemoryTaskQueue();
+      fake.failNext.sendMany = new Error('socket hang up');
+      const failed = await fake.sendMany('normal', entries(2));
+      expect(failed.map((f) => [f.error.constructor.name, f.error.retryable, f.error.taskId])).toEqual([
+        ['QueueUnavailableError', true, 't_0'],
+        ['QueueUnavailableError', true, 't_1'],
+      ]);
+      expect(fake.sent).toEqual([]);
+      expect(await fake.sendMany('normal', entries(2))).toEqual([]);
+      expect(fake.sent).toHaveLength(2);
+    });
+  });
 });

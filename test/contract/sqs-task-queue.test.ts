@@ -2,13 +2,16 @@
  * The `TaskQueue` contract on `SqsTaskQueue`, on every emulator target (`targets()`: embedded
  * local-aws-sqs, moto when installed, `KAJ_TEST_ENDPOINT`). Each test gets fresh queues made by
  * the runtime's own bootstrap (`ensureResources`, from shared/config/resources.ts), deleted after it.
+ * The SQS client is built as the Lambda functions build theirs (`createSqsClient`: cached
+ * middleware, one signer), so the suite covers that configuration too.
  */
 import { freePort } from '../../local/emulators.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
 import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
+import { createSqsClient } from '../../shared/config/clients.js';
 import type { Priority } from '../../shared/config/resources.js';
 import { SqsTaskQueue } from '../../shared/queue/sqs-task-queue.js';
 import type { ReceivedAttribute } from '../support/memory-task-queue.js';
@@ -48,7 +51,7 @@ describe.each(targets())('SqsTaskQueue on $name', (target) => {
   });
 
   describeTaskQueueContract(`SqsTaskQueue (${target.name})`, async () => {
-    const sqs = new SQSClient({ ...CONFIG, endpoint: endpoints.sqs });
+    const sqs = createSqsClient({ ...CONFIG, endpoint: endpoints.sqs });
     const dynamodb = new DynamoDBClient({ ...CONFIG, endpoint: endpoints.dynamodb });
     clients.push(sqs, dynamodb);
     const prefix = uniquePrefix('queue-contract');
@@ -87,7 +90,7 @@ describe.each(targets())('SqsTaskQueue on $name', (target) => {
       },
       elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
       unreachable: () => {
-        const down = new SQSClient({ ...CONFIG, endpoint: `http://127.0.0.1:${unreachablePort}` });
+        const down = createSqsClient({ ...CONFIG, endpoint: `http://127.0.0.1:${unreachablePort}` });
         clients.push(down);
         return new SqsTaskQueue(down, urls);
       },

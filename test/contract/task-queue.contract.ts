@@ -16,7 +16,7 @@ import {
   type DeadLetter,
   type TaskMessage,
 } from '../../shared/queue/message.js';
-import type { TaskQueue } from '../../shared/queue/task-queue.js';
+import type { OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
 import type { ReceivedTaskMessage } from '../support/memory-task-queue.js';
 
 export interface TaskQueueUnderTest {
@@ -138,6 +138,60 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
       });
     });
 
+    describe('Method: sendMany', () => {
+      const entry = (o: Partial<OutgoingMessage> = {}): OutgoingMessage => ({
+        message: message(),
+        delaySeconds: 0,
+        type: 'job',
+        ...o,
+      });
+      const dispatchIds = (got: ReceivedTaskMessage[]): string[] =>
+        got.map((g) => (JSON.parse(g.body) as TaskMessage).dispatch_id).sort();
+
+      /** Receives until `count` messages came (a receive hands out at most 10) or nothing more comes. */
+      async function receiveAll(priority: Priority, count: number): Promise<ReceivedTaskMessage[]> {
+        const got: ReceivedTaskMessage[] = [];
+        for (let empty = 0; got.length < count && empty < 3; ) {
+          const batch = await subject.receive(priority);
+          got.push(...batch);
+          empty = batch.length === 0 ? empty + 1 : 0;
+        }
+        return got;
+      }
+
+      it('puts every entry on the priority queue only, in batches of 10, with the attributes send gives; none failed', async () => {
+        const entries = Array.from({ length: 23 }, () => entry({ type: 'make_thumbnails' }));
+        expect(await queue.sendMany('high', entries)).toEqual([]);
+        const got = await receiveAll('high', 23);
+        expect(dispatchIds(got)).toEqual(entries.map((e) => e.message.dispatch_id).sort());
+        for (const g of got) {
+          expect(g.attributes).toStrictEqual({
+            [A.taskId]: string(taskId),
+            [A.type]: string('make_thumbnails'),
+            [A.priority]: string('high'),
+          });
+          expect(JSON.parse(g.body)).toStrictEqual(
+            entries.find((e) => g.body.includes(e.message.dispatch_id))?.message,
+          );
+        }
+        await othersEmpty({ priority: 'high', dead: false });
+      });
+
+      it('keeps each entry invisible for its own delay', async () => {
+        const now = entry();
+        const later = entry({ delaySeconds: 2 });
+        expect(await queue.sendMany('low', [later, now])).toEqual([]);
+        expect(dispatchIds(await subject.receive('low'))).toEqual([now.message.dispatch_id]);
+        await subject.elapse(2600);
+        expect(dispatchIds(await subject.receive('low'))).toEqual([later.message.dispatch_id]);
+      });
+
+      it('sends nothing for no entries', async () => {
+        expect(await queue.sendMany('normal', [])).toEqual([]);
+        expect(await subject.receive('normal')).toEqual([]);
+      });
+    });
+
     describe('Method: sendDead', () => {
       it('puts the dead letter on the DLQ of its priority only, with the attributes the admin CLI reads', async () => {
         const l = letter();
@@ -235,6 +289,23 @@ export function describeTaskQueueContract(name: string, factory: TaskQueueFactor
         const cv = await rejection(down.changeVisibility('normal', 'any-handle', 10));
         expect(cv).toBeInstanceOf(QueueUnavailableError);
         expect(cv).not.toBeInstanceOf(MessageGoneError);
+      });
+
+      it('sendMany does not throw: it reports every entry failed, retryable, naming its task, so exactly those can be retried', async () => {
+        const down = subject.unreachable();
+        const entries = Array.from({ length: 12 }, (_, i) => ({
+          message: message({ task_id: `${taskId}-${i}` }),
+          delaySeconds: 0,
+          type: 'job',
+        }));
+        const failed = await down.sendMany('high', entries);
+        expect(failed.map((f) => f.entry)).toEqual(entries);
+        failed.forEach((f, i) => {
+          expect(f.entry).toBe(entries[i]);
+          expect(f.error).toBeInstanceOf(QueueUnavailableError);
+          expect(f.error.retryable).toBe(true);
+          expect(f.error.taskId).toBe(`${taskId}-${i}`);
+        });
       });
     });
   });

@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULTS, type Priority } from '../../shared/config/resources.js';
-import { MessageGoneError, QueueUnavailableError } from '../../shared/queue/errors.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../shared/queue/errors.js';
 import {
   MAX_ERROR_ATTRIBUTE_CHARS,
   MESSAGE_ATTRIBUTES as A,
   type DeadLetter,
   type TaskMessage,
 } from '../../shared/queue/message.js';
-import type { TaskQueue } from '../../shared/queue/task-queue.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+
+/** SQS's SendMessageBatch limit, which the fake's `batches` mirror. */
+const MAX_BATCH_ENTRIES = 10;
 
 export interface MemoryTaskQueueOptions {
   /** The fake's clock (epoch ms), for delays and visibility. @default Date.now */
@@ -57,7 +60,15 @@ export class MemoryTaskQueue implements TaskQueue {
   readonly sent: { priority: Priority; message: TaskMessage; delaySeconds: number; type: string }[] = [];
   readonly dead: DeadLetter[] = [];
   readonly visibility: { priority: Priority; receiptHandle: string; seconds: number }[] = [];
-  failNext: Partial<Record<'send' | 'sendDead' | 'changeVisibility', Error>> = {};
+  /** The SendMessageBatch requests `sendMany` stands for (≤ 10 entries each), in order. */
+  readonly batches: { priority: Priority; size: number }[] = [];
+  /** Make the next call of an operation fail (`sendMany`: every entry of that call, reported, not thrown). */
+  failNext: Partial<Record<'send' | 'sendMany' | 'sendDead' | 'changeVisibility', Error>> = {};
+  /**
+   * Fails chosen entries of `sendMany`, as SQS reports single entries of a batch failed: return the
+   * error for an entry, or undefined to send it.
+   */
+  rejectEntry: ((entry: OutgoingMessage) => QueueUnavailableError | QueueRejectedError | undefined) | undefined;
   /** `false`: SQS cannot be reached; every call throws QueueUnavailableError until it is `true` again. */
   available = true;
   private readonly now: () => number;
@@ -74,7 +85,33 @@ export class MemoryTaskQueue implements TaskQueue {
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
     this.maybeFail('send');
     if (!this.available) throw unavailable(`SendMessage to ${priority}`, message.task_id);
-    this.sent.push({ priority, message, ...options });
+    this.enqueue(priority, message, options);
+  }
+
+  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    const injected = this.failNext.sendMany;
+    delete this.failNext.sendMany;
+    const failed: FailedSend[] = [];
+    for (let i = 0; i < entries.length; i += MAX_BATCH_ENTRIES) {
+      const batch = entries.slice(i, i + MAX_BATCH_ENTRIES);
+      this.batches.push({ priority, size: batch.length });
+      for (const entry of batch) {
+        const taskId = entry.message.task_id;
+        const error =
+          injected !== undefined
+            ? batchFailure(injected, priority, taskId)
+            : this.available
+              ? this.rejectEntry?.(entry)
+              : unavailable(`SendMessageBatch to ${priority}`, taskId);
+        if (error === undefined) this.enqueue(priority, entry.message, entry);
+        else failed.push({ entry, error });
+      }
+    }
+    return failed;
+  }
+
+  private enqueue(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): void {
+    this.sent.push({ priority, message, delaySeconds: options.delaySeconds, type: options.type });
     const delay = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(options.delaySeconds)));
     this.queue(priority, false).push({
       body: JSON.stringify(message),
@@ -177,6 +214,12 @@ export class MemoryTaskQueue implements TaskQueue {
 function str(value: string): ReceivedAttribute {
   // As the adapter: SQS rejects empty attribute values.
   return { dataType: 'String', value: value === '' ? '-' : value };
+}
+
+/** An injected failure of a whole `sendMany` as the error of each of its entries. */
+function batchFailure(err: Error, priority: Priority, taskId: string): QueueUnavailableError | QueueRejectedError {
+  if (err instanceof QueueUnavailableError || err instanceof QueueRejectedError) return err;
+  return new QueueUnavailableError(`SQS SendMessageBatch to ${priority} failed: ${err.name}`, { taskId, cause: err });
 }
 
 function unavailable(what: string, taskId: string | undefined): QueueUnavailableError {

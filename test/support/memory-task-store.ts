@@ -1,5 +1,5 @@
 import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 export interface MemoryTaskStoreOptions {
@@ -89,7 +89,7 @@ export class MemoryTaskStore implements TaskStore {
     return clone(item);
   }
 
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
     this.maybeFail('listOutboxDue');
     if (!Number.isInteger(limit) || limit < 1) {
       throw new StoreRejectedError(
@@ -100,7 +100,7 @@ export class MemoryTaskStore implements TaskStore {
       .filter((r) => r.outbox_pk === partition && typeof r.outbox_due === 'number' && r.outbox_due <= dueBy)
       .sort((a, b) => (a.outbox_due as number) - (b.outbox_due as number))
       .slice(0, limit)
-      .map(clone);
+      .map((r) => ({ task_id: r.task_id, outbox_pk: r.outbox_pk, outbox_due: r.outbox_due }));
   }
 
   private maybeFail(op: keyof MemoryTaskStore['failNext']): void {

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { outboxKey } from '../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { QueueUnavailableError } from '../../../shared/queue/errors.js';
@@ -119,7 +120,7 @@ describe('Function: handleHttp', () => {
     queue.failNext.send = new QueueUnavailableError('down');
     const r = await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":1}}'));
     expect(r.statusCode).toBe(202);
-    expect(store.items.get(body(r).task_id)?.outbox_pk).toBe('queue#normal');
+    expect(store.items.get(body(r).task_id)?.outbox_pk).toBe(outboxKey('queue', 'normal', body(r).task_id));
   });
 
   it('reads a task without its internals and cancels it', async () => {

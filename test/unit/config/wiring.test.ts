@@ -9,6 +9,7 @@ import {
   toDlqSpelling,
   taskQueueUrls,
   type KajResources,
+  WIRED_CLIENT_TUNING,
 } from '../../../shared/config/wiring.js';
 
 const urls = (k: string) => ({ high: `${k}-h`, normal: `${k}-n`, low: `${k}-l` });
@@ -45,6 +46,16 @@ describe('Module: wiring', () => {
     const c = emulatorClients({ sqs: 'http://127.0.0.1:9', dynamodb: 'http://127.0.0.1:8' });
     expect(await c.sqs.config.region()).toBe(EMULATOR_REGION);
     expect((await c.dynamodb.config.endpoint?.())?.port).toBe(8);
+    c.destroy();
+  });
+
+  it('createClients reuses one signer per client but resolves middleware per request (tests add middleware to running clients)', async () => {
+    const c = emulatorClients('http://127.0.0.1:9');
+    for (const client of [c.sqs, c.dynamodb]) {
+      expect(client.config.cacheMiddleware).toBe(false);
+      expect(await client.config.signer()).toBe(await client.config.signer());
+    }
+    expect(WIRED_CLIENT_TUNING).toEqual({ cacheMiddleware: false, reuseSigner: true });
     c.destroy();
   });
 

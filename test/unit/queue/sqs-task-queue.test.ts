@@ -8,15 +8,17 @@ import {
   QueueDoesNotExist,
   ReceiptHandleIsInvalid,
   RequestThrottled,
+  SendMessageBatchCommand,
   SendMessageCommand,
   SQSClient,
   SQSServiceException,
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { MessageGoneError, QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../../shared/queue/errors.js';
 import type { DeadLetter, TaskMessage } from '../../../shared/queue/message.js';
 import { SqsTaskQueue } from '../../../shared/queue/sqs-task-queue.js';
+import type { OutgoingMessage } from '../../../shared/queue/task-queue.js';
 
 const URLS = {
   queues: { high: 'https://sqs/q-high', normal: 'https://sqs/q-normal', low: 'https://sqs/q-low' },
@@ -129,6 +131,97 @@ describe('Class: SqsTaskQueue', () => {
         });
       },
     );
+  });
+
+  describe('Method: sendMany', () => {
+    const entries = (n: number, o: Partial<OutgoingMessage> = {}): OutgoingMessage[] =>
+      Array.from({ length: n }, (_, i) => ({
+        message: { task_id: `t_${i}`, dispatch_id: `d_${i}`, timeout_seconds: 60 },
+        delaySeconds: 0,
+        type: 'job',
+        ...o,
+      }));
+    const batches = () => sqs.commandCalls(SendMessageBatchCommand).map((c) => c.args[0].input);
+    /** Answers every batch as SQS does when all its entries were sent. */
+    const allSent = () =>
+      sqs.on(SendMessageBatchCommand).callsFake(async (input: { Entries: { Id: string }[] }) => ({
+        Successful: input.Entries.map((e) => ({ Id: e.Id, MessageId: `m-${e.Id}`, MD5OfMessageBody: '' })),
+        Failed: [],
+      }));
+
+    it('sends one SendMessageBatch per 10 entries to the priority queue, each entry as send would send it', async () => {
+      allSent();
+      const list = entries(23, { delaySeconds: 14.01, type: 'make_thumbnails' });
+      expect(await queue.sendMany('low', list)).toEqual([]);
+      expect(batches().map((b) => [b.QueueUrl, b.Entries?.length])).toEqual([
+        [URLS.queues.low, 10],
+        [URLS.queues.low, 10],
+        [URLS.queues.low, 3],
+      ]);
+      expect(batches()[2]?.Entries?.[0]).toEqual({
+        Id: '0',
+        MessageBody: JSON.stringify(list[20]?.message),
+        DelaySeconds: 15,
+        MessageAttributes: {
+          'kaj-task-id': str('t_20'),
+          'kaj-type': str('make_thumbnails'),
+          'kaj-priority': str('low'),
+        },
+      });
+      expect(new Set(batches()[0]?.Entries?.map((e) => e.Id)).size).toBe(10);
+      expect(sent()).toEqual([]);
+    });
+
+    it('sends no request for no entries', async () => {
+      expect(await queue.sendMany('high', [])).toEqual([]);
+      expect(sqs.calls()).toHaveLength(0);
+    });
+
+    it('reports the entries SQS failed, the very objects given: a sender fault as QueueRejectedError, else QueueUnavailableError', async () => {
+      sqs.on(SendMessageBatchCommand).resolves({
+        Successful: [{ Id: '0', MessageId: 'm', MD5OfMessageBody: '' }],
+        Failed: [
+          { Id: '1', Code: 'InternalError', SenderFault: false, Message: 'try again' },
+          { Id: '2', Code: 'InvalidMessageContents', SenderFault: true, Message: 'bad character' },
+        ],
+      });
+      const list = entries(4);
+      const failed = await queue.sendMany('high', list);
+      expect(failed.map((f) => f.entry)).toEqual([list[1], list[2], list[3]]);
+      expect(failed[0]?.entry).toBe(list[1]);
+      expect(failed[0]?.error).toBeInstanceOf(QueueUnavailableError);
+      expect(failed[0]?.error).toMatchObject({
+        retryable: true,
+        taskId: 't_1',
+        message: 'SQS SendMessageBatch to high failed for task t_1: InternalError: try again',
+      });
+      expect(failed[1]?.error).toBeInstanceOf(QueueRejectedError);
+      expect(failed[1]?.error).toMatchObject({ retryable: false, taskId: 't_2' });
+      // Neither sent nor failed in the answer: not confirmed, so reported (retryable).
+      expect(failed[2]?.error).toBeInstanceOf(QueueUnavailableError);
+      expect(failed[2]?.error.message).toContain('no result for the entry');
+    });
+
+    it('reports every entry of a batch whose request failed, with the cause; the other batches are sent', async () => {
+      const cause = new RequestThrottled({ message: 'slow down', $metadata: {} });
+      let call = 0;
+      sqs.on(SendMessageBatchCommand).callsFake(async (input: { Entries: { Id: string }[] }) => {
+        call += 1;
+        if (call === 2) throw cause;
+        return { Successful: input.Entries.map((e) => ({ Id: e.Id, MessageId: 'm', MD5OfMessageBody: '' })) };
+      });
+      const list = entries(25);
+      const failed = await queue.sendMany('normal', list);
+      expect(failed.map((f) => f.entry)).toEqual(list.slice(10, 20));
+      for (const f of failed) {
+        expect(f.error).toBeInstanceOf(QueueUnavailableError);
+        expect(f.error).toMatchObject({
+          cause,
+          taskId: f.entry.message.task_id,
+          message: 'SQS SendMessageBatch to normal failed: RequestThrottled',
+        });
+      }
+    });
   });
 
   describe('Method: sendDead', () => {

@@ -1,11 +1,17 @@
 /**
- * `DynamoTaskStore` against a mocked document client (aws-sdk-client-mock): the exact requests it
- * builds, and how it maps every kind of failure. What DynamoDB makes of those requests is
- * checked on emulators by `test/contract/dynamo-task-store.test.ts`.
+ * `DynamoTaskStore` against a mocked DynamoDB client (aws-sdk-client-mock): the exact requests it
+ * builds (compared unmarshalled, as the document client it used before took them), how it
+ * marshals records in and out, and how it maps every kind of failure. What DynamoDB makes of
+ * those requests is checked on emulators by `test/contract/dynamo-task-store.test.ts`.
  */
 import {
+  type AttributeValue,
   ConditionalCheckFailedException,
   DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
   DynamoDBServiceException,
   InternalServerError,
   ItemCollectionSizeLimitExceededException,
@@ -14,8 +20,7 @@ import {
   ResourceNotFoundException,
   ThrottlingException,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -29,7 +34,7 @@ import type { TaskChanges, TaskCondition } from '../../../shared/store/task-stor
 import type { TaskRecord } from '../../../shared/task/model.js';
 
 const TABLE = 'kaj-unit-tasks';
-const doc = mockClient(DynamoDBDocumentClient);
+const doc = mockClient(DynamoDBClient);
 const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
 const store = new DynamoTaskStore(client, TABLE);
 
@@ -63,13 +68,26 @@ function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
   };
 }
 
-/** The input of the one UpdateCommand sent for `update(...)`. */
+/** As DynamoDB stores it, with what the store marshals (undefined members dropped). */
+const item = (r: unknown): Record<string, AttributeValue> =>
+  marshall(r, { removeUndefinedValues: true, convertClassInstanceToMap: false });
+
+/** A request's input with its marshalled maps (Key, Item, ExpressionAttributeValues) read back. */
+function readable(input: object): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...input };
+  for (const k of ['Key', 'Item', 'ExpressionAttributeValues']) {
+    if (out[k] !== undefined) out[k] = unmarshall(out[k] as Record<string, AttributeValue>);
+  }
+  return out;
+}
+
+/** The input of the one UpdateItemCommand sent for `update(...)`, unmarshalled. */
 async function updateInput(changes: TaskChanges, condition: TaskCondition): Promise<Record<string, unknown>> {
-  doc.on(UpdateCommand).resolves({ Attributes: record() });
+  doc.on(UpdateItemCommand).resolves({ Attributes: item(record()) });
   await store.update('t_1', changes, condition);
-  const calls = doc.commandCalls(UpdateCommand);
+  const calls = doc.commandCalls(UpdateItemCommand);
   expect(calls).toHaveLength(1);
-  return calls[0]?.args[0].input as Record<string, unknown>;
+  return readable(calls[0]?.args[0].input ?? {});
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -94,7 +112,7 @@ const serviceError = (name: string, status: number, message = `${name} happened`
     message,
   });
 
-/** The exact Error the document client throws when it cannot marshal a value. */
+/** The exact Error `marshall` throws when it cannot marshal a value. */
 function marshallError(value: unknown): Error {
   try {
     marshall({ v: value }, { removeUndefinedValues: true, convertClassInstanceToMap: false });
@@ -107,10 +125,10 @@ function marshallError(value: unknown): Error {
 describe('Class: DynamoTaskStore', () => {
   describe('Method: create', () => {
     it('sends a PutItem conditioned on the key not existing, asking for the old item on failure', async () => {
-      doc.on(PutCommand).resolves({});
+      doc.on(PutItemCommand).resolves({});
       const r = record();
       await store.create(r);
-      expect(doc.commandCalls(PutCommand).map((c) => c.args[0].input)).toEqual([
+      expect(doc.commandCalls(PutItemCommand).map((c) => readable(c.args[0].input))).toEqual([
         {
           TableName: TABLE,
           Item: r,
@@ -124,61 +142,117 @@ describe('Class: DynamoTaskStore', () => {
     it('maps ConditionalCheckFailedException with the item to TaskAlreadyExistsError carrying it, unmarshalled, without a read', async () => {
       const existing = record({ status: 'succeeded', result: { n: 1 } });
       const cause = conditionFailed(existing);
-      doc.on(PutCommand).rejects(cause);
+      doc.on(PutItemCommand).rejects(cause);
       const err = await rejection(store.create(record()));
       expect(err).toBeInstanceOf(TaskAlreadyExistsError);
       expect(err).toMatchObject({ taskId: 't_1', cause });
       expect((err as TaskAlreadyExistsError).existing).toStrictEqual(existing);
-      expect(doc.commandCalls(GetCommand)).toHaveLength(0);
+      expect(doc.commandCalls(GetItemCommand)).toHaveLength(0);
     });
 
     it('reads the existing item (consistently) when the exception carries none (dynalite)', async () => {
       const existing = record({ status: 'queued' });
-      doc.on(PutCommand).rejects(conditionFailed()).on(GetCommand).resolves({ Item: existing });
+      doc
+        .on(PutItemCommand)
+        .rejects(conditionFailed())
+        .on(GetItemCommand)
+        .resolves({ Item: item(existing) });
       const err = await rejection(store.create(record()));
       expect(err).toBeInstanceOf(TaskAlreadyExistsError);
       expect((err as TaskAlreadyExistsError).existing).toStrictEqual(existing);
-      expect(doc.commandCalls(GetCommand).map((c) => c.args[0].input)).toEqual([
-        { TableName: TABLE, Key: { task_id: 't_1' }, ConsistentRead: true },
+      expect(doc.commandCalls(GetItemCommand).map((c) => c.args[0].input)).toEqual([
+        { TableName: TABLE, Key: { task_id: { S: 't_1' } }, ConsistentRead: true },
       ]);
     });
 
     it('gives existing undefined when that read finds nothing, and StoreUnavailableError when it fails', async () => {
-      doc.on(PutCommand).rejects(conditionFailed()).on(GetCommand).resolves({});
+      doc.on(PutItemCommand).rejects(conditionFailed()).on(GetItemCommand).resolves({});
       const gone = await rejection(store.create(record()));
       expect(gone).toBeInstanceOf(TaskAlreadyExistsError);
       expect((gone as TaskAlreadyExistsError).existing).toBeUndefined();
       doc.reset();
       doc
-        .on(PutCommand)
+        .on(PutItemCommand)
         .rejects(conditionFailed())
-        .on(GetCommand)
+        .on(GetItemCommand)
         .rejects(new ThrottlingException({ message: 'slow down', $metadata: {} }));
       await expect(store.create(record())).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+  });
+
+  describe('Marshalling (by hand, as the document client did)', () => {
+    it('writes numbers as N, strings as S, the payload as a map, and leaves undefined members out', async () => {
+      doc.on(PutItemCommand).resolves({});
+      await store.create(
+        record({ last_error: undefined, payload: { a: 1, gone: undefined, list: [1, undefined, 'x'] } }),
+      );
+      const sent = doc.commandCalls(PutItemCommand)[0]?.args[0].input.Item ?? {};
+      expect(sent.attempts).toEqual({ N: '1' });
+      expect(sent.status).toEqual({ S: 'running' });
+      expect(sent.payload).toEqual({ M: { a: { N: '1' }, list: { L: [{ N: '1' }, { S: 'x' }] } } });
+      expect(sent).not.toHaveProperty('last_error');
+    });
+
+    it('drops undefined members of update values too', async () => {
+      const input = await updateInput(
+        { set: { result: { ok: true, none: undefined } as unknown as TaskRecord['result'] } },
+        { status: ['running'] },
+      );
+      expect(input.ExpressionAttributeValues).toEqual({ ':v0': { ok: true }, ':v1': 'running' });
+    });
+
+    it('reads items back as plain values: numbers as numbers, maps and lists as objects and arrays', async () => {
+      doc.on(GetItemCommand).resolves({
+        Item: {
+          task_id: { S: 't_1' },
+          attempts: { N: '3' },
+          lease_until: { N: '1900000000000' },
+          payload: { M: { deep: { L: [{ M: { a: { N: '1.5' } } }, { NULL: true }, { BOOL: false }] } } },
+        },
+      });
+      expect(await store.get('t_1')).toStrictEqual({
+        task_id: 't_1',
+        attempts: 3,
+        lease_until: 1_900_000_000_000,
+        payload: { deep: [{ a: 1.5 }, null, false] },
+      });
+    });
+
+    it.each<[string, unknown]>([
+      ['an unsafe integer', 2 ** 53],
+      ['NaN', Number.NaN],
+      ['a class instance', new Date(0)],
+    ])('refuses %s with StoreRejectedError, sending nothing', async (_what, value) => {
+      const created = await rejection(store.create(record({ payload: { v: value } })));
+      expect(created).toBeInstanceOf(StoreRejectedError);
+      expect((created as Error).message).toMatch(/^DynamoDB PutItem rejected: /);
+      const updated = await rejection(store.update('t_1', { set: { result: { v: value } } }, { status: ['running'] }));
+      expect(updated).toBeInstanceOf(StoreRejectedError);
+      expect(doc.calls()).toHaveLength(0);
     });
   });
 
   describe('Method: get', () => {
     it('sends a strongly consistent GetItem by default, and returns the item', async () => {
       const r = record();
-      doc.on(GetCommand).resolves({ Item: r });
+      doc.on(GetItemCommand).resolves({ Item: item(r) });
       expect(await store.get('t_1')).toStrictEqual(r);
-      expect(doc.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      expect(doc.commandCalls(GetItemCommand)[0]?.args[0].input).toEqual({
         TableName: TABLE,
-        Key: { task_id: 't_1' },
+        Key: { task_id: { S: 't_1' } },
         ConsistentRead: true,
       });
     });
 
     it('sends ConsistentRead false for consistent: false, and true for consistent: true', async () => {
-      doc.on(GetCommand).resolves({});
+      doc.on(GetItemCommand).resolves({});
       await store.get('t_1', { consistent: false });
       await store.get('t_1', { consistent: true });
-      expect(doc.commandCalls(GetCommand).map((c) => c.args[0].input.ConsistentRead)).toEqual([false, true]);
+      expect(doc.commandCalls(GetItemCommand).map((c) => c.args[0].input.ConsistentRead)).toEqual([false, true]);
     });
 
     it('returns undefined for a missing item', async () => {
-      doc.on(GetCommand).resolves({});
+      doc.on(GetItemCommand).resolves({});
       expect(await store.get('t_missing')).toBeUndefined();
     });
   });
@@ -262,7 +336,7 @@ describe('Class: DynamoTaskStore', () => {
 
     it('returns the item as written (ReturnValues ALL_NEW)', async () => {
       const written = record({ status: 'succeeded' });
-      doc.on(UpdateCommand).resolves({ Attributes: written });
+      doc.on(UpdateItemCommand).resolves({ Attributes: item(written) });
       expect(await store.update('t_1', { set: { status: 'succeeded' } }, { status: ['running'] })).toStrictEqual(
         written,
       );
@@ -422,7 +496,7 @@ describe('Class: DynamoTaskStore', () => {
     it('maps ConditionalCheckFailedException with an item to ConditionFailedError whose current is that item, unmarshalled', async () => {
       const current = record({ status: 'succeeded', payload: { deep: [{ a: 1 }, null, 'x'] }, cancel_requested: true });
       const cause = conditionFailed(current);
-      doc.on(UpdateCommand).rejects(cause);
+      doc.on(UpdateItemCommand).rejects(cause);
       const err = await rejection(store.update('t_1', { set: { status: 'running' } }, { status: ['queued'] }));
       expect(err).toBeInstanceOf(ConditionFailedError);
       expect(err).toMatchObject({ taskId: 't_1', cause, message: 'condition failed for task t_1' });
@@ -430,11 +504,11 @@ describe('Class: DynamoTaskStore', () => {
     });
 
     it('maps ConditionalCheckFailedException without an item (missing task, or dynalite) to current undefined, without a read', async () => {
-      doc.on(UpdateCommand).rejects(conditionFailed());
+      doc.on(UpdateItemCommand).rejects(conditionFailed());
       const err = await rejection(store.update('t_1', { set: { status: 'running' } }, { status: ['queued'] }));
       expect(err).toBeInstanceOf(ConditionFailedError);
       expect((err as ConditionFailedError).current).toBeUndefined();
-      expect(doc.commandCalls(GetCommand)).toHaveLength(0);
+      expect(doc.commandCalls(GetItemCommand)).toHaveLength(0);
     });
   });
 
@@ -444,9 +518,12 @@ describe('Class: DynamoTaskStore', () => {
         record({ task_id: 'a', outbox_pk: 'queue#high', outbox_due: 1 }),
         record({ task_id: 'b', outbox_pk: 'queue#high', outbox_due: 2 }),
       ];
-      doc.on(QueryCommand).resolves({ Items: items });
-      expect(await store.listOutboxDue('queue#high', 1234, 25)).toStrictEqual(items);
-      expect(doc.commandCalls(QueryCommand)[0]?.args[0].input).toEqual({
+      doc.on(QueryCommand).resolves({ Items: items.map(item) });
+      // Keys only, whatever the index projects.
+      expect(await store.listOutboxDue('queue#high', 1234, 25)).toStrictEqual(
+        items.map((i) => ({ task_id: i.task_id, outbox_pk: i.outbox_pk, outbox_due: i.outbox_due })),
+      );
+      expect(readable(doc.commandCalls(QueryCommand)[0]?.args[0].input ?? {})).toEqual({
         TableName: TABLE,
         IndexName: 'outbox',
         KeyConditionExpression: '#pk = :pk AND #due <= :due',
@@ -468,12 +545,12 @@ describe('Class: DynamoTaskStore', () => {
     const OPS: [
       Op,
       string,
-      typeof PutCommand | typeof GetCommand | typeof UpdateCommand | typeof QueryCommand,
+      typeof PutItemCommand | typeof GetItemCommand | typeof UpdateItemCommand | typeof QueryCommand,
       string | undefined,
     ][] = [
-      ['create', 'PutItem', PutCommand, 't_1'],
-      ['get', 'GetItem', GetCommand, 't_1'],
-      ['update', 'UpdateItem', UpdateCommand, 't_1'],
+      ['create', 'PutItem', PutItemCommand, 't_1'],
+      ['get', 'GetItem', GetItemCommand, 't_1'],
+      ['update', 'UpdateItem', UpdateItemCommand, 't_1'],
       ['listOutboxDue', 'Query', QueryCommand, undefined],
     ];
     const call = (op: Op): Promise<unknown> =>
@@ -546,7 +623,7 @@ describe('Class: DynamoTaskStore', () => {
         '%s → StoreRejectedError (permanent), naming the operation and the cause',
         async (_what, make) => {
           const cause = make();
-          doc.on(Command as typeof GetCommand).callsFake(() => Promise.reject(cause));
+          doc.on(Command as typeof GetItemCommand).callsFake(() => Promise.reject(cause));
           const err = await rejection(call(op));
           expect(err).toBeInstanceOf(StoreRejectedError);
           expect(err).toMatchObject({ retryable: false, taskId, cause });
@@ -558,7 +635,7 @@ describe('Class: DynamoTaskStore', () => {
       it.each(unavailable)('%s → StoreUnavailableError (retryable), naming the operation', async (_what, make) => {
         const cause = make();
         // callsFake, not rejects(): rejects() would wrap a non-Error in an Error.
-        doc.on(Command as typeof GetCommand).callsFake(() => Promise.reject(cause));
+        doc.on(Command as typeof GetItemCommand).callsFake(() => Promise.reject(cause));
         const err = await rejection(call(op));
         expect(err).toBeInstanceOf(StoreUnavailableError);
         expect(err).toMatchObject({ retryable: true, taskId, cause });

@@ -4,7 +4,8 @@ import type { Sleep } from '../../../../cli/admin/pacer.js';
 import { DEFAULTS, type Priority } from '../../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../../shared/config/settings.js';
 import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/queue/message.js';
-import type { TaskQueue } from '../../../../shared/queue/task-queue.js';
+import { QueueUnavailableError } from '../../../../shared/queue/errors.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/queue/task-queue.js';
 import { FakeClock } from '../../../support/doubles.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../../shared/runtime/random.js';
@@ -121,6 +122,19 @@ export class FakeTaskQueue implements TaskQueue {
       throw new Error('injected: SQS unavailable');
     }
     this.sent.push({ priority, message: { ...message }, ...options });
+  }
+
+  /** As `send` for each entry; an injected failure fails that entry only. */
+  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    const failed: FailedSend[] = [];
+    for (const entry of entries) {
+      try {
+        await this.send(priority, entry.message, entry);
+      } catch (err) {
+        failed.push({ entry, error: new QueueUnavailableError('injected: SQS unavailable', { cause: err }) });
+      }
+    }
+    return failed;
   }
 
   async sendDead(letter: DeadLetter): Promise<void> {

@@ -1,3 +1,4 @@
+import { outboxKey } from '../../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import { NativeMoveUnsupportedError } from '../../../../cli/admin/errors.js';
 import { nativeRedrive, type MessageMover, type MoveProgress } from '../../../../cli/admin/native.js';
@@ -77,7 +78,7 @@ describe('nativeRedrive', () => {
         dispatch_id: t.dispatch_id,
         attempts: 0,
         redrive_count: 1,
-        outbox_pk: 'queue#normal',
+        outbox_pk: outboxKey('queue', 'normal', t.task_id),
       });
       expect(w.lifecycle.sendUnconfirmed(r)).toBe(true); // the sweeper sends it if the move does not
     }

@@ -1,3 +1,4 @@
+import { outboxKey } from '../../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
 import { planRedrive, redriveDeadLetters, type RedriveOptions } from '../../../../cli/admin/redrive.js';
@@ -82,13 +83,14 @@ describe('redriveDeadLetters', () => {
     ]);
     expect(r.finished_at).toBeUndefined();
     expect(r.expires_at).toBeUndefined();
-    // Sent: the entry stays as the task's watchdog, due an hour after run_at.
-    expect(r).toMatchObject({ outbox_pk: 'queue#high', outbox_due: w.clock.now() + 3600_000 });
+    // Sent: the entry is removed, the message keeps the task.
+    expect(r.outbox_pk).toBeUndefined();
+    expect(r.outbox_due).toBeUndefined();
     expect(w.lifecycle.sendUnconfirmed(r)).toBe(false);
     expect(w.queue.sent).toEqual([
       {
         priority: 'high',
-        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30 },
+        message: { task_id: dead.task_id, dispatch_id: r.dispatch_id, timeout_seconds: 30, sent_at: w.clock.now() },
         delaySeconds: 0,
         type: 'send_email',
       },
@@ -165,7 +167,7 @@ describe('redriveDeadLetters', () => {
     const first = await run(w);
     expect(first).toMatchObject({ redriven: 0, failed: 1 });
     const reset = await rec(w, dead.task_id);
-    expect(reset).toMatchObject({ status: 'queued', outbox_pk: 'queue#normal' });
+    expect(reset).toMatchObject({ status: 'queued', outbox_pk: outboxKey('queue', 'normal', dead.task_id) });
     expect(w.lifecycle.sendUnconfirmed(reset)).toBe(true);
     expect(w.dlq.all()).toHaveLength(1);
 
@@ -327,8 +329,8 @@ describe('redriveDeadLetters with --task: a named task whose dead letter is gone
       attempts: 0,
       redrive_count: 1,
       priority: 'high',
-      outbox_pk: 'queue#high',
     });
+    expect(r.outbox_pk).toBeUndefined();
     expect(r.audit).toEqual([
       { action: 'redrive', at: new Date(w.clock.now()).toISOString(), by: 'ops', reason: 'lost letter' },
     ]);

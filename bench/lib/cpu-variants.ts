@@ -1,0 +1,229 @@
+/**
+ * The wirings `bench/cpu.ts` compares, in the order it prints them:
+ * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network, and the bare
+ *   HTTP exchanges without Kaj and the SDK (`./floors.ts`);
+ * - `before`: the wiring before issue 10 (all-in-one root, document client, SDK defaults);
+ * - `low-level-store`, `+cache-middleware`, `+reuse-signer`: the SDK changes one at a time, each
+ *   on top of the previous one (all-in-one root, so only the change differs);
+ * - `after`: what is deployed now: each function's own root with its tuned clients. Each builds the API function's and the consumer
+ * function's entry points from a `FunctionConfig`, a registry and the observability of the run,
+ * with SDK clients configured from the environment (the instant endpoint), as on Lambda.
+ *
+ * @module
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { HttpResult } from '../../shared/api/http.js';
+import { createKaj, queueNameOf } from '../../shared/app.js';
+import { createApiFunction } from '../../shared/app/api.js';
+import { createConsumerFunction } from '../../shared/app/consumer.js';
+import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import type { FunctionConfig } from '../../shared/config/settings.js';
+import type { InvocationContext } from '../../shared/consumer/consumer.js';
+import { SqsTaskQueue } from '../../shared/queue/sqs-task-queue.js';
+import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
+import { type ClientTuning, createDynamoDbClient, createSqsClient } from '../../shared/config/clients.js';
+import type { Logger, Metrics } from '../../shared/runtime/logger.js';
+import type { TaskRegistry } from '../../shared/task/define.js';
+import { DocumentTaskStore } from './document-task-store.js';
+import { ListTaskQueue, MapTaskStore, RawAwsHttp } from './floors.js';
+import type { SentMessage } from './instant-endpoint.js';
+import { randomUUID } from 'node:crypto';
+
+export interface BenchFunctions {
+  api(event: APIGatewayProxyEventV2): Promise<HttpResult>;
+  consumer(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
+  /** The messages the submits sent, when they did not go to the endpoint. */
+  messages?(): SentMessage[];
+  close?(): Promise<void> | void;
+}
+
+export type Observe = { logger?: Logger; metrics?: Metrics };
+
+type Variant = (config: FunctionConfig, registry: TaskRegistry, observe: Observe) => Promise<BenchFunctions>;
+
+/** Before issue 10: `createKajOnAws` as it was: default clients, the document-client store, one root for all. */
+const before: Variant = async (config, registry, observe) => {
+  const dynamodb = new DynamoDBClient({});
+  const sqs = new SQSClient({});
+  const queueNames = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
+  const kaj = createKaj({
+    ...observe,
+    store: new DocumentTaskStore(dynamodb, config.tableName),
+    queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+    registry,
+    settings: config.settings,
+    queueNames,
+    ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
+    defaultOwner: 'anonymous',
+  });
+  return {
+    api: (e) => kaj.handleHttp(e),
+    consumer: (e, c) => kaj.processBatch(e, c),
+    close: () => {
+      dynamodb.destroy();
+      sqs.destroy();
+    },
+  };
+};
+
+/** One root for all (`createKaj`), the store and clients given. */
+function allInOne(tuning: ClientTuning, store: 'document' | 'low-level'): Variant {
+  return async (config, registry, observe) => {
+    const dynamodb = createDynamoDbClient({}, tuning);
+    const sqs = createSqsClient({}, tuning);
+    const queueNames = {} as Record<Priority, string>;
+    for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
+    const kaj = createKaj({
+      ...observe,
+      store:
+        store === 'document'
+          ? new DocumentTaskStore(dynamodb, config.tableName)
+          : new DynamoTaskStore(dynamodb, config.tableName),
+      queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+      registry,
+      settings: config.settings,
+      queueNames,
+      ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
+      defaultOwner: 'anonymous',
+    });
+    return {
+      api: (e) => kaj.handleHttp(e),
+      consumer: (e, c) => kaj.processBatch(e, c),
+      close: () => {
+        dynamodb.destroy();
+        sqs.destroy();
+      },
+    };
+  };
+}
+
+/** Kaj alone: the all-in-one root on an in-process map and list. No SDK, no network. */
+const kajAlone: Variant = async (config, registry, observe) => {
+  const queueNames = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
+  const queue = new ListTaskQueue(config.queueUrls);
+  const kaj = createKaj({
+    ...observe,
+    store: new MapTaskStore(),
+    queue,
+    registry,
+    settings: config.settings,
+    queueNames,
+    ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
+    defaultOwner: 'anonymous',
+  });
+  return {
+    api: (e) => kaj.handleHttp(e),
+    consumer: (e, c) => kaj.processBatch(e, c),
+    messages: () => queue.drain(),
+  };
+};
+
+/**
+ * The network alone: per task, the same two exchanges as the real wiring (submit: PutItem and
+ * SendMessage; consume: GetItem and UpdateItem, ten records at a time) as bare HTTP requests of
+ * similar size. No SDK, no Kaj.
+ */
+const networkAlone: Variant = async (config) => {
+  const endpoint = new URL(config.queueUrls.normal).origin;
+  const http = new RawAwsHttp(endpoint);
+  const item = (id: string) => ({
+    task_id: { S: id },
+    type: { S: 'noop' },
+    status: { S: 'queued' },
+    payload: { M: { n: { N: '1' } } },
+    attempts: { N: '0' },
+    max_attempts: { N: '5' },
+    timeout_seconds: { N: '60' },
+    run_at: { S: new Date().toISOString() },
+    created_at: { S: new Date().toISOString() },
+    updated_at: { S: new Date().toISOString() },
+    history: { L: [] },
+    fingerprint: { S: 'f'.repeat(64) },
+    lease_token: { N: '0' },
+    dispatch_id: { S: `d_${randomUUID()}` },
+    owner: { S: 'arn:aws:sts::000000000000:assumed-role/producer' },
+    outbox_pk: { S: 'queue#normal#0' },
+    outbox_due: { N: String(Date.now()) },
+  });
+  return {
+    api: async () => {
+      const id = `t_${randomUUID().replaceAll('-', '')}`;
+      await http.call('DynamoDB_20120810.PutItem', {
+        TableName: config.tableName,
+        Item: item(id),
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': 'task_id' },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+      await http.call('AmazonSQS.SendMessage', {
+        QueueUrl: config.queueUrls.normal,
+        MessageBody: JSON.stringify({ task_id: id, dispatch_id: 'd_1', timeout_seconds: 60 }),
+        DelaySeconds: 0,
+        MessageAttributes: { 'kaj-task-id': { DataType: 'String', StringValue: id } },
+      });
+      return { statusCode: 202, headers: {}, body: JSON.stringify({ task_id: id }) };
+    },
+    consumer: async (event) => {
+      await Promise.all(
+        event.Records.map(async (r) => {
+          const { task_id } = JSON.parse(r.body) as { task_id: string };
+          await http.call('DynamoDB_20120810.GetItem', {
+            TableName: config.tableName,
+            Key: { task_id: { S: task_id } },
+            ConsistentRead: true,
+          });
+          await http.call('DynamoDB_20120810.UpdateItem', {
+            TableName: config.tableName,
+            Key: { task_id: { S: task_id } },
+            UpdateExpression: 'SET #n0 = :v0, #n1 = :v1, #n2 = :v2 REMOVE #n3, #n4',
+            ConditionExpression: 'attribute_exists(#n5) AND #n0 IN (:v3) AND #n6 = :v4',
+            ExpressionAttributeNames: {
+              '#n0': 'status',
+              '#n1': 'updated_at',
+              '#n2': 'finished_at',
+              '#n3': 'outbox_pk',
+              '#n4': 'outbox_due',
+              '#n5': 'task_id',
+              '#n6': 'dispatch_id',
+            },
+            ExpressionAttributeValues: {
+              ':v0': { S: 'succeeded' },
+              ':v1': { S: new Date().toISOString() },
+              ':v2': { S: new Date().toISOString() },
+              ':v3': { S: 'queued' },
+              ':v4': { S: 'd_1' },
+            },
+            ReturnValues: 'ALL_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          });
+        }),
+      );
+      return { batchItemFailures: [] };
+    },
+    close: () => http.destroy(),
+  };
+};
+
+/** After issue 10: each function's own root, its clients built as on Lambda (tuned, from the environment). */
+const after: Variant = async (config, registry, observe) => {
+  const api = createApiFunction(config, registry, observe);
+  const consumer = createConsumerFunction(config, registry, observe);
+  return { api: (e) => api.handleHttp(e), consumer: (e, c) => consumer.processBatch(e, c) };
+};
+
+const UNTUNED: ClientTuning = { cacheMiddleware: false, reuseSigner: false };
+
+export const VARIANTS = {
+  'floor:kaj-alone': kajAlone,
+  'floor:network-alone': networkAlone,
+  before,
+  'low-level-store': allInOne(UNTUNED, 'low-level'),
+  '+cache-middleware': allInOne({ ...UNTUNED, cacheMiddleware: true }, 'low-level'),
+  '+reuse-signer': allInOne({ cacheMiddleware: true, reuseSigner: true }, 'low-level'),
+  after,
+} satisfies Record<string, Variant>;
+export type VariantName = keyof typeof VARIANTS;

@@ -1,0 +1,80 @@
+/**
+ * What every Lambda function's composition root shares: Kaj's ports on DynamoDB and SQS, built
+ * from the function's configuration, and the defaults of the clock, randomness and observability.
+ * Each function has its own root (`api.ts`, `consumer.ts`, `sweeper.ts`) importing only what it
+ * runs, so that no bundle carries another function's code.
+ *
+ * @module
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createDynamoDbClient, createSqsClient } from '../config/clients.js';
+import { PRIORITIES, type Priority } from '../config/resources.js';
+import type { FunctionConfig, RuntimeSettings } from '../config/settings.js';
+import type { ExclusiveGate } from '../consumer/exclusive-gate.js';
+import { SqsTaskQueue } from '../queue/sqs-task-queue.js';
+import type { TaskQueue } from '../queue/task-queue.js';
+import { systemClock, type Clock } from '../runtime/clock.js';
+import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
+import { cryptoRandom, type RandomSource } from '../runtime/random.js';
+import { DynamoTaskStore } from '../store/dynamo-task-store.js';
+import type { TaskStore } from '../store/task-store.js';
+
+/** SDK clients to use instead of the tuned defaults (`shared/config/clients.ts`). */
+export interface AwsClients {
+  readonly dynamodb?: DynamoDBClient;
+  readonly sqs?: SQSClient;
+}
+
+/** What a function's root may be given besides its configuration and registry. */
+export interface FunctionOptions extends AwsClients {
+  readonly clock?: Clock;
+  readonly random?: RandomSource;
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** Shared by the handlers of one process. @default processGate */
+  readonly gate?: ExclusiveGate;
+}
+
+/** The dependencies of every domain service, on AWS, every default filled in. */
+export interface FunctionDeps {
+  readonly store: TaskStore;
+  readonly queue: TaskQueue;
+  readonly settings: RuntimeSettings;
+  readonly queueNames: Readonly<Record<Priority, string>>;
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly gate?: ExclusiveGate;
+}
+
+export function functionDeps(config: FunctionConfig, options: FunctionOptions): FunctionDeps {
+  const dynamodb = options.dynamodb ?? createDynamoDbClient();
+  const sqs = options.sqs ?? createSqsClient();
+  return {
+    store: new DynamoTaskStore(dynamodb, config.tableName),
+    queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+    settings: config.settings,
+    queueNames: queueNamesOf(config.queueUrls),
+    clock: options.clock ?? systemClock,
+    random: options.random ?? cryptoRandom,
+    logger: options.logger ?? silentLogger,
+    metrics: options.metrics ?? noMetrics,
+    ...(options.gate === undefined ? {} : { gate: options.gate }),
+  };
+}
+
+/** The queue name of each priority, from the queue URLs: how the consumer tells a record's queue. */
+export function queueNamesOf(queueUrls: Readonly<Record<Priority, string>>): Record<Priority, string> {
+  const names = {} as Record<Priority, string>;
+  for (const p of PRIORITIES) names[p] = queueNameOf(queueUrls[p]);
+  return names;
+}
+
+/** `https://sqs.us-east-1.amazonaws.com/123/kaj-high` → `kaj-high`. */
+export function queueNameOf(queueUrl: string): string {
+  const name = queueUrl.replace(/\/+$/, '').split('/').pop();
+  if (!name) throw new RangeError(`not a queue URL: ${queueUrl}`);
+  return name;
+}

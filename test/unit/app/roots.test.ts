@@ -1,0 +1,197 @@
+/**
+ * The Lambda functions' composition roots (`shared/app/*.ts`): each wires its service on the
+ * DynamoDB and SQS adapters (mocked SDK clients here: aws-sdk-client-mock), and each function's
+ * bundle carries only its own code (esbuild, as `npm run bench:bundle` and the stack bundle it).
+ */
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type AttributeValue,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { build } from 'esbuild';
+import * as z from 'zod';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApiFunction } from '../../../shared/app/api.js';
+import { createConsumerFunction } from '../../../shared/app/consumer.js';
+import { queueNameOf, queueNamesOf } from '../../../shared/app/on-aws.js';
+import { createSweeperFunction } from '../../../shared/app/sweeper.js';
+import { MissingEnvironmentError } from '../../../shared/config/errors.js';
+import { FUNCTION_ENTRIES } from '../../../shared/config/resources.js';
+import { type FunctionConfig, runtimeSettings } from '../../../shared/config/settings.js';
+import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
+
+const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
+const url = (name: string) => `https://sqs.eu-west-1.amazonaws.com/123456789012/${name}`;
+const CONFIG: FunctionConfig = {
+  tableName: 'kaj-unit-tasks',
+  queueUrls: { high: url('kaj-high'), normal: url('kaj-normal'), low: url('kaj-low') },
+  deadLetterQueueUrls: { high: url('kaj-high-dlq'), normal: url('kaj-normal-dlq'), low: url('kaj-low-dlq') },
+  settings: runtimeSettings(),
+  idSecret: 'unit-secret',
+};
+
+const ddb = mockClient(DynamoDBClient);
+const sqs = mockClient(SQSClient);
+const dynamodb = new DynamoDBClient({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 's' } });
+const sqsClient = new SQSClient({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 's' } });
+const clients = { dynamodb, sqs: sqsClient };
+
+const ran: unknown[] = [];
+const registry = new TaskRegistry([
+  defineTask({
+    type: 'probe',
+    schema: z.object({ n: z.number() }),
+    handler: async (payload) => {
+      ran.push(payload);
+      return { ok: true };
+    },
+  }),
+]);
+
+beforeEach(() => {
+  ddb.reset();
+  sqs.reset();
+  ran.length = 0;
+});
+afterAll(() => {
+  ddb.restore();
+  sqs.restore();
+  dynamodb.destroy();
+  sqsClient.destroy();
+});
+
+function post(body: unknown): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: '/api/v1/tasks',
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json' },
+    requestContext: { http: { method: 'POST', path: '/api/v1/tasks' } } as APIGatewayProxyEventV2['requestContext'],
+    body: JSON.stringify(body),
+    isBase64Encoded: false,
+  };
+}
+
+/** The record the API function wrote, the message it sent: what the consumer gets. */
+async function submitted(): Promise<{ item: Record<string, AttributeValue>; record: SQSRecord }> {
+  ddb.on(PutItemCommand).resolves({});
+  sqs.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
+  const api = createApiFunction(CONFIG, registry, clients);
+  const reply = await api.handleHttp(post({ type: 'probe', payload: { n: 7 } }));
+  expect(reply.statusCode).toBe(202);
+  const item = ddb.commandCalls(PutItemCommand)[0]?.args[0].input.Item ?? {};
+  const message = sqs.commandCalls(SendMessageCommand)[0]?.args[0].input;
+  return {
+    item,
+    record: {
+      messageId: 'm-1',
+      receiptHandle: 'rh-1',
+      body: message?.MessageBody ?? '',
+      attributes: {
+        ApproximateReceiveCount: '1',
+        SentTimestamp: String(Date.now()),
+        SenderId: 'x',
+        ApproximateFirstReceiveTimestamp: String(Date.now()),
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: `arn:aws:sqs:eu-west-1:123456789012:${queueNameOf(message?.QueueUrl ?? '')}`,
+      awsRegion: 'eu-west-1',
+    },
+  };
+}
+
+describe('Module: composition roots', () => {
+  describe('Function: createApiFunction', () => {
+    it('writes the task to the table and its message to the priority queue, answering 202', async () => {
+      await submitted();
+      expect(ddb.commandCalls(PutItemCommand)[0]?.args[0].input.TableName).toBe(CONFIG.tableName);
+      expect(sqs.commandCalls(SendMessageCommand)[0]?.args[0].input.QueueUrl).toBe(CONFIG.queueUrls.normal);
+    });
+
+    it('refuses to start without an id secret (MissingEnvironmentError naming KAJ_ID_SECRET)', () => {
+      const { idSecret: _none, ...noSecret } = CONFIG;
+      expect(() => createApiFunction(noSecret, registry, clients)).toThrow(MissingEnvironmentError);
+      expect(() => createApiFunction(noSecret, registry, clients)).toThrow(/KAJ_ID_SECRET/);
+    });
+  });
+
+  describe('Function: createConsumerFunction', () => {
+    it('runs the task a message stands for and records its outcome; no record is left for redelivery', async () => {
+      const { item, record } = await submitted();
+      ddb.on(GetItemCommand).resolves({ Item: item });
+      ddb.on(UpdateItemCommand).callsFake(async () => ({ Attributes: { ...item, status: { S: 'succeeded' } } }));
+      const consumer = createConsumerFunction(CONFIG, registry, clients);
+      const reply = await consumer.processBatch({ Records: [record] }, { getRemainingTimeInMillis: () => 900_000 });
+      expect(reply.batchItemFailures).toEqual([]);
+      expect(ran).toEqual([{ n: 7 }]);
+      expect(ddb.commandCalls(UpdateItemCommand).length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('Function: createSweeperFunction', () => {
+    it('queries the outbox index and reports nothing to do on an empty one', async () => {
+      ddb.on(QueryCommand).resolves({ Items: [] });
+      const sweeper = createSweeperFunction(CONFIG, clients);
+      expect(await sweeper.sweep(10_000)).toMatchObject({ sent: 0, failed: 0 });
+      const queries = ddb.commandCalls(QueryCommand).map((c) => c.args[0].input);
+      expect(queries.length).toBeGreaterThan(0);
+      for (const q of queries) expect(q).toMatchObject({ TableName: CONFIG.tableName, IndexName: 'outbox' });
+    });
+  });
+
+  describe('Function: queueNamesOf', () => {
+    it('names each priority’s queue from its URL (what the consumer matches event sources against)', () => {
+      expect(queueNamesOf(CONFIG.queueUrls)).toEqual({ high: 'kaj-high', normal: 'kaj-normal', low: 'kaj-low' });
+      expect(queueNameOf(`${CONFIG.queueUrls.low}/`)).toBe('kaj-low');
+      expect(() => queueNameOf('///')).toThrow(RangeError);
+    });
+  });
+
+  describe('Bundles: each function carries its own code only', () => {
+    /** The repository files in a function's bundle. */
+    async function inputs(entry: string): Promise<string[]> {
+      const result = await build({
+        entryPoints: [join(REPO_ROOT, entry)],
+        absWorkingDir: REPO_ROOT,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node22',
+        mainFields: ['module', 'main'],
+        write: false,
+        outfile: 'index.mjs',
+        metafile: true,
+        logLevel: 'silent',
+      });
+      return Object.keys(result.metafile.inputs);
+    }
+    const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
+      api: [/^shared\/consumer\//, /^shared\/sweeper\//],
+      consumer: [/^shared\/api\//, /^shared\/sweeper\//, /^shared\/task\/submit\.ts$/],
+      sweeper: [/^shared\/api\//, /^shared\/consumer\//, /^shared\/task\/submit\.ts$/, /^tasks\//],
+    };
+
+    it.each(Object.keys(FUNCTION_ENTRIES) as (keyof typeof FUNCTION_ENTRIES)[])(
+      '%s: its root, none of the other functions’ code, no all-in-one root, no document client',
+      async (name) => {
+        const files = await inputs(FUNCTION_ENTRIES[name]);
+        expect(files).toContain(`shared/app/${name}.ts`);
+        for (const pattern of [...NOT_IN[name], /^shared\/app\.ts$/, /node_modules\/@aws-sdk\/lib-dynamodb\//]) {
+          expect(files.filter((f) => pattern.test(f))).toEqual([]);
+        }
+      },
+      60_000,
+    );
+  });
+});
