@@ -107,7 +107,8 @@ describe('npm start reads the documented environment variables', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         type: 'send_email',
-        payload: { to: 'ada@example.com', subject: 'lease', simulate: { latency_ms: 1500 } },
+        // Longer than the first heartbeat (lease/3 = 3 s), which writes the (lazy) claim.
+        payload: { to: 'ada@example.com', subject: 'lease', simulate: { latency_ms: 4500 } },
       }),
     });
     const { task_id: taskId } = (await res.json()) as { task_id: string };
@@ -125,8 +126,11 @@ describe('npm start reads the documented environment variables', () => {
         const r = await get();
         return r.status === 'running' ? r : undefined;
       });
-      // The claim sets lease_until = claim time + lease; started_at is that same claim time.
-      expect((running.lease_until ?? 0) - Date.parse(running.started_at ?? '')).toBe(9_000);
+      // The claim, written at the first heartbeat (lease/3 after the start), sets lease_until =
+      // then + lease: 3 s + 9 s after started_at.
+      const leased = (running.lease_until ?? 0) - Date.parse(running.started_at ?? '');
+      expect(leased).toBeGreaterThanOrEqual(12_000);
+      expect(leased).toBeLessThan(12_500);
       const done = await until('the task to succeed', async () => {
         const r = await get();
         return r.status === 'succeeded' ? r : undefined;
