@@ -71,6 +71,44 @@ function perPriority(value: z.ZodInt, defaults: Readonly<Record<Priority, number
 const each = (v: number): Record<Priority, number> => ({ high: v, normal: v, low: v });
 
 /**
+ * Named sizings for a known load (docs/capacity.md has the arithmetic and the simulation behind
+ * each). A preset only supplies defaults: any key the user sets, in any layer, wins over it, and
+ * per-priority settings and `throttling` merge key by key (`capacity: '10m-per-day'` with
+ * `concurrency: { low: 10 }` keeps the preset's high and normal).
+ */
+export const CAPACITY_PRESETS = {
+  /**
+   * The seed workload: 10 M tasks a day, a 350/s peak hour (10/80/10 % high/normal/low), 5 s
+   * tasks, and a 105,000-task backlog (5 minutes of the peak) to drain during the peak. Little's
+   * law with batches of 10: invocations = rate × batch time / 10, a batch lasting as long as its
+   * slowest task (≈ 5.9 s for 5 s ± 20 %), so one invocation serves ≈ 1.7 tasks/s. The peak needs
+   * high 21, normal 164, low 21; these maxima start the last of the backlog's share after ≈ 1.7 /
+   * 2.7 / 3.4 minutes (the queues are empty again after ≈ 2.6 / 6 / 11), and high and normal carry
+   * the peak even if tasks run 50 % longer than planned (low: 40 %).
+   * They total 390, under Lambda's default 1,000 concurrent executions with room for the API
+   * function and the rest of the account. The API admits 1,000 requests/s (burst 2,000): ≈ 3× the
+   * peak's submits, for GETs, retries and bursts, a tenth of API Gateway's account quota.
+   * Normal and low wait up to 1 s to fill a batch: without a window, pollers invoke with whatever
+   * is visible, batches hold 1-5 tasks below saturation, and Lambda bills a whole 5 s invocation per
+   * handful of tasks; with it batches are full (≈ 10), for ≤ 1 s more latency at quiet hours.
+   */
+  '10m-per-day': {
+    throttling: { rateLimit: 1_000, burstLimit: 2_000 },
+    concurrency: { high: 60, normal: 300, low: 30 },
+    maxBatchingWindowSeconds: { high: 0, normal: 1, low: 1 },
+  },
+} as const satisfies Record<
+  string,
+  {
+    throttling: { rateLimit: number; burstLimit: number };
+    concurrency: Record<Priority, number>;
+    maxBatchingWindowSeconds?: Record<Priority, number>;
+  }
+>;
+export type CapacityPreset = keyof typeof CAPACITY_PRESETS;
+const CAPACITY_PRESET_NAMES = Object.keys(CAPACITY_PRESETS) as [CapacityPreset, ...CapacityPreset[]];
+
+/**
  * The configuration: every key, its validation, its default (mostly `DEFAULTS` from
  * shared/config/resources.ts) and its description, once. `KajConfig`, `DEFAULT_CONFIG`,
  * `CONFIG_KEYS` and {@link configReference} (the documentation's table) are derived from it.
@@ -87,6 +125,13 @@ export const configSchema = z.strictObject({
     .enum(AUTH_MODES)
     .default('iam')
     .describe('API authorization: `iam` (SigV4, default) or `none` (anyone with the URL can submit tasks).'),
+  capacity: z
+    .enum(CAPACITY_PRESET_NAMES)
+    .optional()
+    .describe(
+      'A named sizing (docs/capacity.md): `10m-per-day` sets `throttling`, `concurrency` and ' +
+        '`maxBatchingWindowSeconds` for 10 M tasks a day (350/s peak, 5 s tasks). Keys you set yourself win over the preset.',
+    ),
   concurrency: perPriority(int(MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY), DEFAULTS.concurrency).describe(
     "Maximum concurrency of each priority's event source mapping (Lambda's minimum is 2).",
   ),
@@ -130,6 +175,12 @@ export const configSchema = z.strictObject({
     .default(900)
     .describe('Alarm when the oldest message of a priority queue is older than this.'),
   deletionProtection: z.boolean().default(true).describe('DynamoDB deletion protection on the task table.'),
+  outboxIndexProjection: z
+    .enum(['KEYS_ONLY', 'ALL'])
+    .default('KEYS_ONLY')
+    .describe(
+      "Projection of the task table's outbox index. Stacks deployed before issue 10 set `ALL`: DynamoDB cannot change an existing index's projection.",
+    ),
   retainData: z
     .boolean()
     .default(true)
@@ -265,6 +316,7 @@ export function parseConfig(...layers: readonly unknown[]): KajConfig {
     }
     merged = merge(merged, layer);
   }
+  merged = withPreset(merged);
   const parsed = configSchema.safeParse(merged, { reportInput: true });
   if (!parsed.success) {
     const problems = parsed.error.issues.map(describe);
@@ -273,6 +325,17 @@ export function parseConfig(...layers: readonly unknown[]): KajConfig {
   const config: KajConfig = parsed.data;
   checkRelations(config);
   return config;
+}
+
+/**
+ * The preset named by `capacity` under the user's own settings: the preset's values are defaults
+ * that any explicit key overrides (nested objects key by key). An unknown name is left for the
+ * schema to reject, naming `capacity`.
+ */
+function withPreset(merged: Record<string, unknown>): Record<string, unknown> {
+  const name = merged.capacity;
+  if (typeof name !== 'string' || !Object.hasOwn(CAPACITY_PRESETS, name)) return merged;
+  return merge(structuredClone(CAPACITY_PRESETS[name as CapacityPreset]) as Record<string, unknown>, merged);
 }
 
 /** Rules that involve more than one key. */

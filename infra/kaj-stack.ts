@@ -71,6 +71,7 @@ export class KajStack extends Stack {
       tableName: names.table,
       deletionProtection: config.deletionProtection,
       removalPolicy: retain,
+      outboxIndexProjection: config.outboxIndexProjection,
     });
     // Retained with the table (retainData): a retained table holds task ids derived under it.
     this.idSecret = new IdSecret(this, 'IdSecret', {

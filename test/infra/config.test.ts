@@ -87,6 +87,12 @@ describe('invalid configuration fails with the key named', () => {
     );
   });
 
+  it('keeps the outbox index keys-only unless an earlier stack needs ALL; anything else names the key', () => {
+    expect(parseConfig({}).outboxIndexProjection).toBe('KEYS_ONLY');
+    expect(parseConfig({ outboxIndexProjection: 'ALL' }).outboxIndexProjection).toBe('ALL');
+    expect(() => parseConfig({ outboxIndexProjection: 'INCLUDE' })).toThrow(/"outboxIndexProjection"/);
+  });
+
   it('exposes the key on the error', () => {
     try {
       parseConfig({ concurrency: { normal: 0 } });

@@ -1,0 +1,198 @@
+/**
+ * The TaskQueue port as three in-memory SQS standard queues on the virtual clock: delays,
+ * receipt handles, visibility timeouts (a message received and neither deleted nor changed
+ * comes back when its visibility ends), receive counts; and the request counts SQS would bill.
+ * `receive` and `delete` are what the event source model (event-source.ts) uses, as Lambda's
+ * pollers use ReceiveMessage and DeleteMessageBatch.
+ *
+ * @module
+ */
+import { DEFAULTS, PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import { MessageGoneError } from '../../shared/queue/errors.js';
+import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import type { PeakMeter } from './meter.js';
+import type { VirtualTime } from './virtual-time.js';
+
+export interface SimMessage {
+  readonly messageId: string;
+  readonly body: string;
+  readonly sentAt: number;
+  receiveCount: number;
+  receiptHandle: string | undefined;
+  /** The visibility timer of a received message. */
+  timer: unknown;
+}
+
+/** A FIFO of visible messages (SQS standard queues are only roughly ordered; close enough). */
+class Fifo<T> {
+  private items: T[] = [];
+  private head = 0;
+  get length(): number {
+    return this.items.length - this.head;
+  }
+  push(v: T): void {
+    this.items.push(v);
+  }
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const v = this.items[this.head] as T;
+    this.head += 1;
+    if (this.head > 65_536 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return v;
+  }
+}
+
+export class SimTaskQueue implements TaskQueue {
+  private readonly visible = new Map<Priority, Fifo<SimMessage>>(PRIORITIES.map((p) => [p, new Fifo()]));
+  private readonly inFlight = new Map<string, SimMessage>();
+  private readonly delayed = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+  private seq = 0;
+  /** Dead letters written, by priority. */
+  readonly dead = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+  /** Called when messages become visible on a priority's queue (the pollers' long poll returns). */
+  onVisible: (p: Priority) => void = () => {};
+
+  constructor(
+    private readonly time: VirtualTime,
+    private readonly meter: PeakMeter,
+    private readonly visibilityTimeoutMs = DEFAULTS.queueVisibilityTimeoutSeconds * 1000,
+  ) {}
+
+  /** ApproximateNumberOfMessagesVisible. */
+  visibleCount(p: Priority): number {
+    return (this.visible.get(p) as Fifo<SimMessage>).length;
+  }
+
+  /** ApproximateNumberOfMessagesDelayed. */
+  delayedCount(p: Priority): number {
+    return this.delayed.get(p) ?? 0;
+  }
+
+  /** ApproximateNumberOfMessagesNotVisible, all queues. */
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
+    this.meter.add('sqs.requests');
+    this.enqueue(priority, JSON.stringify(message), options.delaySeconds);
+  }
+
+  /** SendMessageBatch: ten messages a request; nothing fails in memory. */
+  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    for (let i = 0; i < entries.length; i += 10) this.meter.add('sqs.requests');
+    for (const e of entries) this.enqueue(priority, JSON.stringify(e.message), e.delaySeconds);
+    return [];
+  }
+
+  async sendDead(letter: DeadLetter): Promise<void> {
+    this.meter.add('sqs.requests');
+    this.dead.set(letter.priority, (this.dead.get(letter.priority) ?? 0) + 1);
+  }
+
+  async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
+    this.meter.add('sqs.requests');
+    const m = this.inFlight.get(receiptHandle);
+    if (m === undefined) throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+    this.time.cancel(m.timer);
+    this.hide(priority, m, Math.max(0, Math.ceil(seconds)) * 1000);
+  }
+
+  /** The queues as one caller sees them: its requests are counted under `who` too. */
+  as(who: string): TaskQueue {
+    return {
+      send: (p, m, o) => {
+        this.meter.who = who;
+        return this.send(p, m, o);
+      },
+      sendMany: (p, entries) => {
+        this.meter.who = who;
+        return this.sendMany(p, entries);
+      },
+      sendDead: (l) => {
+        this.meter.who = who;
+        return this.sendDead(l);
+      },
+      changeVisibility: (p, h, s) => {
+        this.meter.who = who;
+        return this.changeVisibility(p, h, s);
+      },
+    };
+  }
+
+  /** ReceiveMessage: up to `max` visible messages, each hidden for the queue's visibility timeout. */
+  receive(p: Priority, max: number): SimMessage[] {
+    this.meter.who = 'poller';
+    this.meter.add('sqs.requests');
+    const q = this.visible.get(p) as Fifo<SimMessage>;
+    const out: SimMessage[] = [];
+    while (out.length < max) {
+      const m = q.shift();
+      if (m === undefined) break;
+      m.receiveCount += 1;
+      m.receiptHandle = `rh-${this.seq++}`;
+      this.hide(p, m, this.visibilityTimeoutMs);
+      out.push(m);
+    }
+    return out;
+  }
+
+  /** DeleteMessageBatch by receipt handle (a stale handle deletes nothing, as on SQS). */
+  delete(handles: readonly string[]): void {
+    this.meter.who = 'poller';
+    for (let i = 0; i < handles.length; i += 10) this.meter.add('sqs.requests');
+    for (const h of handles) {
+      const m = this.inFlight.get(h);
+      if (m === undefined) continue;
+      this.time.cancel(m.timer);
+      this.inFlight.delete(h);
+    }
+  }
+
+  private enqueue(p: Priority, body: string, delaySeconds: number): void {
+    const m: SimMessage = {
+      messageId: `m-${this.seq++}`,
+      body,
+      sentAt: this.time.now(),
+      receiveCount: 0,
+      receiptHandle: undefined,
+      timer: undefined,
+    };
+    const delayMs = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(delaySeconds))) * 1000;
+    if (delayMs === 0) {
+      this.show(p, m);
+      return;
+    }
+    this.delayed.set(p, (this.delayed.get(p) ?? 0) + 1);
+    this.time.at(delayMs, () => {
+      this.delayed.set(p, (this.delayed.get(p) ?? 0) - 1);
+      this.show(p, m);
+    });
+  }
+
+  /** Hides a received message for `ms` (0: visible again at once) under its current handle. */
+  private hide(p: Priority, m: SimMessage, ms: number): void {
+    const handle = m.receiptHandle as string;
+    if (ms === 0) {
+      this.inFlight.delete(handle);
+      this.show(p, m);
+      return;
+    }
+    this.inFlight.set(handle, m);
+    m.timer = this.time.at(ms, () => {
+      if (this.inFlight.get(handle) !== m) return;
+      this.inFlight.delete(handle);
+      this.show(p, m);
+    });
+  }
+
+  private show(p: Priority, m: SimMessage): void {
+    m.receiptHandle = undefined;
+    (this.visible.get(p) as Fifo<SimMessage>).push(m);
+    this.onVisible(p);
+  }
+}

@@ -1,0 +1,523 @@
+/**
+ * One replay of the seed workload through Kaj's real code on the virtual clock.
+ *
+ *   producers ─► API throttle (token bucket: the stage's rate and burst) ─► submitter.submit
+ *     ─► SimTaskStore + SimTaskQueue ─► SimEventSource per priority ─► processBatch (consumer)
+ *   and the sweeper every minute, as EventBridge runs it.
+ *
+ * What is real: `createKaj` and everything behind it — the submitter, the consumer's claim,
+ * heartbeat, timeout and outcome writes, the sweeper. What is modelled: the AWS services (an
+ * in-memory table and queues that answer instantly; Lambda's pollers and scaling; the API
+ * throttle), the producers (they queue locally when throttled and send as fast as the API
+ * admits, so nothing is lost and the wait is counted from the moment a task was produced) and
+ * the task handlers (they sleep their duration on the virtual clock).
+ *
+ * @module
+ */
+import * as z from 'zod';
+import type { KajConfig } from '../../infra/config.js';
+import { createKaj, type KajDeps } from '../../shared/app.js';
+import { PRIORITIES, type Priority, resourceNames } from '../../shared/config/resources.js';
+import { runtimeSettings } from '../../shared/config/settings.js';
+import { ExclusiveGate } from '../../shared/consumer/exclusive-gate.js';
+import type { TaskMessage, DeadLetter } from '../../shared/queue/message.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import { defineTask, TaskRegistry } from '../../shared/task/define.js';
+import type { TaskRecord } from '../../shared/task/model.js';
+import { type FunctionConcurrency, SimEventSource } from './event-source.js';
+import { PeakMeter } from './meter.js';
+import { SimTaskQueue } from './sim-queue.js';
+import { attributed, SimTaskStore } from './sim-store.js';
+import { VirtualTime } from './virtual-time.js';
+import { hourlyRates, SeededRandom, type Workload } from './workload.js';
+
+export interface SimOptions {
+  readonly workload: Workload;
+  readonly seed: number;
+  /** Replay from this hour of the day (0-23; fractions allowed) ... */
+  readonly fromHour: number;
+  /** ... measuring from this hour on (what comes before warms the mappings up) ... */
+  readonly measureFromHour: number;
+  /** ... to this one (may pass 24: the next day has the same shape). */
+  readonly toHour: number;
+  /** Poll-to-handler latency of each consumer invocation. @default 25 */
+  readonly invokeOverheadMs?: number;
+  /** Latency of each table / queue request the sweeper makes (its 50 s budget then bounds a sweep). */
+  readonly sweeperRequestMs?: number;
+  /** Progress lines on stderr. */
+  readonly progress?: (line: string) => void;
+}
+
+export interface PriorityReport {
+  /** Tasks produced in the measured period (the backlog included). */
+  readonly arrived: number;
+  /** Of those, tasks whose handler started. */
+  readonly started: number;
+  /** Handler runs in the measured period, whenever the task was produced. */
+  readonly ran: number;
+  /**
+   * Waits of the tasks produced in the measured period: started ones, and those still waiting at
+   * the end counted with the wait so far. A percentile that falls among the latter is a lower bound.
+   */
+  readonly p50WaitMs: number;
+  readonly p99WaitMs: number;
+  readonly maxWaitMs: number;
+  readonly p50IsLowerBound: boolean;
+  readonly p99IsLowerBound: boolean;
+  /** p99 wait of the tasks produced (not the injected backlog), with the same lower-bound rule. */
+  readonly p99FreshWaitMs: number;
+  readonly p99FreshIsLowerBound: boolean;
+  /** Most messages visible on the queue at once. */
+  readonly maxBacklog: number;
+  /** Visible messages when the replay ended. */
+  readonly endBacklog: number;
+  /** From the start of the peak until the last task of the injected backlog started; undefined if some never did. */
+  readonly backlogDrainMs: number | undefined;
+  readonly backlogLeft: number;
+  /** From the start of the peak until the queue was back under one batch; undefined if it never was. */
+  readonly recoveredMs: number | undefined;
+  readonly peakConcurrency: number;
+  readonly maxConcurrency: number;
+  /** Consumer invocations of this priority's mapping in the measured period. */
+  readonly invocations: number;
+}
+
+export interface SimReport {
+  readonly label: string;
+  readonly seed: number;
+  readonly fromHour: number;
+  readonly measureFromHour: number;
+  readonly toHour: number;
+  readonly perPriority: Readonly<Record<Priority, PriorityReport>>;
+  readonly api: {
+    readonly rateLimit: number;
+    readonly burstLimit: number;
+    readonly accepted: number;
+    /** Most tasks waiting at the producers for the API to admit them. */
+    readonly maxProducerBacklog: number;
+    readonly endProducerBacklog: number;
+    readonly p99AdmitWaitMs: number;
+    readonly peakAcceptedPerSecond: number;
+  };
+  readonly consumerPeakConcurrency: number;
+  readonly peaks: Readonly<Record<string, number>>;
+  readonly totals: Readonly<Record<string, number>>;
+  readonly sweeperResent: number;
+  readonly realSeconds: number;
+  readonly virtualSteps: number;
+}
+
+/** A Monday, so that the replayed day starts at a clean UTC midnight. */
+export const DAY_START = Date.UTC(2026, 0, 5);
+const HOUR = 3_600_000;
+
+/** `14:15` for a virtual time (`+1d 02:00` on the next day). */
+export function clockTime(ms: number): string {
+  const minutes = Math.round((ms - DAY_START) / 60_000);
+  const day = Math.floor(minutes / 1440);
+  const hh = String(Math.floor((minutes % 1440) / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${day > 0 ? `+${day}d ` : ''}${hh}:${mm}`;
+}
+
+/** A growable array of numbers. */
+class Samples {
+  private a = new Float64Array(1024);
+  length = 0;
+  push(v: number): void {
+    if (this.length === this.a.length) {
+      const b = new Float64Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    this.a[this.length++] = v;
+  }
+  sorted(): Float64Array {
+    return this.a.slice(0, this.length).sort();
+  }
+}
+
+const quantile = (sorted: Float64Array, q: number): number =>
+  sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN);
+
+/**
+ * Percentiles of waits where some tasks never started: those count with the wait so far
+ * (`censored`, a lower bound of their true wait). The true percentile then lies between the
+ * combined one and the started tasks' value at the same rank (at least that many tasks waited no
+ * longer); it is reported as exact when those agree within 1 %, else as a lower bound.
+ */
+function waitPercentiles(started: Samples, censored: Samples): { at(q: number): [number, boolean]; max: number } {
+  const s = started.sorted();
+  const all = new Samples();
+  for (const v of s) all.push(v);
+  for (const v of censored.sorted()) all.push(v);
+  const sorted = all.sorted();
+  return {
+    at: (q) => {
+      const v = quantile(sorted, q);
+      const rank = Math.min(sorted.length - 1, Math.floor(q * sorted.length));
+      const upper = rank < s.length ? (s[rank] as number) : Number.POSITIVE_INFINITY;
+      return [v, upper > v * 1.01 + 1];
+    },
+    max: sorted.length > 0 ? (sorted[sorted.length - 1] as number) : Number.NaN,
+  };
+}
+
+/** Work the producers have produced and the API has not admitted yet. */
+interface Pending {
+  readonly priority: Priority;
+  readonly at: number;
+  readonly ms: number;
+}
+
+export async function simulate(label: string, config: KajConfig, o: SimOptions): Promise<SimReport> {
+  const started = performance.now();
+  const w = o.workload;
+  const rates = hourlyRates(w);
+  const from = DAY_START + o.fromHour * HOUR;
+  const measureFrom = DAY_START + o.measureFromHour * HOUR;
+  const until = DAY_START + o.toHour * HOUR;
+  const peakStart = DAY_START + w.peakHour * HOUR + (o.fromHour > w.peakHour ? 24 * HOUR : 0);
+
+  const time = new VirtualTime(from);
+  const meter = new PeakMeter(() => time.now());
+  const store = new SimTaskStore(() => time.now(), meter);
+  const queue = new SimTaskQueue(time, meter, config.queueVisibilityTimeoutSeconds * 1000);
+  // Arrivals and durations draw from their own stream, so both configurations see the same day.
+  const arrivals = new SeededRandom(o.seed);
+  const kajRandom = new SeededRandom(o.seed ^ 0x5eed);
+
+  const waits = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
+  const freshWaits = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
+  const ran = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+  const recovered = new Map<Priority, number>();
+  /** Tasks whose handler is running (a lazily claimed task still reads `queued` in the table). */
+  const running = new Set<string>();
+  const arrived = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+  const backlogLeft = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+  const lastBacklogStart = new Map<Priority, number>();
+  const maxBacklog = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
+
+  const work = defineTask({
+    type: 'work',
+    schema: z.object({ ms: z.number().int().nonnegative(), at: z.number(), b: z.literal(1).optional() }),
+    handler: async (payload, ctx) => {
+      if (time.now() >= measureFrom) ran.set(ctx.priority, (ran.get(ctx.priority) ?? 0) + 1);
+      if (payload.at >= measureFrom) {
+        (waits.get(ctx.priority) as Samples).push(time.now() - payload.at);
+        if (payload.b === undefined) (freshWaits.get(ctx.priority) as Samples).push(time.now() - payload.at);
+      }
+      if (payload.b === 1) {
+        backlogLeft.set(ctx.priority, (backlogLeft.get(ctx.priority) ?? 0) - 1);
+        lastBacklogStart.set(ctx.priority, time.now());
+      }
+      running.add(ctx.taskId);
+      await time.sleep(payload.ms);
+      running.delete(ctx.taskId);
+      return null;
+    },
+  });
+  const deps: KajDeps = {
+    store,
+    queue,
+    registry: new TaskRegistry([work]),
+    settings: runtimeSettings({
+      leaseSeconds: config.leaseSeconds,
+      retentionDays: config.retentionDays,
+      queueVisibilityTimeoutSeconds: config.queueVisibilityTimeoutSeconds,
+    }),
+    queueNames: resourceNames(config.stackName).queues,
+    clock: time,
+    random: kajRandom,
+  };
+  const api = createKaj({ ...deps, store: attributed(store, meter, 'api'), queue: queue.as('api') });
+  const sweeperLatency = o.sweeperRequestMs ?? 10;
+  const sweeper = createKaj({
+    ...deps,
+    store: new SlowStore(attributed(store, meter, 'sweeper'), time, sweeperLatency),
+    queue: new SlowQueue(queue.as('sweeper'), time, sweeperLatency),
+  });
+  const consumerStore = attributed(store, meter, 'consumer');
+  const consumerQueue = queue.as('consumer');
+  const fn: FunctionConcurrency = { busy: 0, peak: 0 };
+  const sources = {} as Record<Priority, SimEventSource>;
+  for (const p of PRIORITIES) {
+    sources[p] = new SimEventSource({
+      priority: p,
+      queueName: deps.queueNames[p],
+      mapping: {
+        maxConcurrency: config.concurrency[p],
+        batchSize: config.batchSize[p],
+        maxBatchingWindowSeconds: config.maxBatchingWindowSeconds[p],
+      },
+      queue,
+      time,
+      functionTimeoutMs: config.consumerTimeoutSeconds * 1000,
+      invokeOverheadMs: o.invokeOverheadMs ?? 25,
+      function: fn,
+      newEnvironment: () => {
+        // One execution environment: its own Kaj, its own gate (one batch at a time, as on Lambda).
+        const k = createKaj({ ...deps, store: consumerStore, queue: consumerQueue, gate: new ExclusiveGate() });
+        return { processBatch: (event, context) => k.processBatch(event, context) };
+      },
+    });
+  }
+  queue.onVisible = (p) => sources[p].pump();
+
+  // The API: a token bucket at the stage's rate and burst in front of submitter.submit.
+  const { rateLimit, burstLimit } = config.throttling;
+  let tokens = burstLimit;
+  let refilledAt = time.now();
+  const pending: Pending[] = [];
+  let pendingHead = 0;
+  let drainScheduled = false;
+  let accepted = 0;
+  let maxProducerBacklog = 0;
+  const admitWaits = new Samples();
+  const submit = (p: Priority, at: number, ms: number, backlog: boolean) => {
+    const payload = backlog ? { ms, at, b: 1 as const } : { ms, at };
+    void api.submitter.submit({ type: 'work', priority: p, payload }, { owner: 'capacity' });
+  };
+  const admit = () => {
+    const now = time.now();
+    tokens = Math.min(burstLimit, tokens + ((now - refilledAt) * rateLimit) / 1000);
+    refilledAt = now;
+    while (pendingHead < pending.length && tokens >= 1) {
+      const t = pending[pendingHead++] as Pending;
+      tokens -= 1;
+      accepted += 1;
+      meter.add('api.accepted');
+      admitWaits.push(now - t.at);
+      submit(t.priority, t.at, t.ms, false);
+    }
+    if (pendingHead > 65_536 && pendingHead * 2 > pending.length) {
+      pending.splice(0, pendingHead);
+      pendingHead = 0;
+    }
+    if (pendingHead < pending.length && !drainScheduled) {
+      drainScheduled = true;
+      time.at(Math.max(1, Math.ceil(((1 - tokens) * 1000) / rateLimit)), () => {
+        drainScheduled = false;
+        admit();
+      });
+    }
+  };
+
+  // Producers: a Poisson process per hour at that hour's rate. Arrival times are kept exact and
+  // only their timers rounded to the clock's millisecond, so rounding does not change the rate.
+  let arrivalAt: number = from;
+  const nextArrival = () => {
+    const hour = Math.floor((arrivalAt - DAY_START) / HOUR);
+    const hourEnd = (hour + 1) * HOUR + DAY_START;
+    const next = arrivalAt + arrivals.exp((rates[hour % 24] as number) / 1000);
+    if (next >= hourEnd) {
+      // Memoryless: start the next hour's process afresh at its rate.
+      arrivalAt = hourEnd;
+      nextArrival();
+      return;
+    }
+    arrivalAt = next;
+    time.at(Math.round(next) - time.now(), () => {
+      const p = arrivals.priority(w.mix);
+      if (time.now() >= measureFrom) arrived.set(p, (arrived.get(p) ?? 0) + 1);
+      pending.push({ priority: p, at: time.now(), ms: arrivals.duration(w) });
+      admit();
+      nextArrival();
+    });
+  };
+  nextArrival();
+
+  // The backlog: already accepted and queued when the peak starts (as after a 5-minute outage).
+  if (peakStart >= from && peakStart < until) {
+    time.at(peakStart - from, () => {
+      // Its writes and sends happened before the peak: they do not count at 14:00.
+      meter.muted = true;
+      for (let i = 0; i < w.backlog; i += 1) {
+        const p = arrivals.priority(w.mix);
+        if (time.now() >= measureFrom) arrived.set(p, (arrived.get(p) ?? 0) + 1);
+        backlogLeft.set(p, (backlogLeft.get(p) ?? 0) + 1);
+        submit(p, time.now(), arrivals.duration(w), true);
+      }
+      // The submits finish once the promise chains they started settle, before the clock moves on.
+      time.at(1, () => {
+        meter.muted = false;
+      });
+    });
+  }
+
+  // The sweeper, every minute (one run at a time, as a scheduled Lambda with its 50 s budget).
+  let sweeping = false;
+  let sweeperResent = 0;
+  time.every(60_000, () => {
+    if (sweeping) return;
+    sweeping = true;
+    void sweeper
+      .sweep(50_000)
+      .then((r) => {
+        sweeperResent += r.sent;
+      })
+      .finally(() => {
+        sweeping = false;
+      });
+  });
+
+  // Once a second: the backlogs, and a progress line every hour.
+  time.at(measureFrom - from, () => {
+    // The warm-up is over: peaks count from here.
+    meter.reset();
+    accepted = 0;
+    fn.peak = fn.busy;
+    for (const p of PRIORITIES) {
+      sources[p].peakBusy = sources[p].busy;
+      sources[p].invocations = 0;
+    }
+  });
+  time.every(1000, () => {
+    if (time.now() < measureFrom) return;
+    for (const p of PRIORITIES) {
+      const v = queue.visibleCount(p);
+      if (v > (maxBacklog.get(p) ?? 0)) maxBacklog.set(p, v);
+      if (time.now() > peakStart && !recovered.has(p) && v < config.batchSize[p])
+        recovered.set(p, time.now() - peakStart);
+    }
+    const producerBacklog = pending.length - pendingHead;
+    if (producerBacklog > maxProducerBacklog) maxProducerBacklog = producerBacklog;
+    if ((time.now() - DAY_START) % (HOUR / 4) === 0) {
+      o.progress?.(
+        `  ${label} ${clockTime(time.now())}  queued ${PRIORITIES.map((p) => queue.visibleCount(p)).join('/')}` +
+          `  at producers ${producerBacklog}  running ${fn.busy}  (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+      );
+    }
+  });
+
+  const restore = time.install();
+  try {
+    await time.runUntil(until);
+  } finally {
+    restore();
+  }
+  meter.flush();
+
+  // Tasks produced in the measured period that never started: at the producers, or queued.
+  const censored = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
+  const freshCensored = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
+  const unstarted = (p: Priority, at: number, backlog: boolean) => {
+    if (at < measureFrom) return;
+    (censored.get(p) as Samples).push(until - at);
+    if (!backlog) (freshCensored.get(p) as Samples).push(until - at);
+  };
+  for (let i = pendingHead; i < pending.length; i += 1) {
+    const t = pending[i] as Pending;
+    unstarted(t.priority, t.at, false);
+  }
+  for (const r of store.records()) {
+    if (r.status !== 'queued' || running.has(r.task_id)) continue;
+    const payload = r.payload as { at: number; b?: 1 };
+    unstarted(r.priority, payload.at, payload.b === 1);
+  }
+  const perPriority = {} as Record<Priority, PriorityReport>;
+  for (const p of PRIORITIES) {
+    const all = waitPercentiles(waits.get(p) as Samples, censored.get(p) as Samples);
+    const fresh = waitPercentiles(freshWaits.get(p) as Samples, freshCensored.get(p) as Samples);
+    const [p50, p50Lower] = all.at(0.5);
+    const [p99, p99Lower] = all.at(0.99);
+    const [p99Fresh, p99FreshLower] = fresh.at(0.99);
+    const left = backlogLeft.get(p) ?? 0;
+    const last = lastBacklogStart.get(p);
+    perPriority[p] = {
+      arrived: arrived.get(p) ?? 0,
+      started: (waits.get(p) as Samples).length,
+      ran: ran.get(p) ?? 0,
+      p50WaitMs: p50,
+      p99WaitMs: p99,
+      maxWaitMs: all.max,
+      p50IsLowerBound: p50Lower,
+      p99IsLowerBound: p99Lower,
+      p99FreshWaitMs: p99Fresh,
+      p99FreshIsLowerBound: p99FreshLower,
+      maxBacklog: maxBacklog.get(p) ?? 0,
+      endBacklog: queue.visibleCount(p),
+      backlogDrainMs: left === 0 && last !== undefined ? last - peakStart : undefined,
+      backlogLeft: left,
+      recoveredMs: recovered.get(p),
+      peakConcurrency: sources[p].peakBusy,
+      maxConcurrency: config.concurrency[p],
+      invocations: sources[p].invocations,
+    };
+  }
+  const admitSorted = admitWaits.sorted();
+  return {
+    label,
+    seed: o.seed,
+    fromHour: o.fromHour,
+    measureFromHour: o.measureFromHour,
+    toHour: o.toHour,
+    perPriority,
+    api: {
+      rateLimit,
+      burstLimit,
+      accepted,
+      maxProducerBacklog,
+      endProducerBacklog: pending.length - pendingHead,
+      p99AdmitWaitMs: quantile(admitSorted, 0.99),
+      peakAcceptedPerSecond: meter.peak.get('api.accepted') ?? 0,
+    },
+    consumerPeakConcurrency: fn.peak,
+    peaks: Object.fromEntries(meter.peak),
+    totals: Object.fromEntries(meter.total),
+    sweeperResent,
+    realSeconds: (performance.now() - started) / 1000,
+    virtualSteps: time.steps,
+  };
+}
+
+/** The table as the sweeper's Lambda sees it: every request takes `ms`. */
+class SlowStore implements TaskStore {
+  constructor(
+    private readonly inner: TaskStore,
+    private readonly time: VirtualTime,
+    private readonly ms: number,
+  ) {}
+  async create(record: TaskRecord): Promise<void> {
+    await this.time.sleep(this.ms);
+    return this.inner.create(record);
+  }
+  async get(taskId: string, options?: ReadOptions): Promise<TaskRecord | undefined> {
+    await this.time.sleep(this.ms);
+    return this.inner.get(taskId, options);
+  }
+  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
+    await this.time.sleep(this.ms);
+    return this.inner.update(taskId, changes, condition);
+  }
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
+    await this.time.sleep(this.ms);
+    return this.inner.listOutboxDue(partition, dueBy, limit);
+  }
+}
+
+/** The queues as the sweeper's Lambda sees them: every request takes `ms`. */
+class SlowQueue implements TaskQueue {
+  constructor(
+    private readonly inner: TaskQueue,
+    private readonly time: VirtualTime,
+    private readonly ms: number,
+  ) {}
+  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
+    await this.time.sleep(this.ms);
+    return this.inner.send(priority, message, options);
+  }
+  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+    await this.time.sleep(this.ms);
+    return this.inner.sendMany(priority, entries);
+  }
+  async sendDead(letter: DeadLetter): Promise<void> {
+    await this.time.sleep(this.ms);
+    return this.inner.sendDead(letter);
+  }
+  async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
+    await this.time.sleep(this.ms);
+    return this.inner.changeVisibility(priority, receiptHandle, seconds);
+  }
+}
