@@ -467,10 +467,10 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   check('table: deletion protection', table?.DeletionProtectionEnabled === true);
   const gsi = table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === TABLE_SCHEMA.outboxIndex.name);
   check(
-    'table: outbox GSI (pk, sk, ALL)',
+    `table: outbox GSI (pk, sk, ${TABLE_SCHEMA.outboxIndex.projection})`,
     gsi?.KeySchema?.[0]?.AttributeName === TABLE_SCHEMA.outboxIndex.partitionKey &&
       gsi.KeySchema[1]?.AttributeName === TABLE_SCHEMA.outboxIndex.sortKey &&
-      gsi.Projection?.ProjectionType === 'ALL',
+      gsi.Projection?.ProjectionType === TABLE_SCHEMA.outboxIndex.projection,
   );
   checkIfEmulated(
     'table: SSE with the AWS managed key',
