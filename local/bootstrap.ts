@@ -8,6 +8,7 @@ import {
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
 import { queueArnOf, type PrefixedResources } from '../shared/config/wiring.js';
+import { createSchedulesTable } from './schedules-table.js';
 
 /** The queues and table of one deployment, as created here. */
 export type LocalResources = PrefixedResources;
@@ -46,6 +47,7 @@ export async function ensureResources(
     deadLetterQueueArns[p] = dlqArn;
   }
   await createTable(clients.dynamodb, names.table);
+  await createSchedulesTable(clients.dynamodb, names.schedules);
   return { prefix, tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls, deadLetterQueueArns };
 }
 
@@ -65,10 +67,12 @@ export async function deleteResources(
       }
     }
   }
-  try {
-    await clients.dynamodb.send(new DeleteTableCommand({ TableName: names.table }));
-  } catch (err) {
-    if (!(err instanceof ResourceNotFoundException)) throw err;
+  for (const table of [names.table, names.schedules]) {
+    try {
+      await clients.dynamodb.send(new DeleteTableCommand({ TableName: table }));
+    } catch (err) {
+      if (!(err instanceof ResourceNotFoundException)) throw err;
+    }
   }
 }
 

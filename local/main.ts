@@ -8,7 +8,7 @@ import { ConfigError } from '../shared/config/errors.js';
 import { ENV } from '../shared/config/resources.js';
 import { settingsFromEnvironment, type EnvironmentSettings } from '../shared/config/settings.js';
 import { consoleLogger } from './console-logger.js';
-import { LOCAL_STATE_FILE, startLocalRuntime } from './runtime.js';
+import { LOCAL_STATE_FILE, type LocalRuntime, startLocalRuntime } from './runtime.js';
 
 /** `npm start [-- --reset] [--port 3000] [--in-memory]`: the whole of Kaj on this machine. */
 const USAGE = `usage: npm start -- [--port N] [--reset] [--in-memory] [--log-level debug|info|warn|error]
@@ -102,6 +102,7 @@ async function main(): Promise<void> {
       2,
     )}\n`,
   );
+  const schedules = await scheduleLines(runtime);
   process.stdout.write(`
   Kaj is running locally.
 
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
   Table      ${r.tableName}   (${args['in-memory'] ? 'in memory' : `saved in ${dataDir}; --reset to start empty`})
   Emulators  SQS ${runtime.endpoints.sqs}   DynamoDB ${runtime.endpoints.dynamodb}
   Settings   lease ${runtime.config.settings.leaseSeconds} s (${ENV.leaseSeconds}), retention ${runtime.config.settings.retentionDays} days (${ENV.retentionDays})
+  Schedules  ${schedules.join('\n             ')}
 ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) from the saved table\n` : ''}${runtime.recoveredDeadLetters > 0 ? `  Recovered  ${runtime.recoveredDeadLetters} dead letter(s) of failed tasks (kaj dlq list --local)\n` : ''}
   Try:
     curl -s -X POST ${runtime.url}/api/v1/tasks -H 'content-type: application/json' \\
@@ -144,6 +146,23 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/** The banner's schedule lines: each schedule with its next fire time (UTC), the first ten. */
+async function scheduleLines(runtime: LocalRuntime): Promise<string[]> {
+  const service = runtime.kaj.schedules;
+  if (service === undefined) return ['(scheduler off)'];
+  const { items } = await service.list(undefined, { limit: 200 });
+  if (items.length === 0)
+    return ['none yet: PUT /api/v1/schedules/{name} or declare them in defineTask({ schedules })'];
+  const lines = items
+    .slice(0, 10)
+    .map(
+      (s) =>
+        `${s.name}  ${s.type}  ${s.when} (${s.timezone})  ${s.state === 'active' ? `next ${s.next_fire_time ?? '—'}` : s.state}`,
+    );
+  if (items.length > 10) lines.push(`…and ${items.length - 10} more (kaj schedules list --local)`);
+  return lines;
 }
 
 main().catch((err: unknown) => {

@@ -3,7 +3,9 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/app.js';
-import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
+import { DEFAULTS, PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
+import type { ScheduleService } from '../shared/schedule/service.js';
+import type { SchedulerSettings } from '../shared/schedule/settings.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
 import { emulatorClients, type Endpoints } from '../shared/config/wiring.js';
 import type { Clock } from '../shared/runtime/clock.js';
@@ -47,6 +49,14 @@ export interface LocalRuntimeOptions {
   readonly consumers?: boolean;
   /** How often the sweeper runs. @default 5000 (60 s on AWS) */
   readonly sweepIntervalMs?: number;
+  /**
+   * The scheduler's settings here; `tickSeconds` is how often it ticks (60 s on AWS). Each tick
+   * hands SQS the times due before the next one, so a shorter tick changes no fire time.
+   * @default { tickSeconds: 1 }
+   */
+  readonly scheduling?: Partial<SchedulerSettings>;
+  /** Run the scheduler (sync the schedules declared in code, then tick). @default true */
+  readonly scheduler?: boolean;
   /** SQS redrive maxReceiveCount of the queues created here. @default DEFAULTS.maxReceiveCount */
   readonly maxReceiveCount?: number;
   readonly logger?: Logger;
@@ -70,6 +80,8 @@ export interface LocalRuntime {
   readonly recoveredDeadLetters: number;
   /** What the start-up rebuild of the persisted table's indexes fixed (with `dataDir` only). */
   readonly indexRebuild?: IndexRebuildReport;
+  /** What the start-up sync of the schedules declared in code did (when the scheduler runs). */
+  readonly scheduleSync?: Awaited<ReturnType<ScheduleService['syncDeclared']>>;
   /** Consumer invocations so far, per priority. */
   invocations(): Record<Priority, number>;
   /** Stop polling, let running tasks finish for `graceMs`, close everything. Returns tasks cut off. */
@@ -109,6 +121,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   });
   const config: FunctionConfig = {
     tableName: resources.tableName,
+    schedulesTableName: resourceNames(resources.prefix).schedules,
     queueUrls: resources.queueUrls,
     deadLetterQueueUrls: resources.deadLetterQueueUrls,
     settings,
@@ -122,7 +135,14 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     ...(o.random === undefined ? {} : { random: o.random }),
     // No IAM here: requests belong to the local identity (docs/security.md).
     defaultOwner: o.identity ?? LOCAL_OWNER,
+    scheduling: { tickSeconds: 1, ...o.scheduling },
   });
+  const registry = o.registry ?? defaultRegistry;
+  // Schedules declared in code are synced before anything runs (an invalid one stops the start).
+  const scheduleSync =
+    o.scheduler === false || kaj.schedules === undefined
+      ? undefined
+      : await kaj.schedules.syncDeclared(registry.declaredSchedules());
 
   // Only the embedded SQS forgets its messages on a restart (and only a saved table remembers tasks).
   const recovery =
@@ -168,6 +188,21 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     o.sweepIntervalMs ?? 5_000,
   );
 
+  const ticker = kaj.ticker;
+  const ticks =
+    o.scheduler === false || ticker === undefined
+      ? undefined
+      : serialInterval(
+          () =>
+            ticker.tick().then(
+              (report) => {
+                if (report.failures > 0) logger.warn('scheduler tick: some schedules failed', { ...report });
+              },
+              (err: unknown) => logger.warn('scheduler tick failed', { error: String(err) }),
+            ),
+          (o.scheduling?.tickSeconds ?? 1) * 1000,
+        );
+
   let stopped: Promise<number> | undefined;
   return {
     url: `http://${o.host ?? '127.0.0.1'}:${port}`,
@@ -179,6 +214,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     recovered: recovery.requeued,
     recoveredDeadLetters: recovery.deadLetters,
     ...(emulators?.indexRebuild === undefined ? {} : { indexRebuild: emulators.indexRebuild }),
+    ...(scheduleSync === undefined ? {} : { scheduleSync }),
     invocations: () => {
       const counts = { high: 0, normal: 0, low: 0 };
       for (const [p, s] of sources) counts[p] = s.invocationCount;
@@ -192,6 +228,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
           0,
         );
         await sweeps.stop();
+        await ticks?.stop();
         clients.destroy();
         await emulators?.stop();
         return cutOff;

@@ -9,6 +9,11 @@ import type { TaskQueue } from './queue/task-queue.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from './runtime/logger.js';
 import { cryptoRandom, type RandomSource } from './runtime/random.js';
+import { ScheduleService } from './schedule/service.js';
+import { schedulerSettings, type SchedulerSettings } from './schedule/settings.js';
+import { ScheduleTicker } from './schedule/tick.js';
+import { DynamoScheduleStore } from './store/dynamo-schedule-store.js';
+import type { ScheduleStore } from './store/schedule-store.js';
 import type { TaskStore } from './store/task-store.js';
 import { OutboxSweeper, type SweepReport } from './sweeper/sweeper.js';
 import type { TaskRegistry } from './task/define.js';
@@ -31,6 +36,10 @@ export interface KajDeps {
   readonly defaultOwner?: string;
   /** Shared by the handlers of one process. @default processGate */
   readonly gate?: ExclusiveGate;
+  /** The schedules store: with it, the schedule routes, the ticker and the code sync exist. */
+  readonly schedules?: ScheduleStore;
+  /** @default schedulerSettings() */
+  readonly scheduling?: Partial<SchedulerSettings>;
 }
 
 /** The owner of requests to `npm start` (no IAM there) unless KAJ_LOCAL_IDENTITY says otherwise. */
@@ -50,6 +59,9 @@ export interface Kaj {
   readonly consumer: TaskConsumer;
   readonly sweeper: OutboxSweeper;
   readonly store: TaskStore;
+  /** Present when the deployment has a schedules store. */
+  readonly schedules?: ScheduleService;
+  readonly ticker?: ScheduleTicker;
   handleHttp(event: APIGatewayProxyEventV2): Promise<HttpResult>;
   processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
   sweep(budgetMs?: number): Promise<SweepReport>;
@@ -68,14 +80,28 @@ export function createKaj(deps: KajDeps): Kaj {
   const submitter = new TaskSubmitter(d, lifecycle);
   const consumer = new TaskConsumer(d, lifecycle);
   const sweeper = new OutboxSweeper(d, lifecycle);
+  const sd =
+    deps.schedules === undefined
+      ? undefined
+      : { ...d, lifecycle, submitter, schedules: deps.schedules, scheduling: schedulerSettings(deps.scheduling) };
+  const schedules = sd === undefined ? undefined : new ScheduleService(sd);
+  const ticker = sd === undefined ? undefined : new ScheduleTicker(sd);
   return {
     lifecycle,
     submitter,
     consumer,
     sweeper,
     store: d.store,
+    ...(schedules === undefined ? {} : { schedules }),
+    ...(ticker === undefined ? {} : { ticker }),
     handleHttp: (event) =>
-      handleHttp(event, { submitter, lifecycle, logger: d.logger, defaultOwner: deps.defaultOwner ?? 'anonymous' }),
+      handleHttp(event, {
+        submitter,
+        lifecycle,
+        logger: d.logger,
+        defaultOwner: deps.defaultOwner ?? 'anonymous',
+        ...(schedules === undefined ? {} : { schedules }),
+      }),
     processBatch: (event, context) => consumer.processBatch(event, context),
     sweep: (budgetMs) => sweeper.sweep(budgetMs),
   };
@@ -88,13 +114,17 @@ export { queueNameOf } from './app/on-aws.js';
 export function createKajOnAws(
   config: FunctionConfig,
   registry: TaskRegistry,
-  options: AwsClients & Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate'> = {},
+  options: AwsClients &
+    Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate' | 'scheduling'> = {},
 ): Kaj {
-  const { store, queue } = functionDeps(config, options);
+  const { store, queue, clients } = functionDeps(config, options);
   return createKaj({
     ...options,
     store,
     queue,
+    ...(config.schedulesTableName === undefined
+      ? {}
+      : { schedules: new DynamoScheduleStore(clients.dynamodb, config.schedulesTableName) }),
     registry,
     settings: config.settings,
     queueNames: queueNamesOf(config.queueUrls),

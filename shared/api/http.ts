@@ -14,11 +14,16 @@ import {
 import type { TaskLifecycle } from '../task/lifecycle.js';
 import { toView, type TaskRecord } from '../task/model.js';
 import type { Caller, TaskSubmitter } from '../task/submit.js';
+import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
+import type { ScheduleService } from '../schedule/service.js';
 import { HttpError } from './errors.js';
 import { matchRoute } from './routes.js';
+import { scheduleRoute } from './schedules.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
+  /** Schedule management (`/api/v1/schedules…`); absent where the deployment has no schedules table. */
+  readonly schedules?: ScheduleService;
   readonly lifecycle: TaskLifecycle;
   readonly logger: Logger;
   /** The owner of requests that carry no IAM identity: the local identity, or `anonymous` with auth off. */
@@ -48,6 +53,7 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
     if (match.kind === 'not_found') throw new HttpError(404, 'not_found', `no route for ${method} ${path}`);
     // Before the method check: a malformed path is a 400 whatever the method.
     const id = match.params.id === undefined ? '' : decodePathSegment(match.params.id);
+    const name = match.params.name === undefined ? '' : decodePathSegment(match.params.name);
     if (match.kind === 'method_not_allowed') throw methodNotAllowed(match.allow);
     switch (match.route.name) {
       case 'submit':
@@ -56,6 +62,17 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
         return json(200, toView(await find(d.lifecycle, id, caller)));
       case 'cancel':
         return await cancel(id, d, caller);
+      case 'schedule_put':
+      case 'schedule_pause':
+      case 'schedule_backfill': {
+        const body = match.route.name === 'schedule_put' ? jsonBody(event) : optionalJsonBody(event);
+        const r = await scheduleRoute(match.route.name, name, event, body, d.schedules, caller);
+        return json(r.status, r.body);
+      }
+      default: {
+        const r = await scheduleRoute(match.route.name, name, event, undefined, d.schedules, caller);
+        return json(r.status, r.body);
+      }
     }
   } catch (err) {
     return errorResponse(err, d.logger, { method, path });
@@ -76,6 +93,21 @@ export function ownerOf(event: APIGatewayProxyEventV2, defaultOwner: string): st
 }
 
 async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller): Promise<HttpResult> {
+  const body = jsonBody(event);
+  const { record, replayed } = await d.submitter.submit(body, caller);
+  const headers: Record<string, string> = { location: `/api/v1/tasks/${record.task_id}` };
+  if (replayed) headers['idempotent-replayed'] = 'true';
+  return json(replayed ? 200 : 202, accepted(record), headers);
+}
+
+/** A body that may be absent (an action without options): `undefined` then. */
+function optionalJsonBody(event: APIGatewayProxyEventV2): unknown {
+  if (event.body === undefined || event.body === '') return undefined;
+  return jsonBody(event);
+}
+
+/** The request's JSON body: 415 unless JSON, 413 above the limit, 400 when empty or malformed. */
+function jsonBody(event: APIGatewayProxyEventV2): unknown {
   const contentType = header(event, 'content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
     throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json');
@@ -94,16 +126,11 @@ async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller)
     );
   }
   if (raw.trim() === '') throw new HttpError(400, 'invalid_json', 'request body is empty; send a JSON object');
-  let body: unknown;
   try {
-    body = JSON.parse(raw);
+    return JSON.parse(raw) as unknown;
   } catch {
     throw new HttpError(400, 'invalid_json', 'request body is not valid JSON');
   }
-  const { record, replayed } = await d.submitter.submit(body, caller);
-  const headers: Record<string, string> = { location: `/api/v1/tasks/${record.task_id}` };
-  if (replayed) headers['idempotent-replayed'] = 'true';
-  return json(replayed ? 200 : 202, accepted(record), headers);
 }
 
 async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResult> {
@@ -167,6 +194,9 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
     return problem(409, 'idempotency_conflict', err.message, 'idempotency_key');
   if (err instanceof TaskNotFoundError) return problem(404, 'not_found', err.message);
   if (err instanceof TaskNotCancellableError) return problem(409, 'not_cancellable', err.message);
+  if (err instanceof ScheduleValidationError) return problem(422, 'validation_error', err.message, err.field);
+  if (err instanceof ScheduleNotFoundError) return problem(404, 'not_found', err.message);
+  if (err instanceof ScheduleConflictError) return problem(409, err.reason, err.message);
   if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {
     logger.warn('dependency unavailable', { ...fields, error: err.message, task_id: err.taskId });
     return problem(503, 'unavailable', 'a dependency is unavailable; retry later', undefined, {

@@ -7,7 +7,7 @@
  * @module
  */
 
-export type RouteMethod = 'GET' | 'POST' | 'DELETE';
+export type RouteMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 export interface ApiRoute {
   /** What the route does; the router dispatches on it. */
@@ -22,6 +22,14 @@ export const API_ROUTES = [
   { name: 'submit', method: 'POST', path: '/api/v1/tasks' },
   { name: 'get', method: 'GET', path: '/api/v1/tasks/{id}' },
   { name: 'cancel', method: 'DELETE', path: '/api/v1/tasks/{id}' },
+  { name: 'schedule_list', method: 'GET', path: '/api/v1/schedules' },
+  { name: 'schedule_put', method: 'PUT', path: '/api/v1/schedules/{name}' },
+  { name: 'schedule_get', method: 'GET', path: '/api/v1/schedules/{name}' },
+  { name: 'schedule_delete', method: 'DELETE', path: '/api/v1/schedules/{name}' },
+  { name: 'schedule_pause', method: 'POST', path: '/api/v1/schedules/{name}/pause' },
+  { name: 'schedule_resume', method: 'POST', path: '/api/v1/schedules/{name}/resume' },
+  { name: 'schedule_trigger', method: 'POST', path: '/api/v1/schedules/{name}/trigger' },
+  { name: 'schedule_backfill', method: 'POST', path: '/api/v1/schedules/{name}/backfill' },
 ] as const satisfies readonly ApiRoute[];
 
 export type TaskApiRoute = (typeof API_ROUTES)[number];

@@ -9,6 +9,9 @@ import { handleHttp, type HttpResult } from '../api/http.js';
 import { MissingEnvironmentError } from '../config/errors.js';
 import { ENV } from '../config/resources.js';
 import type { FunctionConfig } from '../config/settings.js';
+import { ScheduleService } from '../schedule/service.js';
+import { schedulerSettings } from '../schedule/settings.js';
+import { DynamoScheduleStore } from '../store/dynamo-schedule-store.js';
 import type { TaskRegistry } from '../task/define.js';
 import { TaskLifecycle } from '../task/lifecycle.js';
 import { TaskSubmitter } from '../task/submit.js';
@@ -31,6 +34,22 @@ export function createApiFunction(
   const d = { ...functionDeps(config, options), registry, idSecret: config.idSecret };
   const lifecycle = new TaskLifecycle(d);
   const submitter = new TaskSubmitter(d, lifecycle);
-  const api = { submitter, lifecycle, logger: d.logger, defaultOwner: options.defaultOwner ?? 'anonymous' };
+  const schedules =
+    config.schedulesTableName === undefined
+      ? undefined
+      : new ScheduleService({
+          ...d,
+          lifecycle,
+          submitter,
+          schedules: new DynamoScheduleStore(d.clients.dynamodb, config.schedulesTableName),
+          scheduling: schedulerSettings(),
+        });
+  const api = {
+    submitter,
+    lifecycle,
+    logger: d.logger,
+    defaultOwner: options.defaultOwner ?? 'anonymous',
+    ...(schedules === undefined ? {} : { schedules }),
+  };
   return { handleHttp: (event) => handleHttp(event, api) };
 }

@@ -47,6 +47,8 @@ export interface FunctionDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly gate?: ExclusiveGate;
+  /** The SDK clients the ports were built on (for the schedules store). */
+  readonly clients: { readonly dynamodb: DynamoDBClient; readonly sqs: SQSClient };
 }
 
 export function functionDeps(config: FunctionConfig, options: FunctionOptions): FunctionDeps {
@@ -62,6 +64,7 @@ export function functionDeps(config: FunctionConfig, options: FunctionOptions): 
     logger: options.logger ?? silentLogger,
     metrics: options.metrics ?? noMetrics,
     ...(options.gate === undefined ? {} : { gate: options.gate }),
+    clients: { dynamodb, sqs },
   };
 }
 

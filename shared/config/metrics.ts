@@ -30,4 +30,10 @@ export const METRICS = {
   consumerItemFailures: 'ConsumerItemFailures',
   /** Outbox entries the sweeper could not act on this run. */
   sweeperItemFailures: 'SweeperItemFailures',
+  /** Tasks created by a schedule that failed for good (no per-schedule dimension: the log line names it). */
+  scheduledRunsFailed: 'ScheduledRunsFailed',
+  /** Runs the scheduler created (task type dimension). */
+  scheduledRunsCreated: 'ScheduledRunsCreated',
+  /** Schedules a tick could not act on (store or queue failures; retried at the next tick). */
+  schedulerItemFailures: 'SchedulerItemFailures',
 } as const;

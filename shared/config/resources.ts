@@ -34,6 +34,29 @@ export const TABLE_SCHEMA = {
   },
 } as const;
 
+/**
+ * Key schema of the schedules table (`<prefix>-schedules`): one item per schedule.
+ *
+ * Sparse GSI `due`: a schedule carries `due_pk` (`due#<shard>`) / `due_at` only while the tick has
+ * something to do for it (an active schedule's next time, a buffered run to re-check), so a paused
+ * or finished schedule costs the tick nothing. The tick Queries each shard for `due_at <= now +
+ * lookahead` (no Scan). Keys only: the tick reads each due schedule itself (a consistent read, to
+ * act on the latest version), so projecting the whole item would only double the index writes of
+ * every fire (an index entry is deleted and written again whenever `due_at` moves; with ALL each
+ * costs the item's size). Sharded so that 10,000 schedules due in one minute stay far below
+ * DynamoDB's 1,000 writes/s per index partition.
+ */
+export const SCHEDULE_TABLE_SCHEMA = {
+  partitionKey: 'name',
+  dueIndex: {
+    name: 'due',
+    partitionKey: 'due_pk',
+    sortKey: 'due_at',
+    projection: 'KEYS_ONLY',
+    shards: 8,
+  },
+} as const;
+
 /** Settings shared by every deployment unless overridden. Times are in seconds. */
 export const DEFAULTS = {
   /** Visibility a consumer holds on a claimed message; heartbeats extend it every lease/3. */
@@ -97,10 +120,35 @@ export const DEFAULTS = {
   maxBatchingWindowSeconds: 0,
   /** Per-priority maximum concurrency of the consumers (Lambda's minimum is 2). High gets the largest share. */
   concurrency: { high: 10, normal: 5, low: 2 } satisfies Record<Priority, number>,
+  /**
+   * Scheduler tick period (the EventBridge rule on AWS, a timer locally). Each tick hands SQS every
+   * time due before the next tick, with `DelaySeconds` for its exact second.
+   */
+  scheduleTickSeconds: 60,
+  /**
+   * A time the tick sees later than this after it fell due counts as missed (the misfire policy
+   * decides). Two and a half ticks: a tick may defer a time whose previous run is still going
+   * until the next one, and EventBridge may start a tick a few seconds late.
+   */
+  scheduleMisfireGraceSeconds: 150,
+  /** `catch_up` default: missed times older than this are dropped. */
+  scheduleCatchupWindowSeconds: 3600,
+  /** Runs one tick creates for one schedule at most (a long catch-up continues at the next tick). */
+  scheduleMaxRunsPerTick: 60,
+  /** Entries kept in a schedule's recent runs. */
+  scheduleRecentRuns: 10,
+  /** Times one backfill request may cover. */
+  scheduleMaxBackfill: 500,
+  /** Schedules one tick works on at once. */
+  scheduleTickConcurrency: 32,
+  /** Largest herd-spreading window. */
+  scheduleMaxJitterSeconds: 3600,
 } as const;
 
 export interface ResourceNames {
   readonly table: string;
+  /** The schedules table. */
+  readonly schedules: string;
   readonly queues: Readonly<Record<Priority, string>>;
   readonly deadLetterQueues: Readonly<Record<Priority, string>>;
 }
@@ -119,7 +167,7 @@ export function resourceNames(prefix: string): ResourceNames {
     queues[p] = `${prefix}-${p}`;
     deadLetterQueues[p] = `${prefix}-${p}-dlq`;
   }
-  return { table: `${prefix}-tasks`, queues, deadLetterQueues };
+  return { table: `${prefix}-tasks`, schedules: `${prefix}-schedules`, queues, deadLetterQueues };
 }
 
 /**
@@ -128,6 +176,8 @@ export function resourceNames(prefix: string): ResourceNames {
  */
 export const ENV = {
   tableName: 'KAJ_TABLE_NAME',
+  /** The schedules table (set for the API and scheduler functions). */
+  schedulesTableName: 'KAJ_SCHEDULES_TABLE_NAME',
   queueUrl: (p: Priority) => `KAJ_QUEUE_URL_${p.toUpperCase()}`,
   dlqUrl: (p: Priority) => `KAJ_DLQ_URL_${p.toUpperCase()}`,
   leaseSeconds: 'KAJ_LEASE_SECONDS',
@@ -142,4 +192,5 @@ export const FUNCTION_ENTRIES = {
   api: 'functions/api.ts',
   consumer: 'functions/consumer.ts',
   sweeper: 'functions/sweeper.ts',
+  scheduler: 'functions/scheduler.ts',
 } as const;

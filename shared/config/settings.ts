@@ -75,6 +75,8 @@ export interface FunctionConfig {
   readonly settings: RuntimeSettings;
   /** KAJ_ID_SECRET: present for the API function, which derives task ids from idempotency keys. */
   readonly idSecret?: string;
+  /** KAJ_SCHEDULES_TABLE_NAME: present for the functions that read or write schedules (API, scheduler). */
+  readonly schedulesTableName?: string;
 }
 
 export function loadFunctionConfig(env: Readonly<Record<string, string | undefined>> = process.env): FunctionConfig {
@@ -102,24 +104,28 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
   const retention = num(ENV.retentionDays);
   if (retention !== undefined) overrides.retentionDays = retention;
   const idSecret = env[ENV.idSecret];
+  const schedulesTableName = env[ENV.schedulesTableName];
   return {
     tableName: need(ENV.tableName),
     queueUrls,
     deadLetterQueueUrls,
     settings: runtimeSettings(overrides),
     ...(idSecret === undefined || idSecret === '' ? {} : { idSecret }),
+    ...(schedulesTableName === undefined || schedulesTableName === '' ? {} : { schedulesTableName }),
   };
 }
 
 /** The inverse of `loadFunctionConfig`, for the CDK stack and the local runtime. */
 export function functionEnvironment(c: {
   tableName: string;
+  schedulesTableName?: string;
   queueUrls: Readonly<Record<Priority, string>>;
   deadLetterQueueUrls: Readonly<Record<Priority, string>>;
   leaseSeconds?: number;
   retentionDays?: number;
 }): Record<string, string> {
   const env: Record<string, string> = { [ENV.tableName]: c.tableName };
+  if (c.schedulesTableName !== undefined) env[ENV.schedulesTableName] = c.schedulesTableName;
   for (const p of PRIORITIES) {
     env[ENV.queueUrl(p)] = c.queueUrls[p];
     env[ENV.dlqUrl(p)] = c.deadLetterQueueUrls[p];

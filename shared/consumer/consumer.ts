@@ -280,6 +280,8 @@ export class TaskConsumer {
       priority,
       signal: controller.signal,
       logger: boundLogger(this.d.logger, fields),
+      ...(claimed.scheduled_time === undefined ? {} : { scheduledTime: new Date(claimed.scheduled_time) }),
+      ...(claimed.schedule === undefined ? {} : { schedule: claimed.schedule }),
     };
     try {
       const running = Promise.resolve()

@@ -38,3 +38,14 @@ export class StoreUnavailableError extends StoreError {
 export class StoreRejectedError extends StoreError {
   readonly retryable = false;
 }
+
+/** A schedule write found the stored schedule at another version than expected (or present / absent). */
+export class ScheduleVersionConflictError extends StoreError {
+  constructor(
+    readonly scheduleName: string,
+    readonly current: import('../schedule/model.js').ScheduleRecord | undefined,
+    cause?: unknown,
+  ) {
+    super(`schedule "${scheduleName}" was changed by another writer`, { cause });
+  }
+}

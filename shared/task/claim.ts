@@ -289,6 +289,7 @@ export class TaskClaims {
           fence,
         );
         this.d.metrics.count(METRICS.failed, current.type);
+        if (current.schedule !== undefined) this.d.metrics.count(METRICS.scheduledRunsFailed, undefined);
         this.d.logger.error('task failed: crash loop', { task_id: current.task_id, type: current.type, crashes });
         await this.outbox.dispatchQuietly(failed);
         return { kind: 'crash_loop', record: failed };

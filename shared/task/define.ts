@@ -1,6 +1,7 @@
 import type * as z from 'zod';
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { Logger } from '../runtime/logger.js';
+import type { ScheduleDeclaration } from '../schedule/declaration.js';
 import { TaskDefinitionError, UnknownTaskTypeError } from './errors.js';
 
 export { PermanentError, RetryableError } from '../retry/errors.js';
@@ -16,6 +17,14 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Structured logger bound to the task id. Do not log secrets or whole payloads. */
   readonly logger: Logger;
+  /**
+   * The logical date of a scheduled run: the time it was scheduled for (before jitter), whatever
+   * time it actually runs. Process "the data of" this time, so a re-run or a backfill does the
+   * same work. Undefined for tasks not created by a schedule.
+   */
+  readonly scheduledTime?: Date;
+  /** The schedule that created the task, if any. */
+  readonly schedule?: string;
 }
 
 export interface TaskPolicy {
@@ -42,6 +51,8 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> ex
   /** Does the work. Return a JSON-serializable result (≤ 32 KiB). Throw PermanentError / RetryableError to steer retries. */
   readonly handler: (payload: z.infer<S>, ctx: TaskContext) => Promise<R>;
   readonly description?: string;
+  /** Schedules that create tasks of this type, synced to the schedules table (README, "Schedules"). */
+  readonly schedules?: readonly ScheduleDeclaration[];
 }
 
 /** The policy of a type with every default filled in. */
@@ -133,5 +144,12 @@ export class TaskRegistry {
 
   types(): string[] {
     return [...this.byType.keys()].sort();
+  }
+
+  /** The schedules declared next to the task types, each with its type. */
+  declaredSchedules(): { readonly type: string; readonly declaration: ScheduleDeclaration }[] {
+    return [...this.byType.values()].flatMap((def) =>
+      (def.schedules ?? []).map((declaration) => ({ type: def.type, declaration })),
+    );
   }
 }

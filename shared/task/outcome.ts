@@ -80,6 +80,10 @@ export class AttemptOutcomes {
       const failed = await this.settle(record, durationMs, { ...changes, set: { ...base, ...changes.set } });
       if (failed.status !== 'failed') return failed;
       this.d.metrics.count(METRICS.failed, record.type);
+      if (record.schedule !== undefined) {
+        this.d.metrics.count(METRICS.scheduledRunsFailed, undefined);
+        this.d.logger.warn('scheduled run failed', { task_id: record.task_id, schedule: record.schedule });
+      }
       await this.outbox.dispatchQuietly(failed);
       return failed;
     }

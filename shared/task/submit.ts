@@ -1,12 +1,12 @@
 import { createHash, createHmac } from 'node:crypto';
 import * as z from 'zod';
-import { DEFAULTS, PRIORITIES } from '../config/resources.js';
+import { DEFAULTS, PRIORITIES, type Priority } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import { TaskAlreadyExistsError } from '../store/errors.js';
 import type { TaskRegistry } from './define.js';
 import { nextDispatchId } from './changes.js';
 import { resolvePolicy } from './define.js';
-import { IdempotencyConflictError, PayloadTooLargeError, ValidationError } from './errors.js';
+import { IdempotencyConflictError, PayloadTooLargeError, TaskError, ValidationError } from './errors.js';
 import type { LifecycleDeps, TaskLifecycle } from './lifecycle.js';
 import { checkJsonValue } from './json-value.js';
 import type { TaskRecord } from './model.js';
@@ -62,8 +62,9 @@ export interface SubmitterDeps extends LifecycleDeps {
   /**
    * Key of the HMAC that turns an idempotency key into a task id. Secret per deployment, so an
    * id cannot be derived from a key by anyone else (ids are also checked against the owner).
+   * The scheduler, which only creates runs (their ids come from run keys), has none.
    */
-  readonly idSecret: string;
+  readonly idSecret?: string;
 }
 
 /**
@@ -81,6 +82,7 @@ export class TaskSubmitter {
 
   /** The id a task submitted by `owner` with this type and idempotency key gets. */
   idempotentTaskId(owner: string, type: string, key: string): string {
+    if (this.d.idSecret === undefined) throw new TaskError('this submitter has no id secret (KAJ_ID_SECRET)');
     return idempotentTaskId(this.d.idSecret, owner, type, key);
   }
 
@@ -141,24 +143,94 @@ export class TaskSubmitter {
     if (req.idempotency_key !== undefined) record.idempotency_key = req.idempotency_key;
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
 
+    return this.accept(record, (existing) => {
+      // Ids are per owner already; the check stands guard should two owners ever meet on one id.
+      if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
+        throw new IdempotencyConflictError(existing.task_id);
+      }
+    });
+  }
+
+  /**
+   * Creates the task of one scheduled run (`shared/schedule/`), with the id the scheduler derived
+   * from the run key: however many ticks create the same run at once, one task exists. A run
+   * whose task exists already is a replay (`replayed`), whatever it was created with.
+   * @throws ValidationError (the payload no longer fits the type), UnknownTaskTypeError, StoreUnavailableError
+   */
+  async submitRun(run: ScheduledRun): Promise<SubmitResult> {
+    const def = this.d.registry.get(run.type);
+    const payloadResult = def.schema.safeParse(run.payload);
+    if (!payloadResult.success) throw validationErrorOf(payloadResult.error as z.ZodError, 'payload');
+    const checked = checkJsonValue(run.payload, 'payload', DEFAULTS.maxPayloadBytes);
+    if (!checked.ok) throw new ValidationError(checked.path, `${checked.path}: ${checked.reason}`);
+    const now = this.d.clock.now();
+    const policy = resolvePolicy(def);
+    const createdAt = new Date(now).toISOString();
+    const scheduledTime = new Date(run.scheduledTime).toISOString();
+    const record: TaskRecord = {
+      task_id: run.taskId,
+      owner: run.owner,
+      type: run.type,
+      priority: run.priority,
+      status: 'queued',
+      payload: checked.value,
+      attempts: 0,
+      max_attempts: run.max_attempts ?? policy.maxAttempts,
+      timeout_seconds: run.timeout_seconds ?? policy.timeoutSeconds,
+      run_at: new Date(Math.max(now, run.runAt)).toISOString(),
+      created_at: createdAt,
+      updated_at: createdAt,
+      history: [],
+      idempotency_key: run.runKey,
+      fingerprint: createHash('sha256').update(run.runKey).digest('hex'),
+      lease_token: 0,
+      dispatch_id: nextDispatchId(this.d.random),
+      schedule: run.schedule,
+      scheduled_time: scheduledTime,
+    };
+    if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
+    return this.accept(record, () => {});
+  }
+
+  /**
+   * Send first, then put; on an existing id, `checkReplay` decides whether it is a replay (it
+   * throws otherwise), and the enqueue an earlier request may have left to the sweeper is finished.
+   */
+  private async accept(record: TaskRecord, checkReplay: (existing: TaskRecord) => void): Promise<SubmitResult> {
     Object.assign(record, await this.lifecycle.sendAhead(record));
     try {
       await this.d.store.create(record);
     } catch (err) {
       if (!(err instanceof TaskAlreadyExistsError) || err.existing === undefined) throw err;
       const existing = err.existing;
-      // Ids are per owner already; the check stands guard should two owners ever meet on one id.
-      if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
-        throw new IdempotencyConflictError(existing.task_id);
-      }
+      checkReplay(existing);
       // A replay (the message just sent carries a dispatch the record does not: it is dropped).
-      // Finish the enqueue an earlier request may have left to the sweeper.
       if (this.lifecycle.sendUnconfirmed(existing)) await this.lifecycle.dispatchQuietly(existing);
       return { record: existing, replayed: true };
     }
     this.d.metrics.count(METRICS.submitted, record.type);
     return { record, replayed: false };
   }
+}
+
+/** One run of a schedule, as the scheduler hands it to the task domain. */
+export interface ScheduledRun {
+  /** Derived from the schedule and the run key (`scheduledRunTaskId`). */
+  readonly taskId: string;
+  /** `schedule-name@scheduled-time` (UTC ISO); stored as the task's idempotency key. */
+  readonly runKey: string;
+  readonly schedule: string;
+  /** The schedule's owner: the task is theirs. */
+  readonly owner: string;
+  /** The logical date (epoch ms). */
+  readonly scheduledTime: number;
+  /** When it should start (the scheduled time plus the schedule's jitter; epoch ms). */
+  readonly runAt: number;
+  readonly type: string;
+  readonly payload: unknown;
+  readonly priority: Priority;
+  readonly max_attempts?: number;
+  readonly timeout_seconds?: number;
 }
 
 /**

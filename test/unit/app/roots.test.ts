@@ -178,8 +178,15 @@ describe('Module: composition roots', () => {
     }
     const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
       api: [/^shared\/consumer\//, /^shared\/sweeper\//],
-      consumer: [/^shared\/api\//, /^shared\/sweeper\//, /^shared\/task\/submit\.ts$/],
-      sweeper: [/^shared\/api\//, /^shared\/consumer\//, /^shared\/task\/submit\.ts$/, /^tasks\//],
+      consumer: [/^shared\/api\//, /^shared\/sweeper\//, /^shared\/task\/submit\.ts$/, /^shared\/schedule\//],
+      sweeper: [
+        /^shared\/api\//,
+        /^shared\/consumer\//,
+        /^shared\/task\/submit\.ts$/,
+        /^tasks\//,
+        /^shared\/schedule\//,
+      ],
+      scheduler: [/^shared\/api\//, /^shared\/consumer\//, /^shared\/sweeper\//],
     };
 
     it.each(Object.keys(FUNCTION_ENTRIES) as (keyof typeof FUNCTION_ENTRIES)[])(

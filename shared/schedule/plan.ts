@@ -1,0 +1,243 @@
+/**
+ * What one tick does for one schedule: a pure function of the schedule, the time and the state of
+ * its latest run. The ticker (`tick.ts`) reads what this needs, carries out the runs and the
+ * cancel it returns, and writes the schedule as returned (conditioned on the version it read).
+ *
+ * The rules (README, "Schedules"):
+ * - A time is handed to SQS by the last tick before it falls due (`horizon` = now + one tick),
+ *   with `DelaySeconds` for its exact second; the run starts at the time plus the schedule's
+ *   jitter offset.
+ * - A time the tick sees more than `graceMs` after it fell due was missed: the misfire policy
+ *   decides (`skip`, `run_once`, `catch_up` within `catchup_window`, oldest first).
+ * - Overlap (the latest run has not finished): `allow` starts anyway; `forbid` skips the time;
+ *   `buffer_one` keeps one time until the run finishes (later ones collapse into it); `replace`
+ *   cancels the running one and starts. A future time whose previous run is still going is
+ *   decided when it falls due (the next tick), on what is true then. Caught-up times wait for the
+ *   run before them (one at a time), unless overlap is `allow`.
+ * - `limit` counts runs the clock created; `end_at` and `at` end the schedule (`finished`).
+ *
+ * @module
+ */
+import { SCHEDULE_TABLE_SCHEMA } from '../config/resources.js';
+import type { RunEntry, RunKind, RunOutcome, ScheduleRecord } from './model.js';
+import { jitterOffsetMs, nextTimeAfter } from './timing.js';
+
+/** What the ticker learnt of the schedule's latest run. */
+export type LastRunState = 'none' | 'active' | 'finished';
+
+export interface PlanContext {
+  readonly now: number;
+  /** The tick hands over every time whose fire moment is at or before this (now + one tick). */
+  readonly horizon: number;
+  /** The tick period: a buffered run is looked at again after it. */
+  readonly tickMs: number;
+  readonly graceMs: number;
+  /** Runs created for one schedule in one tick at most. */
+  readonly maxRuns: number;
+  readonly recentRuns: number;
+  readonly lastRun: LastRunState;
+}
+
+/** A run to create: its logical date and when it should start. */
+export interface PlannedRun {
+  readonly scheduledTime: number;
+  readonly runAt: number;
+  readonly kind: RunKind;
+}
+
+export interface TickPlan {
+  /** Runs to create, in order (each is a task with an id derived from its run key). */
+  readonly runs: readonly PlannedRun[];
+  /** The running task to cancel before the runs are created (`replace`). */
+  readonly cancel?: string;
+  /** The schedule as it should be written (version and updated_at not yet bumped). */
+  readonly record: ScheduleRecord;
+  /** Whether anything changed (a tick that finds nothing to do writes nothing). */
+  readonly changed: boolean;
+  /** Times skipped by the overlap or misfire policy in this tick. */
+  readonly skipped: number;
+}
+
+/** How many missed times are looked at, at most, to count and drop them (a schedule down for a year). */
+const MISSED_SCAN_LIMIT = 100_000;
+
+/** The due shard of a schedule: from its name, so it never moves. */
+export function dueShardOf(name: string): string {
+  let h = 0;
+  for (let i = 0; i < name.length; i += 1) h = (h * 31 + name.charCodeAt(i)) | 0;
+  return `due#${Math.abs(h) % SCHEDULE_TABLE_SCHEMA.dueIndex.shards}`;
+}
+
+/** Every due partition the tick queries. */
+export function duePartitions(): string[] {
+  return Array.from({ length: SCHEDULE_TABLE_SCHEMA.dueIndex.shards }, (_, i) => `due#${i}`);
+}
+
+/** The moment a nominal time fires: the time plus the schedule's fixed jitter offset. */
+export function fireAt(record: Pick<ScheduleRecord, 'name' | 'spec'>, time: number): number {
+  return time + jitterOffsetMs(record.name, record.spec.jitter_ms);
+}
+
+/**
+ * Sets the due index fields from the schedule's state: an active schedule with a time left is
+ * due at that time's fire moment (a buffered run makes it due at once, to look at its run
+ * again); anything else leaves the index.
+ */
+export function withDue(record: ScheduleRecord, now: number): ScheduleRecord {
+  const r = { ...record };
+  let due: number | undefined;
+  if (r.state === 'active') {
+    if (r.next_time !== undefined) due = fireAt(r, r.next_time);
+    if (r.buffered !== undefined) due = Math.min(due ?? now, now);
+  }
+  if (due === undefined) {
+    delete r.due_pk;
+    delete r.due_at;
+  } else {
+    r.due_pk = dueShardOf(r.name);
+    r.due_at = due;
+  }
+  return r;
+}
+
+/** Appends entries to the recent runs, keeping the newest `keep`. */
+export function withRecent(recent: readonly RunEntry[], entries: readonly RunEntry[], keep: number): RunEntry[] {
+  return [...recent, ...entries].slice(-keep);
+}
+
+/** Plans one tick for one schedule. */
+export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
+  const unchanged: TickPlan = { runs: [], record, changed: false, skipped: 0 };
+  if (record.state !== 'active') return unchanged;
+  const spec = record.spec;
+  const at = new Date(c.now).toISOString();
+  const entries: RunEntry[] = [];
+  const runs: PlannedRun[] = [];
+  let cancel: string | undefined;
+  let next = record.next_time;
+  let fired = record.fired;
+  let missed = record.missed;
+  let buffered = record.buffered;
+  /** Whether a run of this schedule is (or will be, having just been created) going. */
+  let active = c.lastRun === 'active';
+  const entry = (time: number, outcome: RunOutcome, extra: Partial<RunEntry> = {}): RunEntry => ({
+    scheduled_time: new Date(time).toISOString(),
+    outcome,
+    kind: 'scheduled',
+    at,
+    ...extra,
+  });
+  const create = (time: number): void => {
+    runs.push({ scheduledTime: time, runAt: fireAt(record, time), kind: 'scheduled' });
+    entries.push(entry(time, 'created'));
+    fired += 1;
+    active = true;
+  };
+  const limitReached = (): boolean => spec.limit !== undefined && fired >= spec.limit;
+
+  // 1. A buffered run starts once the run before it has finished.
+  if (buffered !== undefined && !active) {
+    create(buffered);
+    buffered = undefined;
+  }
+
+  // 2. Missed times: the misfire policy.
+  if (next !== undefined && fireAt(record, next) < c.now - c.graceMs && !limitReached()) {
+    const cutoff = c.now - c.graceMs - jitterOffsetMs(record.name, spec.jitter_ms);
+    const missedTimes: number[] = [];
+    let t: number | undefined = next;
+    while (t !== undefined && t < cutoff && missedTimes.length < MISSED_SCAN_LIMIT) {
+      missedTimes.push(t);
+      t = nextTimeAfter(spec, t);
+    }
+    if (spec.misfire === 'catch_up') {
+      const oldest = c.now - spec.catchup_window_ms;
+      const dropped = missedTimes.filter((m) => m < oldest);
+      if (dropped.length > 0) {
+        entries.push(skippedMisfire(dropped, 'older than catchup_window', at));
+        missed += dropped.length;
+      }
+      next = missedTimes.find((m) => m >= oldest) ?? t;
+      // The caught-up times themselves are handled below, as times due now, oldest first.
+    } else {
+      const last = missedTimes[missedTimes.length - 1];
+      const dropped = spec.misfire === 'run_once' ? missedTimes.slice(0, -1) : missedTimes;
+      if (dropped.length > 0) {
+        entries.push(skippedMisfire(dropped, spec.misfire === 'skip' ? 'misfire: skip' : 'misfire: run_once', at));
+        missed += dropped.length;
+      }
+      if (spec.misfire === 'run_once' && last !== undefined) {
+        if (active && spec.overlap !== 'allow') {
+          // It waits for the run before it, like a caught-up time (below).
+          next = last;
+        } else {
+          create(last);
+          next = t;
+        }
+      } else {
+        next = t;
+      }
+    }
+  }
+
+  // 3. Times due before the next tick, in order.
+  while (next !== undefined && runs.length < c.maxRuns && !limitReached()) {
+    const fire = fireAt(record, next);
+    if (fire > c.horizon) break;
+    const late = fire < c.now - c.graceMs; // only caught-up times are still late here
+    if (active && spec.overlap !== 'allow') {
+      if (fire > c.now || late) break; // decided when it falls due / waits for the run before it
+      if (spec.overlap === 'forbid') {
+        entries.push(entry(next, 'skipped_overlap', { reason: 'previous run still going (forbid)' }));
+      } else if (spec.overlap === 'buffer_one') {
+        if (buffered === undefined) buffered = next;
+        else entries.push(entry(next, 'skipped_overlap', { reason: 'collapsed into the buffered run (buffer_one)' }));
+      } else {
+        // replace: the run going now is cancelled first (only one that existed before this tick).
+        if (c.lastRun === 'active' && runs.length === 0 && record.last_run !== undefined) {
+          cancel = record.last_run.task_id;
+        }
+        create(next);
+      }
+      next = nextTimeAfter(spec, next);
+      continue;
+    }
+    create(next);
+    next = nextTimeAfter(spec, next);
+  }
+
+  const finished = (next === undefined || limitReached()) && buffered === undefined;
+  const out: ScheduleRecord = {
+    ...record,
+    fired,
+    missed,
+    recent: withRecent(record.recent, entries, c.recentRuns),
+    state: finished ? 'finished' : 'active',
+  };
+  if (next === undefined || limitReached()) delete out.next_time;
+  else out.next_time = next;
+  if (buffered === undefined) delete out.buffered;
+  else out.buffered = buffered;
+  const written = withDue(out, c.now);
+  const changed =
+    runs.length > 0 ||
+    entries.length > 0 ||
+    written.state !== record.state ||
+    written.next_time !== record.next_time ||
+    written.buffered !== record.buffered ||
+    written.due_at !== record.due_at;
+  const skipped = entries.reduce((n, e) => n + (e.outcome.startsWith('skipped') ? (e.count ?? 1) : 0), 0);
+  return { runs, ...(cancel === undefined ? {} : { cancel }), record: written, changed, skipped };
+}
+
+function skippedMisfire(times: readonly number[], reason: string, at: string): RunEntry {
+  const last = times[times.length - 1] as number;
+  return {
+    scheduled_time: new Date(last).toISOString(),
+    outcome: 'skipped_misfire',
+    kind: 'scheduled',
+    at,
+    reason,
+    ...(times.length > 1 ? { count: times.length } : {}),
+  };
+}

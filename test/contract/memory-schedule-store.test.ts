@@ -1,0 +1,8 @@
+/** The `ScheduleStore` contract on the in-memory fake the scheduler's unit tests use. */
+import { MemoryScheduleStore } from '../support/memory-schedule-store.js';
+import { scheduleStoreContract } from './schedule-store.contract.js';
+
+scheduleStoreContract('MemoryScheduleStore', async () => ({
+  store: new MemoryScheduleStore(),
+  cleanup: async () => {},
+}));
