@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../shared/schedule/errors.js';
 
 /** Exit codes of `kaj`. */
 export const EXIT = {
@@ -55,6 +56,15 @@ export function explain(err: unknown): { message: string; exitCode: number } {
   if (err instanceof UsageError) return { message: err.message, exitCode: EXIT.usage };
   if (err instanceof CliError) return { message: err.message, exitCode: err.exitCode };
   if (err instanceof CommanderError) return { message: err.message.replace(/^error: /, ''), exitCode: EXIT.usage };
+  // The scheduler's errors: a bad spec or argument names its field (usage); the rest are failures.
+  if (err instanceof ScheduleValidationError) {
+    const named = err.message.startsWith(`${err.field}:`);
+    return { message: named ? err.message : `${err.field}: ${err.message}`, exitCode: EXIT.usage };
+  }
+  if (err instanceof ScheduleNotFoundError) {
+    return { message: `${err.message} (see kaj schedules list)`, exitCode: EXIT.failure };
+  }
+  if (err instanceof ScheduleConflictError) return { message: err.message, exitCode: EXIT.failure };
   const all = chain(err);
   const find = (re: RegExp) => all.find((e) => re.test(text(e)));
   const detail = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerDlq } from './commands/dlq/index.js';
+import { registerSchedules } from './commands/schedules.js';
 import { registerStats } from './commands/stats.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerTask } from './commands/task.js';
@@ -14,7 +15,9 @@ Set KAJ_DEBUG=1 to print stack traces of unexpected errors.`;
 /** The `kaj` command tree, writing through `ctx.io` and never calling process.exit. */
 export function buildProgram(ctx: CliContext, state: RunState): Command {
   const program = new Command('kaj')
-    .description('Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit.')
+    .description(
+      'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules.',
+    )
     .option('--local', 'the Kaj that `npm start` runs in this directory')
     .option('--stack <name>', 'a deployed Kaj stack (CloudFormation outputs)')
     .option('--endpoint-url <url>', 'with --stack: one endpoint for all AWS services (LocalStack)')
@@ -32,6 +35,7 @@ export function buildProgram(ctx: CliContext, state: RunState): Command {
   registerDlq(program, ctx, state);
   registerTask(program, ctx, state);
   registerSubmit(program, ctx, state);
+  registerSchedules(program, ctx, state);
   return program;
 }
 
