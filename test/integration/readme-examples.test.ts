@@ -4,7 +4,7 @@
  *
  * The rules (each one is code below, and a README change that breaks one fails a test):
  *
- * 1. Where: the `## Quick start`, `## API` and `## Operations` sections (their `###` subsections
+ * 1. Where: the `## Quick start`, `## API`, `## Schedules` and `## Operations` sections (their `###` subsections
  *    included); fenced blocks tagged `sh` or `console`. Other sections (Deploy) talk to AWS.
  * 2. What a command is: in a `sh` block, every line that is not blank and not a `#` comment
  *    (the comments show output); in a `console` block, every line after a `$ ` prompt (the other
@@ -39,7 +39,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../tasks/index.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SECTIONS = ['Quick start', 'API', 'Operations'] as const;
+const SECTIONS = ['Quick start', 'API', 'Schedules', 'Operations'] as const;
 /** Top-level entries a fresh clone after `npm install` would not have (or has as a link). */
 const NOT_COPIED = new Set(['.git', '.kaj', 'cdk.out', 'coverage', '.tmp', 'node_modules']);
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);

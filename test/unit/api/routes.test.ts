@@ -2,13 +2,35 @@ import { describe, expect, it } from 'vitest';
 import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/api/routes.js';
 
 describe('API_ROUTES', () => {
-  it('is the task API: submit, read, cancel', () => {
+  it('is the task API (submit, read, cancel) and the schedule API', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
       'GET /api/v1/tasks/{id}',
       'DELETE /api/v1/tasks/{id}',
+      'GET /api/v1/schedules',
+      'PUT /api/v1/schedules/{name}',
+      'GET /api/v1/schedules/{name}',
+      'DELETE /api/v1/schedules/{name}',
+      'POST /api/v1/schedules/{name}/pause',
+      'POST /api/v1/schedules/{name}/resume',
+      'POST /api/v1/schedules/{name}/trigger',
+      'POST /api/v1/schedules/{name}/backfill',
     ]);
-    expect(API_ROUTES.map((r) => r.name)).toEqual(['submit', 'get', 'cancel']);
+  });
+
+  it('matches schedule paths, actions before the bare name, and answers 405 with the allowed methods', () => {
+    expect(matchRoute('POST', '/api/v1/schedules/nightly/pause')).toMatchObject({
+      kind: 'route',
+      route: { name: 'schedule_pause' },
+      params: { name: 'nightly' },
+    });
+    expect(matchRoute('PUT', '/api/v1/schedules/nightly')).toMatchObject({ route: { name: 'schedule_put' } });
+    expect(matchRoute('POST', '/api/v1/schedules/nightly')).toEqual({
+      kind: 'method_not_allowed',
+      allow: 'PUT, GET, DELETE',
+      params: { name: 'nightly' },
+    });
+    expect(matchRoute('GET', '/api/v1/schedules')).toMatchObject({ route: { name: 'schedule_list' } });
   });
 
   it('has unique names and unique method + path pairs', () => {
