@@ -174,7 +174,10 @@ export const configSchema = z.strictObject({
   oldestMessageAgeAlarmSeconds: int(60, 1_209_600)
     .default(900)
     .describe('Alarm when the oldest message of a priority queue is older than this.'),
-  deletionProtection: z.boolean().default(true).describe('DynamoDB deletion protection on the task table.'),
+  deletionProtection: z
+    .boolean()
+    .default(true)
+    .describe('DynamoDB deletion protection on the task table and the schedules table.'),
   outboxIndexProjection: z
     .enum(['KEYS_ONLY', 'ALL'])
     .default('KEYS_ONLY')
@@ -184,7 +187,7 @@ export const configSchema = z.strictObject({
   retainData: z
     .boolean()
     .default(true)
-    .describe('Keep the task table and the dead-letter queues when the stack is deleted.'),
+    .describe('Keep the task table, the schedules table and the dead-letter queues when the stack is deleted.'),
   throttling: z
     .strictObject({ rateLimit: int(1, 10_000).default(100), burstLimit: int(1, 5_000).default(200) })
     .prefault({})

@@ -10,6 +10,8 @@ import { TaskConsumer } from './constructs/consumer.js';
 import { IdSecret } from './constructs/id-secret.js';
 import { LAMBDA_RUNTIME } from './constructs/kaj-function.js';
 import { Observability } from './constructs/observability.js';
+import { ScheduleTable } from './constructs/schedule-table.js';
+import { Scheduler } from './constructs/scheduler.js';
 import { OutboxSweeper } from './constructs/sweeper.js';
 import { TaskQueues } from './constructs/task-queues.js';
 import { TaskTable } from './constructs/task-table.js';
@@ -25,21 +27,24 @@ export interface KajStackProps extends StackProps {
 }
 
 /**
- * A Kaj deployment: three priority queues with their DLQs, the task table, the API, the consumer,
- * the outbox sweeper, and their dashboard and alarms. Resource names derive from the stack name.
+ * A Kaj deployment: three priority queues with their DLQs, the task table, the schedules table,
+ * the API, the consumer, the outbox sweeper, the scheduler, and their dashboard and alarms.
+ * Resource names derive from the stack name.
  */
 export class KajStack extends Stack {
   /** The configuration the stack was built with, defaults applied. */
   public readonly config: KajConfig;
-  /** Physical names of the queues and the table. */
+  /** Physical names of the queues and the tables. */
   public readonly names: ResourceNames;
   public readonly taskQueues: TaskQueues;
   public readonly taskTable: TaskTable;
+  public readonly scheduleTable: ScheduleTable;
   /** The key of task ids derived from idempotency keys (the API function's only). */
   public readonly idSecret: IdSecret;
   public readonly api: TaskApi;
   public readonly consumer: TaskConsumer;
   public readonly sweeper: OutboxSweeper;
+  public readonly scheduler: Scheduler;
   public readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: KajStackProps = {}) {
@@ -73,6 +78,12 @@ export class KajStack extends Stack {
       removalPolicy: retain,
       outboxIndexProjection: config.outboxIndexProjection,
     });
+    // Kept exactly like the task table: schedules made through the API exist nowhere else.
+    this.scheduleTable = new ScheduleTable(this, 'Schedules', {
+      tableName: names.schedules,
+      deletionProtection: config.deletionProtection,
+      removalPolicy: retain,
+    });
     // Retained with the table (retainData): a retained table holds task ids derived under it.
     this.idSecret = new IdSecret(this, 'IdSecret', {
       secretName: `${this.stackName}-id-secret`,
@@ -81,7 +92,9 @@ export class KajStack extends Stack {
 
     const { queues, deadLetterQueues } = this.taskQueues;
     // Every function gets the same environment: the runtime's inverse of loadFunctionConfig(),
-    // plus Powertools' settings. The API function alone adds KAJ_ID_SECRET (TaskApi).
+    // plus Powertools' settings. The API function alone adds KAJ_ID_SECRET (TaskApi); the API and
+    // the scheduler add KAJ_SCHEDULES_TABLE_NAME (TaskApi, Scheduler), the consumer and the
+    // sweeper never touch schedules.
     const perPriority = (f: (p: Priority) => string) =>
       Object.fromEntries(PRIORITIES.map((p) => [p, f(p)])) as Record<Priority, string>;
     const environment: Record<string, string> = {
@@ -100,6 +113,7 @@ export class KajStack extends Stack {
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
+      schedulesTable: this.scheduleTable.table,
       queues: this.taskQueues.allQueues,
       environment,
       idSecret: this.idSecret.secret,
@@ -129,6 +143,14 @@ export class KajStack extends Stack {
       environment,
       logRetention,
     });
+    this.scheduler = new Scheduler(this, 'Scheduler', {
+      schedulesTable: this.scheduleTable.table,
+      dueIndexArn: this.scheduleTable.dueIndexArn,
+      taskTable: this.taskTable.table,
+      queues: this.taskQueues.allQueues,
+      environment,
+      logRetention,
+    });
     this.observability = new Observability(this, 'Observability', {
       namePrefix: this.stackName,
       queues,
@@ -137,6 +159,7 @@ export class KajStack extends Stack {
       api: this.api.handler,
       apiStage: this.api.stage,
       sweeper: this.sweeper.handler,
+      scheduler: this.scheduler.handler,
       oldestMessageAgeThreshold: Duration.seconds(config.oldestMessageAgeAlarmSeconds),
       ...(config.alarmEmail !== undefined ? { alarmEmail: config.alarmEmail } : {}),
       dashboard: config.dashboard,
@@ -171,6 +194,16 @@ export class KajStack extends Stack {
       output(OUTPUT_KEYS.dlqArn[p], dlq.queueArn, `ARN of the ${p} dead-letter queue`);
     }
     output(
+      OUTPUT_KEYS.schedulesTableName,
+      this.scheduleTable.table.tableName,
+      'DynamoDB schedules table (one item per schedule)',
+    );
+    output(
+      OUTPUT_KEYS.schedulerFunctionName,
+      this.scheduler.handler.functionName,
+      'Name of the scheduler function (EventBridge runs one tick of it a minute)',
+    );
+    output(
       OUTPUT_KEYS.alarmTopicArn,
       this.observability.alarmTopic.topicArn,
       'SNS topic every alarm notifies (ALARM and OK): subscribe email, chat or paging endpoints to it',
@@ -179,7 +212,7 @@ export class KajStack extends Stack {
 
   /** Stack-wide cdk-nag suppressions, each with its reason and as narrow as cdk-nag allows. */
   private addNagSuppressions(): void {
-    for (const fn of [this.api.handler, this.consumer.handler, this.sweeper.handler]) {
+    for (const fn of [this.api.handler, this.consumer.handler, this.sweeper.handler, this.scheduler.handler]) {
       Validations.of(fn).acknowledge({
         id: 'AwsSolutions-L1',
         reason:

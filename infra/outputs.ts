@@ -16,6 +16,8 @@ export const OUTPUT_KEYS = {
   dlqUrl: { high: 'DlqUrlHigh', normal: 'DlqUrlNormal', low: 'DlqUrlLow' },
   dlqArn: { high: 'DlqArnHigh', normal: 'DlqArnNormal', low: 'DlqArnLow' },
   alarmTopicArn: 'AlarmTopicArn',
+  schedulesTableName: 'SchedulesTableName',
+  schedulerFunctionName: 'SchedulerFunctionName',
 } as const satisfies {
   apiUrl: string;
   tableName: string;
@@ -24,12 +26,15 @@ export const OUTPUT_KEYS = {
   dlqUrl: Record<Priority, string>;
   dlqArn: Record<Priority, string>;
   alarmTopicArn: string;
+  schedulesTableName: string;
+  schedulerFunctionName: string;
 };
 
 /**
  * The output keys the admin CLI requires, in a stable order. The stack also emits
- * `OUTPUT_KEYS.alarmTopicArn`; it is read when present but not required, so that the CLI still
- * reads stacks deployed before that output existed.
+ * `OUTPUT_KEYS.alarmTopicArn`, `OUTPUT_KEYS.schedulesTableName` and
+ * `OUTPUT_KEYS.schedulerFunctionName`; they are read when present but not required, so that the
+ * CLI still reads stacks deployed before those outputs existed.
  */
 export const ALL_OUTPUT_KEYS: readonly string[] = [
   OUTPUT_KEYS.apiUrl,
@@ -52,6 +57,10 @@ export interface KajStackOutputs {
   readonly dlqArns: Readonly<Record<Priority, string>>;
   /** Absent on stacks deployed before the alarm topic was always created. */
   readonly alarmTopicArn?: string;
+  /** Absent on stacks deployed before schedules existed. */
+  readonly schedulesTableName?: string;
+  /** Absent on stacks deployed before schedules existed. */
+  readonly schedulerFunctionName?: string;
 }
 
 /** Shape of `Stack.Outputs` in a CloudFormation `DescribeStacks` answer (SDK-agnostic). */
@@ -87,5 +96,9 @@ export function parseStackOutputs(outputs: readonly StackOutputLike[], stackName
     dlqUrls: perPriority(OUTPUT_KEYS.dlqUrl),
     dlqArns: perPriority(OUTPUT_KEYS.dlqArn),
     ...(values.has(OUTPUT_KEYS.alarmTopicArn) ? { alarmTopicArn: get(OUTPUT_KEYS.alarmTopicArn) } : {}),
+    ...(values.has(OUTPUT_KEYS.schedulesTableName) ? { schedulesTableName: get(OUTPUT_KEYS.schedulesTableName) } : {}),
+    ...(values.has(OUTPUT_KEYS.schedulerFunctionName)
+      ? { schedulerFunctionName: get(OUTPUT_KEYS.schedulerFunctionName) }
+      : {}),
   };
 }

@@ -42,7 +42,15 @@ import { DEFAULT_CONFIG } from '../infra/config.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
 import { MOTO_LAUNCHER } from '../local/emulators.js';
-import { DEFAULTS, ENV, PRIORITIES, type Priority, TABLE_SCHEMA, resourceNames } from '../shared/config/resources.js';
+import {
+  DEFAULTS,
+  ENV,
+  PRIORITIES,
+  type Priority,
+  SCHEDULE_TABLE_SCHEMA,
+  TABLE_SCHEMA,
+  resourceNames,
+} from '../shared/config/resources.js';
 import {
   clientConfig,
   EMULATOR_ACCOUNT_ID,
@@ -259,6 +267,17 @@ async function secretsManager(
   return JSON.parse(text) as Record<string, any>;
 }
 
+/** An EventBridge call (JSON 1.1 protocol, the project has no @aws-sdk/client-eventbridge dependency). */
+async function eventBridge(c: Clients, action: string, request: Record<string, unknown>): Promise<Record<string, any>> {
+  const url = new URL('/', c.endpoint);
+  const body = JSON.stringify(request);
+  const headers = { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `AWSEvents.${action}` };
+  const res = await fetch(url, { method: 'POST', headers: await signed('POST', url, 'events', headers, body), body });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`events ${action}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, any>;
+}
+
 /** An SNS topic's attributes (query protocol, XML answer). */
 async function topicAttributes(c: Clients, topicArn: string): Promise<Record<string, string>> {
   const url = new URL('/', c.endpoint);
@@ -341,6 +360,7 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     return;
   }
   check('TableName output', outputs.tableName === NAMES.table, outputs.tableName);
+  check('SchedulesTableName output', outputs.schedulesTableName === NAMES.schedules, outputs.schedulesTableName);
 
   // What moto created vs what the template asks for.
   const template = JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string }> };
@@ -488,6 +508,40 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   const pitr = backups?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
   checkIfEmulated('table: point-in-time recovery', pitr === 'ENABLED', true, pitr);
 
+  // Schedules table (follows the task table's deletion protection and retention).
+  const schedulesName = outputs.schedulesTableName ?? NAMES.schedules;
+  const schedules = (await c.ddb.send(new DescribeTableCommand({ TableName: schedulesName }))).Table;
+  check(
+    'schedules table: partition key',
+    schedules?.KeySchema?.length === 1 &&
+      schedules.KeySchema[0]?.AttributeName === SCHEDULE_TABLE_SCHEMA.partitionKey &&
+      schedules.KeySchema[0]?.KeyType === 'HASH',
+  );
+  check('schedules table: on-demand', schedules?.BillingModeSummary?.BillingMode === 'PAY_PER_REQUEST');
+  check('schedules table: deletion protection', schedules?.DeletionProtectionEnabled === true);
+  const due = SCHEDULE_TABLE_SCHEMA.dueIndex;
+  const dueIndex = schedules?.GlobalSecondaryIndexes?.find((i) => i.IndexName === due.name);
+  const attributeType = (name: string) =>
+    schedules?.AttributeDefinitions?.find((a) => a.AttributeName === name)?.AttributeType;
+  check(
+    `schedules table: ${due.name} GSI (${due.partitionKey} S, ${due.sortKey} N, ${due.projection}), the only one`,
+    schedules?.GlobalSecondaryIndexes?.length === 1 &&
+      dueIndex?.KeySchema?.[0]?.AttributeName === due.partitionKey &&
+      dueIndex.KeySchema[1]?.AttributeName === due.sortKey &&
+      dueIndex.Projection?.ProjectionType === due.projection &&
+      attributeType(due.partitionKey) === 'S' &&
+      attributeType(due.sortKey) === 'N',
+    JSON.stringify(dueIndex?.KeySchema),
+  );
+  checkIfEmulated(
+    'schedules table: SSE with the AWS managed key',
+    schedules?.SSEDescription !== undefined,
+    schedules?.SSEDescription?.SSEType === 'KMS',
+  );
+  const schedulesPitr = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: schedulesName })))
+    .ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
+  checkIfEmulated('schedules table: point-in-time recovery', schedulesPitr === 'ENABLED', true, schedulesPitr);
+
   // Event source mappings (Lambda API).
   const mappingIds = resources
     .filter((r) => r.ResourceType === 'AWS::Lambda::EventSourceMapping')
@@ -522,7 +576,8 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   const fnIds = resources
     .filter((r) => r.ResourceType === 'AWS::Lambda::Function')
     .map((r) => r.PhysicalResourceId ?? '');
-  check('three functions', fnIds.length === 3, String(fnIds.length));
+  check('four functions', fnIds.length === 4, String(fnIds.length));
+  let schedulerArn: string | undefined;
   for (const name of fnIds) {
     const f = await lambdaGet(c, `/2015-03-31/functions/${encodeURIComponent(name)}/configuration`);
     const env = (f.Environment?.Variables ?? {}) as Record<string, string>;
@@ -541,6 +596,25 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     );
     if (short === 'Consumer')
       check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
+    const schedulesEnv = env[ENV.schedulesTableName];
+    if (short === 'Api' || short === 'Scheduler') {
+      check(
+        `${short}: ${ENV.schedulesTableName} is the schedules table`,
+        schedulesEnv === NAMES.schedules,
+        schedulesEnv,
+      );
+    } else {
+      check(`${short}: no ${ENV.schedulesTableName} (API and scheduler only)`, schedulesEnv === undefined);
+    }
+    if (short === 'Scheduler') {
+      schedulerArn = String(f.FunctionArn);
+      check('scheduler: timeout 55 s', f.Timeout === 55, String(f.Timeout));
+      check(
+        'SchedulerFunctionName output',
+        outputs.schedulerFunctionName === f.FunctionName,
+        outputs.schedulerFunctionName,
+      );
+    }
     const idSecret = env[ENV.idSecret];
     if (short !== 'Api') {
       check(`${short}: no ${ENV.idSecret} (the API function's only)`, idSecret === undefined);
@@ -567,6 +641,26 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       (f.Architectures as string[])[0] === 'arm64',
     );
   }
+  check('one scheduler function', schedulerArn !== undefined);
+
+  // EventBridge rules: the sweeper's and the scheduler's, each every minute.
+  const ruleNames = resources
+    .filter((r) => r.ResourceType === 'AWS::Events::Rule')
+    .map((r) => r.PhysicalResourceId ?? '');
+  check('two EventBridge rules (sweeper, scheduler)', ruleNames.length === 2, String(ruleNames.length));
+  let schedulerRules = 0;
+  for (const name of ruleNames) {
+    const rule = await eventBridge(c, 'DescribeRule', { Name: name });
+    const targets = ((await eventBridge(c, 'ListTargetsByRule', { Rule: name })).Targets ?? []) as { Arn?: string }[];
+    if (!targets.some((t) => t.Arn === schedulerArn)) continue;
+    schedulerRules += 1;
+    check(
+      'scheduler rule: rate(1 minute), enabled, targets the scheduler function alone',
+      rule.ScheduleExpression === 'rate(1 minute)' && rule.State === 'ENABLED' && targets.length === 1,
+      `${String(rule.ScheduleExpression)} ${String(rule.State)} ${targets.length} target(s)`,
+    );
+  }
+  check('one rule targets the scheduler', schedulerRules === 1, String(schedulerRules));
 }
 
 async function checkDestroyed(c: Clients): Promise<void> {
@@ -583,6 +677,7 @@ async function checkDestroyed(c: Clients): Promise<void> {
     check(`${p} DLQ retained (dead tasks survive cdk destroy)`, await queueExists(c, NAMES.deadLetterQueues[p]));
   }
   check('task table retained', await tableExists(c, NAMES.table));
+  check('schedules table retained', await tableExists(c, NAMES.schedules));
   if (idSecretEmulated) {
     const secret = await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME });
     check('ID secret retained (retainData, like the table)', secret !== undefined && secret.DeletedDate === undefined);
@@ -591,13 +686,16 @@ async function checkDestroyed(c: Clients): Promise<void> {
 
 /** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
 async function deleteRetained(c: Clients): Promise<void> {
-  await c.ddb.send(new UpdateTableCommand({ TableName: NAMES.table, DeletionProtectionEnabled: false }));
-  await c.ddb.send(new DeleteTableCommand({ TableName: NAMES.table }));
+  for (const table of [NAMES.table, NAMES.schedules]) {
+    await c.ddb.send(new UpdateTableCommand({ TableName: table, DeletionProtectionEnabled: false }));
+    await c.ddb.send(new DeleteTableCommand({ TableName: table }));
+  }
   for (const p of PRIORITIES) {
     const { QueueUrl } = await c.sqs.send(new GetQueueUrlCommand({ QueueName: NAMES.deadLetterQueues[p] }));
     await c.sqs.send(new DeleteQueueCommand({ QueueUrl }));
   }
   check('table deleted after turning deletion protection off', !(await tableExists(c, NAMES.table)));
+  check('schedules table deleted after turning deletion protection off', !(await tableExists(c, NAMES.schedules)));
   for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
   if (idSecretEmulated) {
     await secretsManager(c, 'DeleteSecret', { SecretId: ID_SECRET_NAME, ForceDeleteWithoutRecovery: true });

@@ -50,6 +50,13 @@ export const NO_ACCESS_LOGS_REASON =
 
 export interface TaskApiProps {
   readonly table: dynamodb.ITable;
+  /**
+   * The schedules table (`ScheduleTable`): schedules are managed through the API
+   * (`/api/v1/schedules…`), so the function may get, put, delete and list (Scan) them, and gets
+   * its name as `KAJ_SCHEDULES_TABLE_NAME`.
+   * @default - no schedules: no permission on a schedules table and no `KAJ_SCHEDULES_TABLE_NAME`
+   */
+  readonly schedulesTable?: dynamodb.ITable;
   /** The three priority queues the API submits to. */
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
@@ -119,6 +126,7 @@ export class TaskApi extends Construct {
         ...props.environment,
         // The whole secret string, current version: `{{resolve:secretsmanager:<ARN>:SecretString:::}}`.
         [ENV.idSecret]: props.idSecret.secretValue.unsafeUnwrap(),
+        ...(props.schedulesTable !== undefined ? { [ENV.schedulesTableName]: props.schedulesTable.tableName } : {}),
       },
       logRetention: props.logRetention,
     });
@@ -130,6 +138,16 @@ export class TaskApi extends Construct {
         resources: [props.table.tableArn],
       }),
     );
+    if (props.schedulesTable !== undefined) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          // Scan lists the schedules (GET /api/v1/schedules); the rest work on one schedule by name.
+          sid: 'ScheduleTableItems',
+          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+          resources: [props.schedulesTable.tableArn],
+        }),
+      );
+    }
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'SubmitToQueues',

@@ -22,6 +22,7 @@ export interface ObservabilityProps {
   /** The HTTP API's stage: its `5xx` metric counts every server error callers saw. */
   readonly apiStage: apigwv2.IHttpStage;
   readonly sweeper: lambda.IFunction;
+  readonly scheduler: lambda.IFunction;
   /**
    * Alarm when a priority queue's oldest message is older than this.
    * @default Duration.minutes(15)
@@ -74,9 +75,10 @@ function untypedCount(metricName: string, options: cloudwatch.MetricOptions): cl
  * Dashboard, alarms and the alarm topic of a Kaj deployment.
  *
  * Alarms: every DLQ not empty, every priority queue's oldest message older than a threshold,
- * consumer errors and throttles, API and sweeper errors, API 5xx answers, and the consumer's and
+ * consumer errors and throttles, API and sweeper errors, API 5xx answers, the consumer's and
  * the sweeper's item failures (records and outbox entries they could not process: the function
- * itself succeeds, so Lambda's Errors metric never sees them). Every alarm notifies one SNS topic
+ * itself succeeds, so Lambda's Errors metric never sees them), scheduler ticks that keep failing,
+ * and schedules whose runs keep failing. Every alarm notifies one SNS topic
  * on ALARM and OK; the topic always exists (output `AlarmTopicArn`) so that any endpoint can
  * subscribe, and `alarmEmail` subscribes an address to it. The topic is TLS-only and unencrypted
  * unless `encryptTopic` (notifications carry alarm names and metric values, never task data).
@@ -189,6 +191,46 @@ export class Observability extends Construct {
       untypedCount(METRICS.sweeperItemFailures, sum),
       'The outbox sweeper could not act on some outbox entries this run: their tasks wait for the next run.',
     );
+    anyAlarm(
+      'schedulerItemFailures',
+      'SchedulerItemFailures',
+      'scheduler-item-failures',
+      untypedCount(METRICS.schedulerItemFailures, sum),
+      'The scheduler could not advance some schedules this tick (DynamoDB or SQS failed for them): the next tick ' +
+        'tries again with the same run ids (no duplicate). Persistent failures mean missed runs: read the ' +
+        "scheduler's logs (each line names the schedule).",
+    );
+    // The scheduler runs every minute: one failed tick is covered by the next (the misfire grace
+    // is two and a half ticks), two in three minutes mean runs may be missed.
+    alarms.schedulerErrors = new cloudwatch.Alarm(this, 'SchedulerErrors', {
+      alarmName: `${prefix}-scheduler-errors`,
+      alarmDescription:
+        'Scheduler ticks failed (crash, timeout or unhandled error) in 2 of the last 3 minutes: schedules may not ' +
+        "be creating their runs. Read the scheduler function's logs for the error (a missing permission, the " +
+        "schedules table or a queue unavailable); once ticks succeed again, missed times follow each schedule's " +
+        'misfire policy.',
+      metric: props.scheduler.metricErrors({ period: Duration.minutes(1), statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    // One failed run is the task's business (TasksFailed, the DLQ alarm); runs failing for 15 minutes
+    // on end are a schedule that keeps creating runs that fail.
+    alarms.scheduledRunsFailed = new cloudwatch.Alarm(this, 'ScheduledRunsFailed', {
+      alarmName: `${prefix}-scheduled-runs-failed`,
+      alarmDescription:
+        'Runs created by schedules failed for good in each of the last three 5-minute periods: a schedule whose ' +
+        "runs keep failing. The consumer's log lines for these failures name the schedule and the task: fix the " +
+        'task type (or its arguments in the schedule), or pause the schedule until it is fixed.',
+      metric: untypedCount(METRICS.scheduledRunsFailed, sum),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     this.alarms = alarms;
 
     const stack = Stack.of(this);
@@ -352,10 +394,30 @@ export class Observability extends Construct {
         width: 12,
       }),
       new cloudwatch.GraphWidget({
-        title: 'Item failures (records / outbox entries left for a retry)',
+        title: 'Item failures (records / outbox entries / schedules left for a retry)',
         left: [
           untypedCount(METRICS.consumerItemFailures, { period: minute, statistic: 'Sum', label: 'consumer' }),
           untypedCount(METRICS.sweeperItemFailures, { period: minute, statistic: 'Sum', label: 'sweeper' }),
+          untypedCount(METRICS.schedulerItemFailures, { period: minute, statistic: 'Sum', label: 'scheduler' }),
+        ],
+        width: 12,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Scheduler ticks: errors / throttles / duration',
+        left: [
+          props.scheduler.metricErrors({ period: minute, statistic: 'Sum', label: 'errors' }),
+          props.scheduler.metricThrottles({ period: minute, statistic: 'Sum', label: 'throttles' }),
+        ],
+        right: [props.scheduler.metricDuration({ period: minute, statistic: 'Maximum', label: 'duration (ms)' })],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Scheduled runs: created / failed for good',
+        left: [
+          ...taskCount(METRICS.scheduledRunsCreated, 'created'),
+          untypedCount(METRICS.scheduledRunsFailed, { period: minute, statistic: 'Sum', label: 'failed for good' }),
         ],
         width: 12,
       }),

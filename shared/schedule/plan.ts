@@ -88,7 +88,8 @@ export function withDue(record: ScheduleRecord, now: number): ScheduleRecord {
   let due: number | undefined;
   if (r.state === 'active') {
     if (r.next_time !== undefined) due = fireAt(r, r.next_time);
-    if (r.buffered !== undefined) due = Math.min(due ?? now, now);
+    // Kept where it is if already due (a tick that only re-checks a buffered run writes nothing).
+    if (r.buffered !== undefined) due = Math.min(due ?? now, now, r.due_at ?? now);
   }
   if (due === undefined) {
     delete r.due_pk;
@@ -150,6 +151,9 @@ export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
       missedTimes.push(t);
       t = nextTimeAfter(spec, t);
     }
+    // More missed times than the scan looks at: the rest are jumped over (dropped, not counted),
+    // never left for the loop below, which would run them as if they were due.
+    const overflow = t !== undefined && t < cutoff ? t : undefined;
     if (spec.misfire === 'catch_up') {
       const oldest = c.now - spec.catchup_window_ms;
       const dropped = missedTimes.filter((m) => m < oldest);
@@ -157,25 +161,28 @@ export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
         entries.push(skippedMisfire(dropped, 'older than catchup_window', at));
         missed += dropped.length;
       }
-      next = missedTimes.find((m) => m >= oldest) ?? t;
+      next =
+        missedTimes.find((m) => m >= oldest) ??
+        (overflow !== undefined && overflow < oldest ? nextTimeAfter(spec, oldest - 1) : t);
       // The caught-up times themselves are handled below, as times due now, oldest first.
     } else {
-      const last = missedTimes[missedTimes.length - 1];
-      const dropped = spec.misfire === 'run_once' ? missedTimes.slice(0, -1) : missedTimes;
+      const last = overflow === undefined ? missedTimes[missedTimes.length - 1] : latestBefore(spec, overflow, cutoff);
+      const dropped = spec.misfire === 'run_once' && overflow === undefined ? missedTimes.slice(0, -1) : missedTimes;
       if (dropped.length > 0) {
         entries.push(skippedMisfire(dropped, spec.misfire === 'skip' ? 'misfire: skip' : 'misfire: run_once', at));
         missed += dropped.length;
       }
+      const after = overflow === undefined ? t : nextTimeAfter(spec, cutoff - 1);
       if (spec.misfire === 'run_once' && last !== undefined) {
         if (active && spec.overlap !== 'allow') {
           // It waits for the run before it, like a caught-up time (below).
           next = last;
         } else {
           create(last);
-          next = t;
+          next = after;
         }
       } else {
-        next = t;
+        next = after;
       }
     }
   }
@@ -228,6 +235,22 @@ export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
     written.due_at !== record.due_at;
   const skipped = entries.reduce((n, e) => n + (e.outcome.startsWith('skipped') ? (e.count ?? 1) : 0), 0);
   return { runs, ...(cancel === undefined ? {} : { cancel }), record: written, changed, skipped };
+}
+
+/**
+ * The latest nominal time before `before`, `from` being one: looked for in a window widened back
+ * from `before`, so it costs a few steps however many times lie between.
+ */
+function latestBefore(spec: ScheduleRecord['spec'], from: number, before: number): number {
+  for (let width = 1000; ; width *= 2) {
+    const lo = Math.max(from, before - width);
+    let found = nextTimeAfter(spec, lo - 1);
+    if (found !== undefined && found < before) {
+      for (let t = nextTimeAfter(spec, found); t !== undefined && t < before; t = nextTimeAfter(spec, t)) found = t;
+      return found;
+    }
+    if (lo === from) return from;
+  }
 }
 
 function skippedMisfire(times: readonly number[], reason: string, at: string): RunEntry {

@@ -139,7 +139,11 @@ export class ScheduleTicker {
         report.created += 1;
         this.d.metrics.count(METRICS.scheduledRunsCreated, record.spec.task.type);
       }
-      out = { ...out, last_run: { task_id: made.taskId, scheduled_time: new Date(run.scheduledTime).toISOString() } };
+      out = {
+        ...out,
+        recent: withTaskId(out.recent, run, made.taskId),
+        last_run: { task_id: made.taskId, scheduled_time: new Date(run.scheduledTime).toISOString() },
+      };
     }
     report.skipped += plan.skipped;
     try {
@@ -231,6 +235,17 @@ function replaceEntry(recent: readonly RunEntry[], run: PlannedRun, entry: RunEn
   if (i < 0) return [...recent, entry];
   const out = [...recent];
   out[i] = entry;
+  return out;
+}
+
+/** The `created` entry of a run, with its task's id (which the plan does not know). */
+function withTaskId(recent: readonly RunEntry[], run: PlannedRun, taskId: string): RunEntry[] {
+  const time = new Date(run.scheduledTime).toISOString();
+  const i = recent.findLastIndex(
+    (e) => e.scheduled_time === time && e.outcome === 'created' && e.task_id === undefined,
+  );
+  const out = [...recent];
+  if (i >= 0) out[i] = { ...(recent[i] as RunEntry), task_id: taskId };
   return out;
 }
 

@@ -236,13 +236,24 @@ describe('task table', () => {
 describe('least privilege', () => {
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
-  it('the API can read/write single task items and send to the priority queues, nothing else', () => {
+  it('the API can read/write single task items and schedules, list schedules and send to the priority queues, nothing else', () => {
     const id = base.logicalId(base.stack.api.handler);
     expect(grantedActions(base, id)).toEqual(
-      [...LOGS, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'sqs:SendMessage'].sort(),
+      [
+        ...LOGS,
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Scan',
+        'dynamodb:UpdateItem',
+        'sqs:SendMessage',
+      ].sort(),
     );
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
-    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn]);
+    const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
+    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn]);
+    expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn]);
+    expect(resourcesOf(base, id, 'dynamodb:DeleteItem')).toEqual([schedulesArn]);
     expect(resourcesOf(base, id, 'sqs:SendMessage')).toEqual(
       expect.arrayContaining(PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.queues[p])))),
     );
@@ -283,14 +294,19 @@ describe('least privilege', () => {
     expect(resourcesOf(base, id, 'sqs:SendMessage')).toHaveLength(PRIORITIES.length * 2);
   });
 
-  it('the API cannot Query, and no function can scan', () => {
+  it('the API cannot Query; only the API and the scheduler can Scan, and only the schedules table', () => {
     expect(grantedActions(base, base.logicalId(base.stack.api.handler))).not.toContain('dynamodb:Query');
-    for (const fn of [base.stack.api.handler, base.stack.consumer.handler, base.stack.sweeper.handler]) {
+    for (const fn of [base.stack.consumer.handler, base.stack.sweeper.handler]) {
       expect(grantedActions(base, base.logicalId(fn))).not.toContain('dynamodb:Scan');
+    }
+    const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
+    for (const fn of [base.stack.api.handler, base.stack.scheduler.handler]) {
+      expect(resourcesOf(base, base.logicalId(fn), 'dynamodb:Scan')).toEqual([schedulesArn]);
     }
   });
 
-  it('no statement anywhere grants a wildcard action or resource, or deletes queues/tables', () => {
+  it('no statement anywhere grants a wildcard action or resource, or deletes queues/tables/tasks (schedules only)', () => {
+    const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
     const statements = ofType(base, 'AWS::IAM::Policy').flatMap(([, p]) => p.Properties.PolicyDocument.Statement) as {
       Action: string | string[];
       Resource: unknown;
@@ -299,11 +315,13 @@ describe('least privilege', () => {
     expect(statements.length).toBeGreaterThan(0);
     for (const st of statements) {
       const actions = Array.isArray(st.Action) ? st.Action : [st.Action];
+      const resources = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
       for (const a of actions) {
         expect(a).not.toContain('*');
-        expect(['sqs:DeleteQueue', 'sqs:PurgeQueue', 'dynamodb:DeleteTable', 'dynamodb:DeleteItem']).not.toContain(a);
+        expect(['sqs:DeleteQueue', 'sqs:PurgeQueue', 'dynamodb:DeleteTable']).not.toContain(a);
+        // Schedules are deleted through the API; tasks never are (TTL removes finished ones).
+        if (a === 'dynamodb:DeleteItem') expect(resources).toEqual([schedulesArn]);
       }
-      const resources = Array.isArray(st.Resource) ? st.Resource : [st.Resource];
       for (const r of resources) expect(r).not.toBe('*');
     }
   });
@@ -590,8 +608,9 @@ describe('observability', () => {
     for (const s of [base, variant]) {
       const topicId = s.logicalId(s.stack.observability.alarmTopic);
       const keys = Object.keys(s.stack.observability.alarms);
-      // 2 per priority, 4 function alarms, API 5xx, consumer and sweeper item failures.
-      expect(keys).toHaveLength(PRIORITIES.length * 2 + 7);
+      // 2 per priority, 4 function alarms, API 5xx, consumer, sweeper and scheduler item
+      // failures, scheduler errors and scheduled runs failed.
+      expect(keys).toHaveLength(PRIORITIES.length * 2 + 10);
       expect(ofType(s, 'AWS::CloudWatch::Alarm')).toHaveLength(keys.length);
       for (const key of keys) {
         expect(alarm(s, key).AlarmActions, key).toEqual([{ Ref: topicId }]);

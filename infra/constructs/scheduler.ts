@@ -1,0 +1,104 @@
+import { Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { DEFAULTS, ENV } from '../../shared/config/resources.js';
+import { KajFunction } from './kaj-function.js';
+
+export interface SchedulerProps {
+  /** The schedules table (`ScheduleTable`): the function reads and writes whole schedules there. */
+  readonly schedulesTable: dynamodb.ITable;
+  /** ARN of the schedules table's `due` GSI; the only index the scheduler may Query. */
+  readonly dueIndexArn: string;
+  /** The task table: the scheduler creates the runs' tasks there (and cancels one to `replace` it). */
+  readonly taskTable: dynamodb.ITable;
+  /** The three priority queues the runs are sent to (not the DLQs). */
+  readonly queues: readonly sqs.IQueue[];
+  /**
+   * Environment shared by every function (`functionEnvironment()` plus Powertools' settings);
+   * `KAJ_SCHEDULES_TABLE_NAME` is added here.
+   */
+  readonly environment: Readonly<Record<string, string>>;
+  readonly logRetention: logs.RetentionDays;
+  /**
+   * How often the tick runs. Each tick creates the runs due before the next one, so a schedule
+   * other than `DEFAULTS.scheduleTickSeconds` (what the tick assumes) makes runs late or early.
+   * @default events.Schedule.rate(Duration.seconds(DEFAULTS.scheduleTickSeconds)) - `rate(1 minute)`
+   */
+  readonly schedule?: events.Schedule;
+}
+
+/**
+ * The scheduler: every minute, a tick creates the runs of the schedules due before the next tick
+ * (tasks in the task table, sent to their queue with `DelaySeconds` for their exact second), and
+ * at a cold start it syncs the schedules declared in code into the schedules table.
+ *
+ * No reserved concurrency (it would fail to deploy on new accounts whose concurrency quota is 10):
+ * two ticks that overlap (EventBridge delivers at least once and may start a tick late) are
+ * harmless by design: every schedule write is conditional on the version it read, and a run's task
+ * id is derived by the scheduler itself, so a run two ticks both create exists once.
+ */
+export class Scheduler extends Construct {
+  public readonly handler: KajFunction;
+  public readonly rule: events.Rule;
+
+  constructor(scope: Construct, id: string, props: SchedulerProps) {
+    super(scope, id);
+    this.handler = new KajFunction(this, 'Handler', {
+      entryName: 'scheduler',
+      description: 'Kaj scheduler: creates the runs of the schedules due before the next tick',
+      timeout: Duration.seconds(55),
+      environment: { ...props.environment, [ENV.schedulesTableName]: props.schedulesTable.tableName },
+      logRetention: props.logRetention,
+    });
+    const role = this.handler.executionRole;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueryDue',
+        actions: ['dynamodb:Query'],
+        resources: [props.dueIndexArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        // GetItem: the tick reads each due schedule (the index projects keys only); PutItem: its
+        // conditional writes; Scan and DeleteItem: the cold start's sync of the schedules declared
+        // in code (a schedule removed from the code is deleted).
+        sid: 'ScheduleTableItems',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+        resources: [props.schedulesTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        // PutItem creates a run's task; GetItem and UpdateItem cancel the running one `replace` replaces.
+        sid: 'TaskTableItems',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [props.taskTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SendRuns',
+        actions: ['sqs:SendMessage'],
+        resources: props.queues.map((q) => q.queueArn),
+      }),
+    );
+
+    this.rule = new events.Rule(this, 'Schedule', {
+      description: 'Runs the Kaj scheduler tick',
+      schedule: props.schedule ?? events.Schedule.rate(Duration.seconds(DEFAULTS.scheduleTickSeconds)),
+      targets: [
+        new targets.LambdaFunction(this.handler, {
+          // A missed tick is covered by the next one (misfire grace): don't pile retries up.
+          retryAttempts: 0,
+          maxEventAge: Duration.minutes(1),
+        }),
+      ],
+    });
+  }
+}

@@ -1,0 +1,494 @@
+/**
+ * Schedules on AWS, read from the synthesized template: the schedules table and its `due` index,
+ * the scheduler function with its EventBridge rule, exactly the permissions it and the API get
+ * for schedules, their environment, the two scheduler alarms, the dashboard and the outputs.
+ *
+ * The stacks are synthesized without bundling the functions (their code does not matter here;
+ * test/infra/kaj-stack.test.ts synthesizes the bundled stack, and `npm run synth` bundles all four).
+ */
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScheduleTable } from '../../infra/constructs/schedule-table.js';
+import { Scheduler } from '../../infra/constructs/scheduler.js';
+import { ALL_OUTPUT_KEYS, OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
+import { METRICS } from '../../shared/config/metrics.js';
+import { ENV, PRIORITIES, SCHEDULE_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
+import { createMetrics } from '../../shared/observability.js';
+import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
+
+const SYNTH_TIMEOUT = 120_000;
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+
+let base: SynthesizedKaj;
+let variant: SynthesizedKaj;
+
+beforeAll(() => {
+  base = synthKaj(undefined, NO_BUNDLING);
+  variant = synthKaj(
+    { stackName: 'kaj-variant', retainData: false, deletionProtection: false, dashboard: false, logLevel: 'debug' },
+    NO_BUNDLING,
+  );
+}, SYNTH_TIMEOUT);
+
+afterAll(() => {
+  base?.dispose();
+  variant?.dispose();
+});
+
+const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
+const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
+  Object.entries(s.resources).filter(([, r]) => r.Type === type);
+
+interface Statement {
+  readonly Sid?: string;
+  readonly Effect: string;
+  readonly Action: string | string[];
+  readonly Resource: unknown;
+}
+
+/** Every IAM statement attached to a function's execution role (no managed or inline policy there). */
+function roleStatements(s: SynthesizedKaj, functionId: string): Statement[] {
+  const fn = s.resources[functionId];
+  expect(fn?.Type).toBe('AWS::Lambda::Function');
+  const roleId = (fn!.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const role = s.resources[roleId];
+  expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
+  expect(role?.Properties.Policies).toBeUndefined();
+  return ofType(s, 'AWS::IAM::Policy')
+    .filter(([, p]) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
+    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+/** A statement with its action and resource lists in a fixed order (IAM ignores their order; CDK sorts them). */
+function normalized(st: Statement): Statement {
+  const sorted = (v: unknown) =>
+    Array.isArray(v) ? [...v].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))) : v;
+  return { ...st, Action: sorted(st.Action) as string | string[], Resource: sorted(st.Resource) };
+}
+
+const envOf = (s: SynthesizedKaj, fn: Parameters<SynthesizedKaj['logicalId']>[0]) =>
+  s.resources[s.logicalId(fn)]!.Properties.Environment.Variables as Record<string, unknown>;
+
+describe('schedules table', () => {
+  it('named <stack>-schedules, key `name`, on-demand, PITR, SSE with the AWS managed key, deletion protection, retained, no TTL', () => {
+    const table = base.resources[base.logicalId(base.stack.scheduleTable.table)]!;
+    expect(table.Type).toBe('AWS::DynamoDB::Table');
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+    expect(table.Properties.TableName).toBe(resourceNames('kaj').schedules);
+    expect(table.Properties.TableName).toBe('kaj-schedules');
+    expect(table.Properties.KeySchema).toEqual([{ AttributeName: 'name', KeyType: 'HASH' }]);
+    expect(SCHEDULE_TABLE_SCHEMA.partitionKey).toBe('name');
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.ProvisionedThroughput).toBeUndefined();
+    expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    // SSEEnabled without a key: the AWS managed key aws/dynamodb (not the AWS owned default).
+    expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+    expect(table.Properties.DeletionProtectionEnabled).toBe(true);
+    expect(table.Properties.TimeToLiveSpecification).toBeUndefined();
+    expect(table.Properties.StreamSpecification).toBeUndefined();
+  });
+
+  it('one sparse GSI `due` on (due_pk S, due_at N), projecting what SCHEDULE_TABLE_SCHEMA says (keys only)', () => {
+    const table = base.resources[base.logicalId(base.stack.scheduleTable.table)]!;
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'due',
+        KeySchema: [
+          { AttributeName: 'due_pk', KeyType: 'HASH' },
+          { AttributeName: 'due_at', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: SCHEDULE_TABLE_SCHEMA.dueIndex.projection },
+      },
+    ]);
+    // The tick reads each due schedule itself (shared/config/resources.ts): keys are all it needs.
+    expect(SCHEDULE_TABLE_SCHEMA.dueIndex).toMatchObject({
+      name: 'due',
+      partitionKey: 'due_pk',
+      sortKey: 'due_at',
+      projection: 'KEYS_ONLY',
+    });
+    expect(
+      [...(table.Properties.AttributeDefinitions as { AttributeName: string }[])].sort((a, b) =>
+        a.AttributeName.localeCompare(b.AttributeName),
+      ),
+    ).toEqual([
+      { AttributeName: 'due_at', AttributeType: 'N' },
+      { AttributeName: 'due_pk', AttributeType: 'S' },
+      { AttributeName: 'name', AttributeType: 'S' },
+    ]);
+  });
+
+  it('deletion protection and removal follow the task table (deletionProtection, retainData)', () => {
+    for (const [s, policy, protection] of [
+      [base, 'Retain', true],
+      [variant, 'Delete', false],
+    ] as const) {
+      const schedules = s.resources[s.logicalId(s.stack.scheduleTable.table)]!;
+      const tasks = s.resources[s.logicalId(s.stack.taskTable.table)]!;
+      expect(schedules.DeletionPolicy).toBe(policy);
+      expect(schedules.UpdateReplacePolicy).toBe(policy);
+      expect(schedules.Properties.DeletionProtectionEnabled).toBe(protection);
+      expect(schedules.DeletionPolicy).toBe(tasks.DeletionPolicy);
+      expect(schedules.UpdateReplacePolicy).toBe(tasks.UpdateReplacePolicy);
+      expect(schedules.Properties.DeletionProtectionEnabled).toBe(tasks.Properties.DeletionProtectionEnabled);
+    }
+    expect(variant.resources[variant.logicalId(variant.stack.scheduleTable.table)]!.Properties.TableName).toBe(
+      'kaj-variant-schedules',
+    );
+  });
+
+  it('the construct alone defaults to deletion protection and RETAIN', () => {
+    const stack = new Stack(new App(), 'ScheduleTableTest');
+    const construct = new ScheduleTable(stack, 'Schedules', { tableName: 'x-schedules' });
+    const [table] = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table'));
+    expect(table?.DeletionPolicy).toBe('Retain');
+    expect(table?.Properties.DeletionProtectionEnabled).toBe(true);
+    expect(stack.resolve(construct.dueIndexArn)).toEqual({
+      'Fn::Join': [
+        '',
+        [getAtt(stack.resolve((construct.table.node.defaultChild as dynamodb.CfnTable).logicalId)), '/index/due'],
+      ],
+    });
+  });
+});
+
+describe('scheduler function', () => {
+  it('Node.js 22 on arm64, 55 s timeout, its description, no reserved concurrency, JSON logs to its own group', () => {
+    for (const [s, level] of [
+      [base, 'INFO'],
+      [variant, 'DEBUG'],
+    ] as const) {
+      const fn = s.stack.scheduler.handler;
+      const props = s.resources[s.logicalId(fn)]!.Properties;
+      expect(props.Runtime).toBe('nodejs22.x');
+      expect(props.Architectures).toEqual(['arm64']);
+      expect(props.Handler).toBe('index.handler');
+      expect(props.Timeout).toBe(55);
+      expect(props.MemorySize).toBe(256);
+      expect(props.Description).toBe('Kaj scheduler: creates the runs of the schedules due before the next tick');
+      expect(props.ReservedConcurrentExecutions).toBeUndefined();
+      expect(props.LoggingConfig).toEqual({
+        LogFormat: 'JSON',
+        ApplicationLogLevel: level,
+        SystemLogLevel: 'WARN',
+        LogGroup: { Ref: s.logicalId(fn.functionLogGroup) },
+      });
+      expect(s.resources[s.logicalId(fn.functionLogGroup)]!.Properties.RetentionInDays).toBe(30);
+    }
+  });
+
+  it('runs every minute from EventBridge, without retries, and EventBridge may invoke it', () => {
+    const fnId = base.logicalId(base.stack.scheduler.handler);
+    const ruleId = base.logicalId(base.stack.scheduler.rule);
+    const rule = base.resources[ruleId]!;
+    expect(rule.Type).toBe('AWS::Events::Rule');
+    expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(rule.Properties.State).toBe('ENABLED');
+    expect(rule.Properties.Targets).toEqual([
+      {
+        Id: expect.any(String),
+        Arn: getAtt(fnId),
+        RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+      },
+    ]);
+    base.template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      FunctionName: getAtt(fnId),
+      SourceArn: getAtt(ruleId),
+    });
+    // Its own rule, beside the sweeper's.
+    expect(ruleId).not.toBe(base.logicalId(base.stack.sweeper.rule));
+    expect(ofType(base, 'AWS::Events::Rule')).toHaveLength(2);
+  });
+
+  it('the tick period is configurable (the `schedule` prop)', () => {
+    const stack = new Stack(new App({ context: NO_BUNDLING }), 'SchedulerTest');
+    const table = new dynamodb.Table(stack, 'T', { partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING } });
+    const scheduler = new Scheduler(stack, 'Scheduler', {
+      schedulesTable: table,
+      dueIndexArn: `${table.tableArn}/index/due`,
+      taskTable: table,
+      queues: [new sqs.Queue(stack, 'Q')],
+      environment: {},
+      logRetention: logs.RetentionDays.ONE_DAY,
+      schedule: events.Schedule.rate(Duration.minutes(5)),
+    });
+    const rules = Template.fromStack(stack).findResources('AWS::Events::Rule');
+    expect(Object.values(rules).map((r) => r.Properties.ScheduleExpression)).toEqual(['rate(5 minutes)']);
+    expect(scheduler.rule).toBeDefined();
+  });
+
+  it('the environment of every function plus KAJ_SCHEDULES_TABLE_NAME; no ID secret', () => {
+    for (const s of [base, variant]) {
+      const env = envOf(s, s.stack.scheduler.handler);
+      const sweeperEnv = envOf(s, s.stack.sweeper.handler);
+      expect(env).toEqual({
+        ...sweeperEnv,
+        [ENV.schedulesTableName]: { Ref: s.logicalId(s.stack.scheduleTable.table) },
+      });
+      expect(env[ENV.tableName]).toEqual({ Ref: s.logicalId(s.stack.taskTable.table) });
+      for (const p of PRIORITIES) {
+        expect(env[ENV.queueUrl(p)]).toEqual({ Ref: s.logicalId(s.stack.taskQueues.queues[p]) });
+      }
+      expect(env).not.toHaveProperty(ENV.idSecret);
+      expect(JSON.stringify(s.resources[s.logicalId(s.stack.scheduler.handler)])).not.toContain('secretsmanager');
+    }
+  });
+
+  it('cdk-nag L1 (runtime) is acknowledged on it with the same reason as the other functions', () => {
+    const ack = (fn: { node: SynthesizedKaj['stack']['node'] }) =>
+      fn.node
+        .findAll()
+        .flatMap((c) => c.node.metadata)
+        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
+        .map((m) => (m.data as Record<string, string>)['Annotation::AwsSolutions-L1'])
+        .find((r) => r !== undefined);
+    const reason = ack(base.stack.scheduler.handler);
+    expect(reason).toMatch(/nodejs22\.x/);
+    expect(reason).toBe(ack(base.stack.sweeper.handler));
+  });
+});
+
+describe('least privilege (schedules)', () => {
+  it("the scheduler's statements, exactly: Query the due index; get/put/scan schedules; get/put/update tasks; send to the three queues", () => {
+    const fn = base.stack.scheduler.handler;
+    const schedulesId = base.logicalId(base.stack.scheduleTable.table);
+    const tasksId = base.logicalId(base.stack.taskTable.table);
+    expect(roleStatements(base, base.logicalId(fn)).map(normalized)).toEqual(
+      [
+        {
+          Effect: 'Allow',
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Resource: getAtt(base.logicalId(fn.functionLogGroup)),
+        },
+        {
+          Sid: 'QueryDue',
+          Effect: 'Allow',
+          Action: 'dynamodb:Query',
+          Resource: { 'Fn::Join': ['', [getAtt(schedulesId), '/index/due']] },
+        },
+        {
+          Sid: 'ScheduleTableItems',
+          Effect: 'Allow',
+          Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+          Resource: getAtt(schedulesId),
+        },
+        {
+          Sid: 'TaskTableItems',
+          Effect: 'Allow',
+          Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+          Resource: getAtt(tasksId),
+        },
+        {
+          Sid: 'SendRuns',
+          Effect: 'Allow',
+          Action: 'sqs:SendMessage',
+          Resource: PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.queues[p]))),
+        },
+      ].map(normalized),
+    );
+  });
+
+  it('the API additionally gets, puts, deletes and scans schedules (one statement, the schedules table only), and their table name', () => {
+    const id = base.logicalId(base.stack.api.handler);
+    const schedulesId = base.logicalId(base.stack.scheduleTable.table);
+    const statements = roleStatements(base, id);
+    expect(statements.filter((st) => st.Sid === 'ScheduleTableItems').map(normalized)).toEqual([
+      normalized({
+        Sid: 'ScheduleTableItems',
+        Effect: 'Allow',
+        Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+        Resource: getAtt(schedulesId),
+      }),
+    ]);
+    // Nothing else of the API's names the schedules table, and it has no Query on any index.
+    const others = statements.filter((st) => st.Sid !== 'ScheduleTableItems');
+    expect(JSON.stringify(others)).not.toContain(schedulesId);
+    expect(JSON.stringify(statements)).not.toContain('/index/');
+    expect(envOf(base, base.stack.api.handler)[ENV.schedulesTableName]).toEqual({ Ref: schedulesId });
+  });
+
+  it('the consumer and the sweeper get nothing for schedules: no permission, no table name', () => {
+    for (const s of [base, variant]) {
+      const schedulesId = s.logicalId(s.stack.scheduleTable.table);
+      for (const fn of [s.stack.consumer.handler, s.stack.sweeper.handler]) {
+        expect(JSON.stringify(roleStatements(s, s.logicalId(fn)))).not.toContain(schedulesId);
+        expect(envOf(s, fn)).not.toHaveProperty(ENV.schedulesTableName);
+      }
+    }
+  });
+
+  it('no schedule statement has a wildcard action or resource', () => {
+    for (const fn of [base.stack.scheduler.handler, base.stack.api.handler]) {
+      for (const st of roleStatements(base, base.logicalId(fn))) {
+        for (const a of Array.isArray(st.Action) ? st.Action : [st.Action]) expect(a).not.toContain('*');
+        for (const r of Array.isArray(st.Resource) ? st.Resource : [st.Resource]) {
+          expect(JSON.stringify(r)).not.toContain('*');
+        }
+      }
+    }
+  });
+});
+
+describe('scheduler alarms', () => {
+  type AlarmProps = Record<string, any>;
+  const alarm = (s: SynthesizedKaj, key: string): AlarmProps => {
+    const a = s.stack.observability.alarms[key];
+    expect(a, key).toBeDefined();
+    return s.resources[s.logicalId(a!)]!.Properties;
+  };
+
+  it('a tick that errors: scheduler Errors >= 1 in 2 of 3 one-minute periods, to the alarm topic on ALARM and OK', () => {
+    for (const s of [base, variant]) {
+      const topic = { Ref: s.logicalId(s.stack.observability.alarmTopic) };
+      const a = alarm(s, 'schedulerErrors');
+      expect(a).toMatchObject({
+        AlarmName: `${s.stack.stackName}-scheduler-errors`,
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: s.logicalId(s.stack.scheduler.handler) } }],
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 2,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [topic],
+        OKActions: [topic],
+      });
+      expect(a.AlarmDescription).toMatch(/logs/);
+    }
+  });
+
+  it('a schedule whose runs keep failing: ScheduledRunsFailed >= 1 in 3 consecutive 5-minute periods', () => {
+    for (const s of [base, variant]) {
+      const topic = { Ref: s.logicalId(s.stack.observability.alarmTopic) };
+      const a = alarm(s, 'scheduledRunsFailed');
+      expect(a).toMatchObject({
+        AlarmName: `${s.stack.stackName}-scheduled-runs-failed`,
+        Namespace: METRICS.namespace,
+        MetricName: 'ScheduledRunsFailed',
+        Dimensions: [{ Name: METRICS.serviceDimension, Value: METRICS.serviceName }],
+        Statistic: 'Sum',
+        Period: 300,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [topic],
+        OKActions: [topic],
+      });
+      expect(a.AlarmDescription).toMatch(/pause the schedule/);
+    }
+  });
+
+  it('schedules a tick could not advance: SchedulerItemFailures > 0 in 5 minutes', () => {
+    const a = alarm(base, 'schedulerItemFailures');
+    expect(a).toMatchObject({
+      AlarmName: `${base.stack.stackName}-scheduler-item-failures`,
+      Namespace: METRICS.namespace,
+      MetricName: 'SchedulerItemFailures',
+      Dimensions: [{ Name: METRICS.serviceDimension, Value: METRICS.serviceName }],
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+    });
+  });
+
+  it('the ScheduledRunsFailed alarm reads exactly the metric createMetrics emits for it (beside a typed TasksFailed)', () => {
+    const lines: string[] = [];
+    const metrics = createMetrics({ write: (l) => lines.push(l) });
+    // What the consumer records when a scheduled run fails for good: the typed failure and the untyped count.
+    metrics.count(METRICS.failed, 'send-report');
+    metrics.count(METRICS.scheduledRunsFailed, undefined);
+    metrics.flush();
+    const directives = lines
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+          } & Record<string, unknown>,
+      )
+      .flatMap((emf) => emf._aws.CloudWatchMetrics.map((d) => ({ d, emf })))
+      .filter(({ d }) => d.Metrics.some((m) => m.Name === METRICS.scheduledRunsFailed));
+    expect(directives).toHaveLength(1);
+    const { d, emf } = directives[0]!;
+    expect(d.Dimensions).toHaveLength(1);
+    const emitted = d.Dimensions[0]!.map((name) => ({ Name: name, Value: emf[name] }));
+    const a = alarm(base, 'scheduledRunsFailed');
+    expect(a.Namespace).toBe(d.Namespace);
+    expect(a.Dimensions).toEqual(emitted);
+  });
+
+  it('no throttles alarm for the scheduler (the sweeper has none either)', () => {
+    const keys = Object.keys(base.stack.observability.alarms);
+    expect(keys.filter((k) => /throttle/i.test(k))).toEqual(['consumerThrottles']);
+  });
+});
+
+describe('dashboard', () => {
+  it('graphs the scheduler (errors, throttles, duration), scheduled runs created/failed and its item failures', () => {
+    const [[, dashboard]] = ofType(base, 'AWS::CloudWatch::Dashboard') as [[string, CfnResourceJson]];
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    const fnRef = JSON.stringify({ Ref: base.logicalId(base.stack.scheduler.handler) });
+    for (const m of ['Errors', 'Throttles', 'Duration']) {
+      expect(body).toContain(`[\\"AWS/Lambda\\",\\"${m}\\",\\"FunctionName\\",\\"",${fnRef}`);
+    }
+    for (const m of [METRICS.scheduledRunsFailed, METRICS.schedulerItemFailures]) {
+      expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${m}\\",\\"service\\",\\"${METRICS.serviceName}\\"`);
+    }
+    expect(body).toContain(`MetricName=\\\\\\"${METRICS.scheduledRunsCreated}\\\\\\"'`);
+    expect(body).not.toContain('\\"type\\":\\"alarm\\"');
+  });
+});
+
+describe('outputs', () => {
+  it('SchedulesTableName and SchedulerFunctionName; the required keys are unchanged', () => {
+    const outputs = (base.template.toJSON() as { Outputs: Record<string, { Value: unknown }> }).Outputs;
+    expect(OUTPUT_KEYS.schedulesTableName).toBe('SchedulesTableName');
+    expect(OUTPUT_KEYS.schedulerFunctionName).toBe('SchedulerFunctionName');
+    expect(outputs.SchedulesTableName?.Value).toEqual({ Ref: base.logicalId(base.stack.scheduleTable.table) });
+    expect(outputs.SchedulerFunctionName?.Value).toEqual({ Ref: base.logicalId(base.stack.scheduler.handler) });
+    // Optional for the CLI: stacks deployed before schedules still parse.
+    expect(ALL_OUTPUT_KEYS).not.toContain('SchedulesTableName');
+    expect(ALL_OUTPUT_KEYS).not.toContain('SchedulerFunctionName');
+    expect(ALL_OUTPUT_KEYS).toHaveLength(2 + PRIORITIES.length * 4);
+  });
+
+  it('parseStackOutputs reads them when present and leaves them out when not', () => {
+    const required = ALL_OUTPUT_KEYS.map((k) => ({ OutputKey: k, OutputValue: `v-${k}` }));
+    expect(parseStackOutputs(required)).not.toHaveProperty('schedulesTableName');
+    expect(parseStackOutputs(required)).not.toHaveProperty('schedulerFunctionName');
+    const parsed = parseStackOutputs([
+      ...required,
+      { OutputKey: 'SchedulesTableName', OutputValue: 'kaj-schedules' },
+      { OutputKey: 'SchedulerFunctionName', OutputValue: 'kaj-SchedulerHandler' },
+    ]);
+    expect(parsed.schedulesTableName).toBe('kaj-schedules');
+    expect(parsed.schedulerFunctionName).toBe('kaj-SchedulerHandler');
+  });
+});
+
+describe('cdk-nag AwsSolutions', () => {
+  it('no unacknowledged finding on the schedules table, the scheduler or the stack (both configs)', () => {
+    for (const s of [base, variant]) {
+      const report = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s.stack);
+      const found = report.violations.map(
+        (v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+      );
+      expect(found).toEqual([]);
+    }
+  });
+});
