@@ -33,7 +33,7 @@ export interface ScheduleSpec {
   readonly timezone: string;
   readonly start_at?: number;
   readonly end_at?: number;
-  /** Runs created at most (by the clock; `trigger` and `backfill` runs are not counted). */
+  /** Times the clock fires at most (`trigger` and `backfill` runs are not counted). */
   readonly limit?: number;
   /** Herd spreading: each time fires at a fixed offset in [0, jitter_ms) derived from the name. */
   readonly jitter_ms: number;
@@ -104,7 +104,10 @@ export interface ScheduleRecord {
   paused_at?: string;
   /** The next nominal time not yet handled (epoch ms); absent when no time is left. */
   next_time?: number;
-  /** Runs created by the clock so far (for `limit`). */
+  /**
+   * Times the clock fired so far, for `limit`: runs created, and runs found invalid (a payload that
+   * no longer fits the type is recorded `invalid` and counts, so a broken schedule ends).
+   */
   fired: number;
   /** `buffer_one`: a time waiting for the current run to finish (epoch ms). */
   buffered?: number;
