@@ -30,6 +30,14 @@ export interface SchedulerProps {
    * @default events.Schedule.rate(Duration.seconds(DEFAULTS.scheduleTickSeconds)) - `rate(1 minute)`
    */
   readonly schedule?: events.Schedule;
+  /**
+   * Memory in MiB, and with it the CPU share (1,769 MiB = one vCPU). A fire costs ≈ 1.6 ms of CPU
+   * (four AWS requests through the SDK; `npm run bench:schedules`), so 10,000 schedules due in the
+   * same minute need ≈ 16 s of one vCPU: at 1,024 MiB (0.58 vCPU) one tick hands them all over
+   * within its budget; at 256 MiB it would take three ticks. An idle tick is ≈ 10 ms either way.
+   * @default 1024
+   */
+  readonly memorySize?: number;
 }
 
 /**
@@ -52,6 +60,7 @@ export class Scheduler extends Construct {
       entryName: 'scheduler',
       description: 'Kaj scheduler: creates the runs of the schedules due before the next tick',
       timeout: Duration.seconds(55),
+      memorySize: props.memorySize ?? 1024,
       environment: { ...props.environment, [ENV.schedulesTableName]: props.schedulesTable.tableName },
       logRetention: props.logRetention,
     });

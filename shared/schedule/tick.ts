@@ -72,17 +72,20 @@ export class ScheduleTicker {
     const started = this.d.clock.now();
     const horizon = started + this.d.scheduling.tickSeconds * 1000;
     const report: TickReport = { due: 0, created: 0, replayed: 0, skipped: 0, conflicts: 0, failures: 0, deferred: 0 };
-    const names: string[] = [];
+    const due: { name: string; due_at: number }[] = [];
     await Promise.all(
       duePartitions().map(async (partition) => {
         let cursor: string | undefined;
         do {
           const page = await this.d.schedules.listDue(partition, horizon, 200, cursor);
-          for (const item of page.items) names.push(item.name);
+          for (const item of page.items) due.push(item);
           cursor = page.cursor;
         } while (cursor !== undefined);
       }),
     );
+    // Earliest first across the shards: when a tick is long (a herd due in one minute), the runs
+    // due soonest are handed over first, and those left to the budget are the latest.
+    const names = due.sort((a, b) => a.due_at - b.due_at).map((e) => e.name);
     report.due = names.length;
     let next = 0;
     const worker = async (): Promise<void> => {

@@ -171,7 +171,7 @@ describe('scheduler function', () => {
       expect(props.Architectures).toEqual(['arm64']);
       expect(props.Handler).toBe('index.handler');
       expect(props.Timeout).toBe(55);
-      expect(props.MemorySize).toBe(256);
+      expect(props.MemorySize).toBe(1024);
       expect(props.Description).toBe('Kaj scheduler: creates the runs of the schedules due before the next tick');
       expect(props.ReservedConcurrentExecutions).toBeUndefined();
       expect(props.LoggingConfig).toEqual({

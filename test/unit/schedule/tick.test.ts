@@ -46,6 +46,37 @@ function setup(scheduling: Partial<SchedulerSettings> = {}, start = T0) {
 const sum = (reports: TickReport[], k: keyof TickReport) => reports.reduce((n, r) => n + r[k], 0);
 
 describe('ScheduleTicker', () => {
+  it('works earliest fire first across the due shards, and leaves the latest to the next tick when its budget runs out', async () => {
+    const s = setup({ tickConcurrency: 1 }, T0 + 30 * SECOND);
+    // Names in several shards, each due at its own second within the coming minute.
+    const names = Array.from({ length: 28 }, (_, i) => `herd-${i}`);
+    for (const [i, name] of names.entries()) {
+      await s.service.put(
+        name,
+        { cron: `${59 - i} 0 * * * *`, type: 'echo', payload: { value: i }, overlap: 'allow' },
+        OWNER,
+      );
+    }
+    // Due in this tick (seconds 32…59 of minute 0), earliest first.
+    const byFire = names
+      .filter((n) => s.stored(n).due_at! <= T0 + 90 * SECOND)
+      .sort((a, b) => s.stored(a).due_at! - s.stored(b).due_at!);
+    expect(byFire).toHaveLength(28);
+    const order: string[] = [];
+    const get = s.schedules.get.bind(s.schedules);
+    s.schedules.get = async (name, options) => {
+      order.push(name);
+      // Each schedule takes a second of the tick's time.
+      s.clock.advance(SECOND);
+      return get(name, options);
+    };
+    const report = await s.ticker.tick(5 * SECOND);
+    expect(order).toEqual(byFire.slice(0, order.length));
+    expect(order.length).toBeLessThan(byFire.length);
+    expect(report.deferred).toBe(byFire.length - order.length);
+    expect(report.deferred).toBeGreaterThan(0);
+  });
+
   it('a schedule fires on time: the task of its run, with the derived id, at the time plus the jitter', async () => {
     const s = setup({}, T0 + MINUTE);
     await s.service.put('jittered', { every: '10m', jitter: '1m', type: 'echo', payload: { value: 7 } }, OWNER);
