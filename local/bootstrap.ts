@@ -1,14 +1,8 @@
-import {
-  CreateTableCommand,
-  DeleteTableCommand,
-  DescribeTableCommand,
-  ResourceNotFoundException,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
 import { queueArnOf, type PrefixedResources } from '../shared/config/wiring.js';
-import { createSchedulesTable } from './schedules-table.js';
+import { createKeyedTable, createSchedulesTable } from './schedules-table.js';
 
 /** The queues and table of one deployment, as created here. */
 export type LocalResources = PrefixedResources;
@@ -83,40 +77,10 @@ async function createQueue(sqs: SQSClient, name: string, attributes: Record<stri
 }
 
 async function createTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
-  const { partitionKey, outboxIndex } = TABLE_SCHEMA;
-  try {
-    await dynamodb.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-        AttributeDefinitions: [
-          { AttributeName: partitionKey, AttributeType: 'S' },
-          { AttributeName: outboxIndex.partitionKey, AttributeType: 'S' },
-          { AttributeName: outboxIndex.sortKey, AttributeType: 'N' },
-        ],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: outboxIndex.name,
-            KeySchema: [
-              { AttributeName: outboxIndex.partitionKey, KeyType: 'HASH' },
-              { AttributeName: outboxIndex.sortKey, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: outboxIndex.projection },
-          },
-        ],
-      }),
-    );
-  } catch (err) {
-    if (!(err instanceof Error && err.name === 'ResourceInUseException')) throw err;
-  }
-  for (let i = 0; i < 100; i += 1) {
-    const out = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
-    const indexesActive = (out.Table?.GlobalSecondaryIndexes ?? []).every((g) => g.IndexStatus === 'ACTIVE');
-    if (out.Table?.TableStatus === 'ACTIVE' && indexesActive) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`table ${tableName} did not become ACTIVE`);
+  await createKeyedTable(dynamodb, tableName, {
+    partitionKey: TABLE_SCHEMA.partitionKey,
+    index: TABLE_SCHEMA.outboxIndex,
+  });
 }
 
 function isMissingQueue(err: unknown): boolean {

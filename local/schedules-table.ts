@@ -14,15 +14,30 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
 
+/** A table keyed by one string attribute, with one GSI on a string / number key pair. */
+export interface KeyedTableSchema {
+  readonly partitionKey: string;
+  readonly index: {
+    readonly name: string;
+    readonly partitionKey: string;
+    readonly sortKey: string;
+    readonly projection: 'ALL' | 'KEYS_ONLY';
+  };
+}
+
 /**
- * Creates the schedules table `tableName` (key `name`, sparse GSI `due` on `due_pk` / `due_at`,
- * every attribute projected, on demand) unless it exists, and waits until it and its index are
- * ACTIVE. Idempotent.
+ * Creates `tableName` with `schema` (on demand) unless it exists, and waits until it and its
+ * index are ACTIVE. Idempotent. Both of Kaj's tables are made by it (the task table in
+ * ./bootstrap.ts, the schedules table below).
  *
  * @throws if the endpoint refuses, or the table is not ACTIVE after about 5 s.
  */
-export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
-  const { partitionKey, dueIndex } = SCHEDULE_TABLE_SCHEMA;
+export async function createKeyedTable(
+  dynamodb: DynamoDBClient,
+  tableName: string,
+  schema: KeyedTableSchema,
+): Promise<void> {
+  const { partitionKey, index } = schema;
   try {
     await dynamodb.send(
       new CreateTableCommand({
@@ -31,17 +46,17 @@ export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: 
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
         AttributeDefinitions: [
           { AttributeName: partitionKey, AttributeType: 'S' },
-          { AttributeName: dueIndex.partitionKey, AttributeType: 'S' },
-          { AttributeName: dueIndex.sortKey, AttributeType: 'N' },
+          { AttributeName: index.partitionKey, AttributeType: 'S' },
+          { AttributeName: index.sortKey, AttributeType: 'N' },
         ],
         GlobalSecondaryIndexes: [
           {
-            IndexName: dueIndex.name,
+            IndexName: index.name,
             KeySchema: [
-              { AttributeName: dueIndex.partitionKey, KeyType: 'HASH' },
-              { AttributeName: dueIndex.sortKey, KeyType: 'RANGE' },
+              { AttributeName: index.partitionKey, KeyType: 'HASH' },
+              { AttributeName: index.sortKey, KeyType: 'RANGE' },
             ],
-            Projection: { ProjectionType: dueIndex.projection },
+            Projection: { ProjectionType: index.projection },
           },
         ],
       }),
@@ -56,6 +71,17 @@ export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+/**
+ * Creates the schedules table `tableName` (key `name`, sparse keys-only GSI `due` on `due_pk` /
+ * `due_at`) unless it exists, and waits until it is ACTIVE.
+ */
+export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+  await createKeyedTable(dynamodb, tableName, {
+    partitionKey: SCHEDULE_TABLE_SCHEMA.partitionKey,
+    index: SCHEDULE_TABLE_SCHEMA.dueIndex,
+  });
 }
 
 /** Deletes the schedules table `tableName`; nothing if it does not exist. */
