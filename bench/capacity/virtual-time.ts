@@ -11,6 +11,7 @@
  * @module
  */
 import type { Clock } from '../../shared/runtime/clock.js';
+import { MinHeap } from '../lib/min-heap.js';
 
 interface Timer {
   at: number;
@@ -19,52 +20,6 @@ interface Timer {
   /** Period for intervals; undefined for one-shot timers. */
   readonly every: number | undefined;
   cancelled: boolean;
-}
-
-/** A min-heap of timers by due time, then by creation order (FIFO among equal times). */
-class TimerHeap {
-  private readonly items: Timer[] = [];
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): Timer | undefined {
-    return this.items[0];
-  }
-
-  push(t: Timer): void {
-    const a = this.items;
-    a.push(t);
-    let i = a.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const p = a[parent] as Timer;
-      if (!before(t, p)) break;
-      a[i] = p;
-      i = parent;
-    }
-    a[i] = t;
-  }
-
-  pop(): Timer | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (top === undefined || last === undefined || a.length === 0) return top;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= a.length) break;
-      const r = l + 1;
-      const c = r < a.length && before(a[r] as Timer, a[l] as Timer) ? r : l;
-      if (!before(a[c] as Timer, last)) break;
-      a[i] = a[c] as Timer;
-      i = c;
-    }
-    a[i] = last;
-    return top;
-  }
 }
 
 function before(a: Timer, b: Timer): boolean {
@@ -80,7 +35,8 @@ const settle = (): Promise<void> => new Promise((resolve) => realSetImmediate(re
 export class VirtualTime implements Clock {
   private nowMs: number;
   private seq = 0;
-  private readonly timers = new TimerHeap();
+  /** Timers by due time, then creation order (FIFO among equal times). */
+  private readonly timers = new MinHeap<Timer>(before);
   /** Distinct instants the clock stopped at (a measure of the simulation's work). */
   steps = 0;
 

@@ -1,0 +1,408 @@
+/**
+ * The payroll run on the real local runtime (issue "Flow control", proof (a)).
+ *
+ *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10] [--workers 2]
+ *                            [--time-scale 1]
+ *
+ * `--time-scale N` stretches time N times (provider 40/N per second, email 1.2·N s, render
+ * 0.8·N s; concurrencies unchanged, so every ratio holds): the local emulators (dynalite, one
+ * Node.js process) carry ≈ 11 DynamoDB writes per slip, ≈ 460 a second at the real rate, more
+ * than dynalite's ≈ 320 on this machine.
+ *
+ * `--slips` salary slips: each a `render_slip` task (cpu lane, 0.8 s, holds a `database`
+ * connection) that submits a `send_slip` task (io lane, `email_provider`) through Kaj's API with
+ * the idempotency key `slip:2026-11:emp-N`; the email goes to a simulated provider that takes
+ * 1.2 s and refuses more than 40 emails in any sliding second with 429 (bench/payroll/provider.ts).
+ * The provider's real numbers (40/s, 1.2 s, 45 and 60 connections) are kept: the scale-down is
+ * in the number of slips, so every ratio of the 50,000-slip run holds and the limits and counts
+ * are the real ones. Workers are separate processes (`local/worker.ts`, as Lambda instances are):
+ * the limits hold across them through the limits table.
+ *
+ * For each configuration (`seed`: email concurrency 45; `kaj`: rate 40/s + concurrency 50) it
+ * prints, per run and as the median of the runs: makespan and its ratio to the floor (slips ÷
+ * the binding rate), 429s, peak concurrent emails and peak emails in any 1-s window, duplicate
+ * emails (a key the provider accepted twice), replays its idempotency absorbed, failed and lost
+ * tasks, deferrals, and AWS requests per slip (every process's SDK calls, counted). `--kills N`
+ * adds a run of the `kaj` configuration in which a worker is SIGKILLed N times (and restarted).
+ *
+ * @module
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { startLocalRuntime } from '../local/runtime.js';
+import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
+import { PRIORITIES } from '../shared/config/resources.js';
+import { EmailProvider, type ProviderReport } from './payroll/email-provider.js';
+import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
+import { uniquePrefix } from './fixtures/wait.js';
+
+/** The payroll's real figures; `--time-scale N` divides the rate and multiplies the durations by N. */
+let RATE_PER_SECOND = 40;
+let EMAIL_MS = 1200;
+let RENDER_MS = 800;
+/** The binding rate of each configuration: 45 / 1.2 s, and the provider's 40/s. */
+const bindingRate = (config: PayrollConfig): number => (config === 'seed' ? 45 / (EMAIL_MS / 1000) : RATE_PER_SECOND);
+
+interface RunResult {
+  readonly config: PayrollConfig;
+  readonly kills: number;
+  readonly makespanS: number;
+  /** From the first submit to the provider's first accepted email (the pipeline filling). */
+  readonly firstEmailS: number;
+  readonly floorS: number;
+  readonly ratio: number;
+  readonly provider: ProviderReport;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly lost: number;
+  readonly dlq: number;
+  /** Tasks neither succeeded nor failed, by `type:status:attempts`. */
+  readonly unfinished: Record<string, number>;
+  /** Up to 10 DLQ messages per priority: their receive counts and whether Kaj or SQS put them there. */
+  readonly letters: string[];
+  readonly maxAttemptsSeen: number;
+  readonly deferrals: number;
+  readonly pauses: number;
+  readonly requests: Record<string, number>;
+  readonly failedRequests: Record<string, number>;
+}
+
+function args() {
+  const { values } = parseArgs({
+    options: {
+      slips: { type: 'string', default: '2000' },
+      configs: { type: 'string', default: 'seed,kaj' },
+      runs: { type: 'string', default: '3' },
+      kills: { type: 'string', default: '0' },
+      workers: { type: 'string', default: '2' },
+      'time-scale': { type: 'string', default: '1' },
+      lease: { type: 'string', default: '10' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const configs = (values.configs ?? '').split(',').filter((c): c is PayrollConfig => c === 'seed' || c === 'kaj');
+  return {
+    slips: Number(values.slips),
+    configs,
+    runs: Number(values.runs),
+    kills: Number(values.kills),
+    workers: Number(values.workers),
+    timeScale: Number(values['time-scale']),
+    lease: Number(values.lease),
+    json: values.json === true,
+  };
+}
+
+interface Worker {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+function startWorker(o: {
+  rt: Awaited<ReturnType<typeof startLocalRuntime>>;
+  env: Record<string, string>;
+  lease: number;
+  countsFile: string;
+}): Promise<Worker> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'local/worker.ts',
+      '--sqs',
+      o.rt.endpoints.sqs,
+      '--dynamodb',
+      o.rt.endpoints.dynamodb,
+      '--prefix',
+      o.rt.resources.prefix,
+      '--lease',
+      String(o.lease),
+      '--registry-module',
+      'bench/payroll/tasks.ts',
+      '--registry-export',
+      'createRegistry',
+      '--wait-seconds',
+      '1',
+      '--grace-seconds',
+      '5',
+      '--log-level',
+      'error',
+      '--counts-file',
+      o.countsFile,
+    ],
+    { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('kaj-worker ready')) resolve({ child, exited });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before ready:\n${out}`)));
+  });
+}
+
+function addCounts(into: RequestCounts, from: RequestCounts): void {
+  for (const k of ['requests', 'failed', 'metrics'] as const) {
+    for (const [name, n] of Object.entries(from[k])) into[k][name] = (into[k][name] ?? 0) + n;
+  }
+}
+
+async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills: number): Promise<RunResult> {
+  const provider = new EmailProvider({ perSecond: RATE_PER_SECOND, latencyMs: EMAIL_MS });
+  await provider.start();
+  const dir = mkdtempSync(join(tmpdir(), 'kaj-payroll-'));
+  const env = {
+    PAYROLL_CONFIG: config,
+    PAYROLL_PROVIDER: provider.url,
+    PAYROLL_RENDER_MS: String(RENDER_MS),
+    PAYROLL_TIME_SCALE: String(o.timeScale),
+    PAYROLL_API: '',
+  };
+  const registry = createRegistry(env);
+  const rt = await startLocalRuntime({
+    registry,
+    prefix: uniquePrefix('payroll'),
+    port: 0,
+    consumers: false,
+    scheduler: false,
+    settings: { leaseSeconds: o.lease },
+    waitTimeSeconds: 1,
+  });
+  env.PAYROLL_API = rt.url;
+  const apiCounter = new RequestCounter();
+  apiCounter.instrument(rt.clients.sqs, 'sqs');
+  apiCounter.instrument(rt.clients.dynamodb, 'dynamodb');
+  let seq = 0;
+  const files: string[] = [];
+  const spawnOne = () => {
+    seq += 1;
+    const file = join(dir, `w${seq}.json`);
+    files.push(file);
+    return startWorker({ rt, env, lease: o.lease, countsFile: file });
+  };
+  const workers = await Promise.all(Array.from({ length: o.workers }, () => spawnOne()));
+
+  const started = Date.now();
+  const submitting = (async () => {
+    for (let i = 0; i < o.slips; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, o.slips - i) }, (_, j) =>
+          rt.kaj.submitter.submit(
+            {
+              type: 'render_slip',
+              payload: { emp: i + j },
+              priority: 'normal',
+              idempotency_key: `render:2026-11:emp-${i + j}`,
+            },
+            { owner: 'payroll' },
+          ),
+        ),
+      );
+    }
+  })();
+
+  // Kills: evenly over the expected run, one worker at a time, restarted at once.
+  const floorS = o.slips / bindingRate(config);
+  let killed = 0;
+  const killer = (async () => {
+    for (let k = 0; k < kills; k += 1) {
+      await new Promise((r) => setTimeout(r, (floorS * 1000) / (kills + 1)));
+      const victim = Math.floor(Math.random() * workers.length);
+      const w = workers[victim] as Worker;
+      w.child.kill('SIGKILL');
+      await w.exited;
+      killed += 1;
+      workers[victim] = await spawnOne();
+    }
+  })();
+
+  await submitting;
+  // A kill run waits longer: what matters there is that every slip gets through, and when.
+  const limitMs = (kills > 0 ? floorS * 10 + 300 : floorS * 4 + 120) * 1000;
+  for (;;) {
+    const p = provider.report();
+    if (p.sent >= o.slips && killed >= kills) break;
+    if (Date.now() - started > limitMs) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await killer;
+  const p = provider.report();
+  const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
+  // Let the last outcomes land, then stop the workers and read every count.
+  await new Promise((r) => setTimeout(r, EMAIL_MS + 1500));
+  for (const w of workers) w.child.kill('SIGTERM');
+  await Promise.all(workers.map((w) => w.exited));
+
+  const counts: RequestCounts = { requests: {}, failed: {}, metrics: {} };
+  for (const f of files) {
+    try {
+      addCounts(counts, JSON.parse(readFileSync(f, 'utf8')) as RequestCounts);
+    } catch {
+      // A worker killed before its first save: its counts are lost (at most a second's worth).
+    }
+  }
+  addCounts(counts, apiCounter.counts);
+
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
+  let succeeded = 0;
+  let failed = 0;
+  let maxAttemptsSeen = 0;
+  const unfinished: Record<string, number> = {};
+  let key: Record<string, unknown> | undefined;
+  do {
+    const page = await doc.send(new ScanCommand({ TableName: rt.resources.tableName, ExclusiveStartKey: key }));
+    for (const item of page.Items ?? []) {
+      if (item.status === 'succeeded') succeeded += 1;
+      if (item.status === 'failed') failed += 1;
+      if (item.status !== 'succeeded' && item.status !== 'failed') {
+        const k = `${String(item.type)}:${String(item.status)}:attempts ${String(item.attempts)}`;
+        unfinished[k] = (unfinished[k] ?? 0) + 1;
+      }
+      if (item.type === 'send_slip') maxAttemptsSeen = Math.max(maxAttemptsSeen, Number(item.attempts));
+    }
+    key = page.LastEvaluatedKey;
+  } while (key !== undefined);
+  let dlq = 0;
+  for (const pr of PRIORITIES) {
+    const a = await rt.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: rt.resources.deadLetterQueueUrls[pr],
+        AttributeNames: ['ApproximateNumberOfMessages'],
+      }),
+    );
+    dlq += Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
+  }
+  // Why a dead letter is there: its receive count, and the task's state.
+  const letters: string[] = [];
+  for (const pr of PRIORITIES) {
+    const got = await rt.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: rt.resources.deadLetterQueueUrls[pr],
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 60,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    for (const m of got.Messages ?? []) {
+      const body = JSON.parse(m.Body ?? '{}') as { task_id?: string; error?: unknown };
+      letters.push(
+        `receives ${m.Attributes?.ApproximateReceiveCount} task ${body.task_id} ${body.error === undefined ? '(no error: moved by the redrive policy)' : 'dead letter'}`,
+      );
+    }
+  }
+  await rt.stop(1000);
+  await provider.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    config,
+    kills: killed,
+    makespanS,
+    firstEmailS: ((p.firstAt ?? started) - started) / 1000,
+    floorS,
+    ratio: makespanS / floorS,
+    provider: p,
+    succeeded,
+    failed,
+    lost: 2 * o.slips - succeeded - failed,
+    dlq,
+    unfinished,
+    letters,
+    maxAttemptsSeen,
+    deferrals: counts.metrics.LimitDeferrals ?? 0,
+    pauses: counts.metrics.LimitPauses ?? 0,
+    requests: counts.requests,
+    failedRequests: counts.failed,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
+};
+
+function perSlip(r: RunResult, slips: number) {
+  const sum = (re: RegExp, from = r.requests) =>
+    Object.entries(from)
+      .filter(([k]) => re.test(k))
+      .reduce((a, [, n]) => a + n, 0);
+  return {
+    sqs: sum(/^sqs:/) / slips,
+    dynamodbReads: sum(/^dynamodb:(GetItem|Query|Scan)/) / slips,
+    dynamodbWrites: sum(/^dynamodb:(PutItem|UpdateItem|DeleteItem)/) / slips,
+    limitsTableWrites: sum(/^dynamodb:(PutItem|UpdateItem).*-limits$/) / slips,
+    limitsTableRefused: sum(/^dynamodb:(PutItem|UpdateItem).*-limits$/, r.failedRequests) / slips,
+    changeVisibility: sum(/^sqs:ChangeMessageVisibility$/) / slips,
+  };
+}
+
+function line(r: RunResult, slips: number): string {
+  const q = perSlip(r, slips);
+  const pr = r.provider;
+  return [
+    `${r.config.padEnd(4)} kills ${String(r.kills).padStart(2)}`,
+    `makespan ${r.makespanS.toFixed(1)} s / floor ${r.floorS.toFixed(1)} s = ${r.ratio.toFixed(3)}`,
+    `first email +${r.firstEmailS.toFixed(1)} s, steady ${pr.steadyPerSecond.toFixed(2)}/s`,
+    `429s ${pr.tooManyRequests}`,
+    `peak in flight ${pr.peakInFlight}`,
+    `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms)`,
+    `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
+    `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}`,
+    `deferrals ${(r.deferrals / slips).toFixed(2)}/slip pauses ${r.pauses}`,
+    `per slip: SQS ${q.sqs.toFixed(1)} (CMV ${q.changeVisibility.toFixed(2)}), DDB reads ${q.dynamodbReads.toFixed(2)}, writes ${q.dynamodbWrites.toFixed(2)} (limits table ${q.limitsTableWrites.toFixed(2)}, of which refused ${q.limitsTableRefused.toFixed(2)})`,
+  ].join(' | ');
+}
+
+async function main(): Promise<void> {
+  const o = args();
+  if (!Number.isInteger(o.timeScale) || o.timeScale < 1 || 40 % o.timeScale !== 0) {
+    throw new Error('--time-scale must be a whole divisor of 40 (1, 2, 4, 5, 8, 10, 20, 40)');
+  }
+  RATE_PER_SECOND = 40 / o.timeScale;
+  EMAIL_MS = 1200 * o.timeScale;
+  RENDER_MS = 800 * o.timeScale;
+  const results: RunResult[] = [];
+  process.stdout.write(
+    `payroll: ${o.slips} slips (render ${RENDER_MS} ms on the cpu lane, email ${EMAIL_MS} ms, provider ${RATE_PER_SECOND}/s; time scale ${o.timeScale}), ${o.workers} worker processes, lease ${o.lease} s, ${o.runs} run(s) per configuration\n`,
+  );
+  for (const config of o.configs) {
+    for (let i = 0; i < o.runs; i += 1) {
+      const r = await runOnce(config, o, 0);
+      results.push(r);
+      process.stdout.write(`  run ${i + 1}: ${line(r, o.slips)}\n`);
+    }
+  }
+  if (o.kills > 0) {
+    const r = await runOnce('kaj', o, o.kills);
+    results.push(r);
+    process.stdout.write(`  kill run: ${line(r, o.slips)}\n`);
+  }
+  process.stdout.write('\nmedians (no kills):\n');
+  for (const config of o.configs) {
+    const rs = results.filter((r) => r.config === config && r.kills === 0);
+    const m = (f: (r: RunResult) => number) => median(rs.map(f));
+    process.stdout.write(
+      `  ${config.padEnd(4)} makespan ${m((r) => r.makespanS).toFixed(1)} s, floor ${rs[0]?.floorS.toFixed(1)} s, ratio ${m((r) => r.ratio).toFixed(3)}, steady ${m((r) => r.provider.steadyPerSecond).toFixed(2)}/s, 429s ${m((r) => r.provider.tooManyRequests)}, peak/1s ${m((r) => r.provider.peakPerSecond)}, peak in flight ${m((r) => r.provider.peakInFlight)}, dup ${m((r) => r.provider.duplicates)}, failed ${m((r) => r.failed)}, deferrals/slip ${m((r) => r.deferrals / o.slips).toFixed(2)}, SQS/slip ${m((r) => perSlip(r, o.slips).sqs).toFixed(1)}, DDB writes/slip ${m((r) => perSlip(r, o.slips).dynamodbWrites).toFixed(2)}\n`,
+    );
+  }
+  if (o.json) process.stdout.write(`${JSON.stringify(results)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

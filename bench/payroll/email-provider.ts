@@ -1,0 +1,137 @@
+/**
+ * The payroll run's email provider, simulated: an HTTP server that takes `latencyMs` per email,
+ * refuses with `429` (and `Retry-After`) any email above `perSecond` accepted in the last second
+ * (a sliding window, by arrival), and honours idempotency keys as real providers do: a key it has
+ * accepted before is answered `200` again without sending a second email.
+ *
+ * It records what a benchmark reports: emails sent by key, 429s (over-limit calls), replays of an
+ * accepted key, the peak number of emails in flight, the peak accepted in any 1-s window, and —
+ * from the `x-started-at` header the task sets — the peak of calls started in any 1-s window and
+ * the delay from a call's start to its arrival (what a limit enforced at the start cannot see).
+ *
+ * @module
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ProviderOptions {
+  /** Emails accepted per sliding second before a 429. */
+  readonly perSecond: number;
+  /** Time to send one email. */
+  readonly latencyMs: number;
+}
+
+export interface ProviderReport {
+  readonly sent: number;
+  /** Keys accepted more than once (a second email to the same employee): must be 0. */
+  readonly duplicates: number;
+  /** Calls with a key already sent, answered without sending (a retried or re-run task). */
+  readonly replays: number;
+  /** Calls refused with 429 (over the limit). */
+  readonly tooManyRequests: number;
+  readonly peakInFlight: number;
+  /** Most emails accepted in any window of 1,000 ms. */
+  readonly peakPerSecond: number;
+  /** Most calls started (the handler's clock, before the request) in any window of 1,000 ms. */
+  readonly peakStartsPerSecond: number;
+  /** Delay from a call's start to its arrival here, ms: median and maximum. */
+  readonly arrivalDelayMs: { readonly median: number; readonly max: number };
+  /** Emails accepted per second between the 10th and the 90th percentile of the run (the pace once filled). */
+  readonly steadyPerSecond: number;
+  readonly firstAt?: number;
+  readonly lastAt?: number;
+}
+
+/** Most values of sorted `times` in any window of `windowMs` (half-open). */
+export function peakInWindow(times: readonly number[], windowMs: number): number {
+  let peak = 0;
+  for (let i = 0, k = 0; i < times.length; i += 1) {
+    while ((times[i] as number) - (times[k] as number) >= windowMs) k += 1;
+    peak = Math.max(peak, i - k + 1);
+  }
+  return peak;
+}
+
+/** Values per second of sorted `times` between their 10th and 90th percentiles (0 when too few). */
+export function steadyRate(times: readonly number[]): number {
+  const lo = Math.floor(times.length * 0.1);
+  const hi = Math.floor(times.length * 0.9);
+  const span = (times[hi] ?? 0) - (times[lo] ?? 0);
+  return hi > lo && span > 0 ? ((hi - lo) * 1000) / span : 0;
+}
+
+export class EmailProvider {
+  private server: Server | undefined;
+  private readonly accepted: number[] = [];
+  /** Every call (accepted, refused, replayed): when its handler started it, when it arrived. */
+  private readonly calls: { start: number; arrival: number }[] = [];
+  private readonly sentByKey = new Map<string, number>();
+  private inFlight = 0;
+  private peakInFlight = 0;
+  private tooMany = 0;
+  private replays = 0;
+  url = '';
+
+  constructor(private readonly o: ProviderOptions) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const key = String(req.headers['idempotency-key'] ?? '');
+      const started = Number(req.headers['x-started-at']);
+      req.resume();
+      req.on('end', () => {
+        const now = Date.now();
+        if (Number.isFinite(started)) this.calls.push({ start: started, arrival: now });
+        if (this.sentByKey.has(key)) {
+          this.replays += 1;
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"replayed":true}');
+          return;
+        }
+        // Sliding window by arrival: accepted emails in (now - 1000, now].
+        let inWindow = 0;
+        for (let i = this.accepted.length - 1; i >= 0 && (this.accepted[i] as number) > now - 1000; i -= 1) {
+          inWindow += 1;
+        }
+        if (inWindow >= this.o.perSecond) {
+          this.tooMany += 1;
+          res.writeHead(429, { 'retry-after': '1' }).end();
+          return;
+        }
+        this.accepted.push(now);
+        this.sentByKey.set(key, (this.sentByKey.get(key) ?? 0) + 1);
+        this.inFlight += 1;
+        this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+        setTimeout(() => {
+          this.inFlight -= 1;
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"sent":true}');
+        }, this.o.latencyMs);
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', () => resolve()));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/send`;
+  }
+
+  report(): ProviderReport {
+    const starts = this.calls.map((c) => c.start).sort((a, b) => a - b);
+    const delays = this.calls.map((c) => c.arrival - c.start).sort((a, b) => a - b);
+    const first = this.accepted[0];
+    const last = this.accepted.at(-1);
+    return {
+      sent: this.accepted.length,
+      duplicates: [...this.sentByKey.values()].filter((n) => n > 1).length,
+      replays: this.replays,
+      tooManyRequests: this.tooMany,
+      peakInFlight: this.peakInFlight,
+      peakPerSecond: peakInWindow(this.accepted, 1000),
+      peakStartsPerSecond: peakInWindow(starts, 1000),
+      arrivalDelayMs: { median: delays[Math.floor(delays.length / 2)] ?? 0, max: delays.at(-1) ?? 0 },
+      steadyPerSecond: steadyRate(this.accepted),
+      ...(first === undefined ? {} : { firstAt: first }),
+      ...(last === undefined ? {} : { lastAt: last }),
+    };
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
+  }
+}

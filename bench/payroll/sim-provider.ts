@@ -1,0 +1,121 @@
+/**
+ * The simulated email provider of the payroll run: it accepts at most `limit` emails in any
+ * sliding window of `windowMs` (a call at t counts the accepted calls in (t − windowMs, t]) and
+ * answers any call beyond with 429 and a Retry-After; it records every call and every accepted
+ * idempotency key, so a key accepted twice is a duplicate email.
+ *
+ * @module
+ */
+
+/** A growable array of whole microseconds. */
+export class Times {
+  private a = new Float64Array(1024);
+  length = 0;
+
+  push(us: number): void {
+    if (this.length === this.a.length) {
+      const b = new Float64Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    this.a[this.length++] = us;
+  }
+
+  /** The times, in the order pushed. */
+  values(): Float64Array {
+    return this.a.subarray(0, this.length);
+  }
+}
+
+/**
+ * Most times in any window [x, x + windowUs) of `times` (whole µs, ascending): what a provider
+ * counting a sliding window of that length saw at its busiest.
+ */
+export function maxInWindow(times: Float64Array, windowUs: number): number {
+  let most = 0;
+  let j = 0;
+  for (let i = 0; i < times.length; i += 1) {
+    const end = (times[i] as number) + windowUs;
+    while (j < times.length && (times[j] as number) < end) j += 1;
+    if (j - i > most) most = j - i;
+  }
+  return most;
+}
+
+export type ProviderAnswer = { readonly ok: true } | { readonly ok: false; readonly retryAfterSeconds: number };
+
+export class SimProvider {
+  /** Every call (accepted or refused), µs, in time order. */
+  readonly calls = new Times();
+  readonly accepted = new Times();
+  refused = 0;
+  duplicates = 0;
+  /** Calls the provider is answering right now, and the most at once. */
+  inFlight = 0;
+  peakInFlight = 0;
+  /** Accepted emails per key (slip index). */
+  private readonly sent: Uint8Array;
+  private readonly windowUs: number;
+  /** Index in `accepted` of the oldest call still in the window. */
+  private head = 0;
+
+  constructor(
+    slips: number,
+    private readonly limit: number,
+    windowMs: number,
+    private readonly retryAfterSeconds: number,
+  ) {
+    this.sent = new Uint8Array(slips);
+    this.windowUs = Math.round(windowMs * 1000);
+  }
+
+  /** A call at `nowMs` for slip `slip` (idempotency key `slip:2026-11:emp-<slip>`). */
+  send(slip: number, nowMs: number): ProviderAnswer {
+    const now = Math.round(nowMs * 1000);
+    this.calls.push(now);
+    const acc = this.accepted.values();
+    while (this.head < acc.length && (acc[this.head] as number) <= now - this.windowUs) this.head += 1;
+    if (acc.length - this.head >= this.limit) {
+      this.refused += 1;
+      return { ok: false, retryAfterSeconds: this.retryAfterSeconds };
+    }
+    this.accepted.push(now);
+    const n = this.sent[slip] ?? 0;
+    if (n > 0) this.duplicates += 1;
+    this.sent[slip] = Math.min(255, n + 1);
+    return { ok: true };
+  }
+
+  begin(): void {
+    this.inFlight += 1;
+    if (this.inFlight > this.peakInFlight) this.peakInFlight = this.inFlight;
+  }
+
+  end(): void {
+    this.inFlight -= 1;
+  }
+
+  /** Slips emailed at least once. */
+  emailed(): number {
+    let n = 0;
+    for (const v of this.sent) if (v > 0) n += 1;
+    return n;
+  }
+
+  /**
+   * Accepted emails per second between the 10th and the 90th percentile of the accepted calls:
+   * the rate the run held once under way, without its ramp-up and its tail.
+   */
+  steadyRate(): number {
+    const acc = this.accepted.values();
+    const from = Math.floor(acc.length * 0.1);
+    const to = Math.floor(acc.length * 0.9);
+    if (to <= from) return 0;
+    return ((to - from) * 1e6) / ((acc[to] as number) - (acc[from] as number));
+  }
+
+  /** The most calls (all, or accepted only) in any window of the provider's length. */
+  peakPerWindow(which: 'calls' | 'accepted'): number {
+    return maxInWindow((which === 'calls' ? this.calls : this.accepted).values(), this.windowUs);
+  }
+}
