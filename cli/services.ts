@@ -1,11 +1,21 @@
+import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createKajOnAws, type Kaj } from '../shared/app.js';
+import { laneQueueNames } from '../shared/config/lanes.js';
+import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
+import { queueArnOf } from '../shared/config/wiring.js';
 import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
 import { DynamoScheduleStore } from '../shared/store/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/store/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
-import { DynamoTaskTable, SqsDeadLetterQueues, SqsMessageMover, SqsQueueInspector } from './admin/aws.js';
+import {
+  type AdminResources,
+  DynamoTaskTable,
+  SqsDeadLetterQueues,
+  SqsMessageMover,
+  SqsQueueInspector,
+} from './admin/aws.js';
 import type { DeadLetterQueues } from './admin/dead-letters.js';
 import type { CliContext } from './context.js';
 import { CliError } from './errors.js';
@@ -16,6 +26,8 @@ export interface Services {
   readonly target: Target;
   /** The domain with the deployment's settings: every record write goes through `kaj.lifecycle`. */
   readonly kaj: Kaj;
+  /** The target's resources, with the lanes' queues found. */
+  readonly resources: AdminResources;
   readonly dlq: DeadLetterQueues;
   readonly inspector: SqsQueueInspector;
   readonly table: DynamoTaskTable;
@@ -31,9 +43,17 @@ export async function withServices<T>(
 ): Promise<T> {
   const target = await resolveTarget(flags, ctx.env, ctx.cwd);
   try {
-    const r = target.resources;
+    // A stack's outputs name the default lane's queues; the other lanes' are found by name
+    // (tasks/lanes.ts), so a redrive sends each task back to its own lane.
+    const r = target.resources.lanes === undefined ? await withLaneQueues(ctx, target) : target.resources;
     const kaj = createKajOnAws(
-      { tableName: r.tableName, queueUrls: r.queueUrls, deadLetterQueueUrls: r.dlqUrls, settings: target.settings },
+      {
+        tableName: r.tableName,
+        queueUrls: r.queueUrls,
+        deadLetterQueueUrls: r.dlqUrls,
+        laneQueueUrls: Object.fromEntries(Object.entries(r.lanes ?? {}).map(([lane, q]) => [lane, q.queueUrls])),
+        settings: target.settings,
+      },
       registry ?? new TaskRegistry([]),
       { sqs: target.sqs, dynamodb: target.dynamodb, clock: ctx.clock, random: ctx.random },
     );
@@ -41,6 +61,7 @@ export async function withServices<T>(
     return await fn({
       target,
       kaj,
+      resources: r,
       dlq: ctx.seams?.dlq ? ctx.seams.dlq(raw) : raw,
       inspector: new SqsQueueInspector(target.sqs, r),
       table: new DynamoTaskTable(target.dynamodb, r.tableName),
@@ -52,17 +73,53 @@ export async function withServices<T>(
 }
 
 /**
- * The schedules table of the target: `<prefix>-schedules` next to its task table `<prefix>-tasks`
- * (`resourceNames`, the same for `npm start` and a stack).
+ * The resource prefix of the target (its stack name, or `kaj-local`), from its task table
+ * `<prefix>-tasks` (`resourceNames`, the same for `npm start` and a stack).
  */
-export function schedulesTableOf(target: Pick<Target, 'label' | 'resources'>): string {
+export function prefixOf(target: Pick<Target, 'label' | 'resources'>, what: string): string {
   const m = /^(.+)-tasks$/.exec(target.resources.tableName);
   if (m === null) {
     throw new CliError(
-      `cannot tell the schedules table of ${target.label}: its task table "${target.resources.tableName}" is not named <prefix>-tasks`,
+      `cannot tell the ${what} of ${target.label}: its task table "${target.resources.tableName}" is not named <prefix>-tasks`,
     );
   }
-  return `${m[1]}-schedules`;
+  return m[1] as string;
+}
+
+/** The schedules table of the target: `<prefix>-schedules` next to its task table. */
+export function schedulesTableOf(target: Pick<Target, 'label' | 'resources'>): string {
+  return resourceNames(prefixOf(target, 'schedules table')).schedules;
+}
+
+/** The limits table of the target: the one it names, else `<prefix>-limits` next to its task table. */
+export function limitsTableOf(target: Pick<Target, 'label' | 'resources'>): string {
+  return target.resources.limitsTableName ?? resourceNames(prefixOf(target, 'limits table')).limits;
+}
+
+/** The target's resources with the queues of the lanes of tasks/lanes.ts that exist there. */
+async function withLaneQueues(ctx: CliContext, target: Target): Promise<AdminResources> {
+  const lanes = Object.keys((await ctx.registry()).lanes);
+  if (lanes.length === 0) return target.resources;
+  const prefix = prefixOf(target, 'lane queues');
+  const found: Record<string, { queueUrls: Record<Priority, string>; queueArns: Record<Priority, string> }> = {};
+  for (const lane of lanes) {
+    const names = laneQueueNames(prefix, lane);
+    try {
+      const queueUrls = {} as Record<Priority, string>;
+      const queueArns = {} as Record<Priority, string>;
+      for (const p of PRIORITIES) {
+        const out = await target.sqs.send(new GetQueueUrlCommand({ QueueName: names[p] }));
+        if (out.QueueUrl === undefined) throw new Error(`no URL for ${names[p]}`);
+        queueUrls[p] = out.QueueUrl;
+        queueArns[p] = await queueArnOf(target.sqs, out.QueueUrl);
+      }
+      found[lane] = { queueUrls, queueArns };
+    } catch (err) {
+      // A lane declared here but not deployed there: its tasks (if any) went to the default lane.
+      if (!(err instanceof Error && /NonExistentQueue|QueueDoesNotExist/.test(err.name))) throw err;
+    }
+  }
+  return { ...target.resources, lanes: found };
 }
 
 /**

@@ -13,8 +13,15 @@
 import type { Node } from 'constructs';
 import * as z from 'zod';
 import { ConfigError } from '../shared/config/errors.js';
-import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
-import { runtimeSettings } from '../shared/config/settings.js';
+import {
+  defineLanes,
+  type LaneArchitecture,
+  type LaneDeclaration,
+  type LaneDeclarations,
+  laneQueueNames,
+} from '../shared/config/lanes.js';
+import { DEFAULTS, ENV, PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
+import { functionEnvironment, runtimeSettings } from '../shared/config/settings.js';
 import { InvalidConfigError } from './errors.js';
 
 /** Context key holding the configuration object. */
@@ -44,6 +51,18 @@ export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
  * with time to record the outcome.
  */
 export const MIN_CONSUMER_TIMEOUT_SECONDS = DEFAULTS.maxTaskTimeoutSeconds + 30;
+/** SQS lets a DLQ's RedriveAllowPolicy (byQueue) name at most this many source queues. */
+export const MAX_REDRIVE_SOURCE_QUEUES = 10;
+/**
+ * Lanes a deployment may declare besides the default one: every lane's priority-p queue
+ * dead-letters into the deployment's priority-p DLQ, which lists the default lane's queue and one
+ * per lane as its redrive sources.
+ */
+export const MAX_LANES = MAX_REDRIVE_SOURCE_QUEUES - 1;
+/** How much longer than its consumer's timeout a lane's queues hide a received message (330 s for 300 s by default). */
+export const LANE_VISIBILITY_MARGIN_SECONDS = 30;
+/** Lambda's limit on a function's environment variables, measured as their JSON. */
+export const MAX_LAMBDA_ENVIRONMENT_BYTES = 4 * 1024;
 
 /** Stack names double as the resource prefix: CloudFormation stack-name rules ∩ resourceNames(). */
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,39}$/;
@@ -177,7 +196,7 @@ export const configSchema = z.strictObject({
   deletionProtection: z
     .boolean()
     .default(true)
-    .describe('DynamoDB deletion protection on the task table and the schedules table.'),
+    .describe('DynamoDB deletion protection on the task table, the schedules table and the limits table.'),
   outboxIndexProjection: z
     .enum(['KEYS_ONLY', 'ALL'])
     .default('KEYS_ONLY')
@@ -187,7 +206,9 @@ export const configSchema = z.strictObject({
   retainData: z
     .boolean()
     .default(true)
-    .describe('Keep the task table, the schedules table and the dead-letter queues when the stack is deleted.'),
+    .describe(
+      'Keep the task table, the schedules table, the limits table and the dead-letter queues when the stack is deleted.',
+    ),
   throttling: z
     .strictObject({ rateLimit: int(1, 10_000).default(100), burstLimit: int(1, 5_000).default(200) })
     .prefault({})
@@ -381,4 +402,132 @@ function checkRelations(c: KajConfig): void {
 /** Resolves the configuration of a stack: context of `node` (cdk.json / `-c`) then `overrides`. */
 export function resolveConfig(node: Node, overrides?: KajConfigInput): KajConfig {
   return parseConfig(readContextConfig(node), overrides);
+}
+
+/** How a lane's consumer and its event source mappings are sized, the deployment's settings filling in. */
+export interface LaneSettings {
+  readonly memoryMiB: number;
+  readonly timeoutSeconds: number;
+  readonly architecture: LaneArchitecture;
+  /**
+   * The lane's queues' visibility timeout: the deployment's, or the consumer's timeout plus
+   * {@link LANE_VISIBILITY_MARGIN_SECONDS} when that is longer (Lambda refuses a mapping whose
+   * queue's visibility timeout is shorter than the function's timeout).
+   */
+  readonly visibilityTimeoutSeconds: number;
+  /** Each priority's event source mapping. */
+  readonly mappings: Readonly<
+    Record<
+      Priority,
+      { readonly maxConcurrency: number; readonly batchSize: number; readonly maxBatchingWindowSeconds: number }
+    >
+  >;
+}
+
+/**
+ * A lane's settings: what it declares, else the deployment's consumer settings (memory, timeout,
+ * each priority's batch size, batching window and maximum concurrency), on arm64.
+ */
+export function laneSettings(config: KajConfig, lane: LaneDeclaration): LaneSettings {
+  const timeoutSeconds = lane.timeoutSeconds ?? config.consumerTimeoutSeconds;
+  const mappings = {} as Record<Priority, LaneSettings['mappings'][Priority]>;
+  for (const p of PRIORITIES) {
+    mappings[p] = {
+      maxConcurrency: lane.concurrency?.[p] ?? config.concurrency[p],
+      batchSize: lane.batchSize ?? config.batchSize[p],
+      maxBatchingWindowSeconds: config.maxBatchingWindowSeconds[p],
+    };
+  }
+  return {
+    memoryMiB: lane.memoryMiB ?? config.consumerMemoryMiB,
+    timeoutSeconds,
+    architecture: lane.architecture ?? 'arm64',
+    visibilityTimeoutSeconds: Math.max(
+      config.queueVisibilityTimeoutSeconds,
+      timeoutSeconds + LANE_VISIBILITY_MARGIN_SECONDS,
+    ),
+    mappings,
+  };
+}
+
+/**
+ * Checks a deployment's lanes: at most {@link MAX_LANES}, and each as `defineLanes` checks it
+ * (its name, and its values' ranges).
+ * @throws InvalidConfigError naming `lanes` (or `lanes.<name>.<option>`)
+ */
+export function checkLanes(lanes: LaneDeclarations): void {
+  const names = Object.keys(lanes);
+  if (names.length > MAX_LANES) {
+    throw new InvalidConfigError('lanes', [
+      {
+        key: 'lanes',
+        message:
+          `declares ${names.length} lanes (${names.join(', ')}): at most ${MAX_LANES}. Every lane's queues ` +
+          `dead-letter into the deployment's DLQs, and SQS lets a DLQ accept at most ${MAX_REDRIVE_SOURCE_QUEUES} ` +
+          "source queues (the default lane's and one per lane). Put task types that are sized alike in one lane.",
+      },
+    ]);
+  }
+  try {
+    defineLanes(lanes);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new InvalidConfigError(e.setting, [{ key: e.setting, message: `is invalid: ${e.message}` }]);
+  }
+}
+
+/**
+ * A queue URL as long as the stack's can be in any region and account: the environment's size is
+ * checked at synth, when the stack's region and account are not known yet.
+ */
+const longestQueueUrl = (name: string) => `https://sqs.ap-southeast-5.amazonaws.com.cn/123456789012/${name}`;
+
+/**
+ * The largest environment any Kaj function can get for these lanes, measured as Lambda measures
+ * it (its JSON): every variable any function gets, with the longest queue URLs and table names
+ * the stack can have and a 64-character ID secret.
+ */
+export function largestEnvironmentBytes(stackName: string, laneNames: readonly string[]): number {
+  const names = resourceNames(stackName);
+  const urls = (queueNames: Readonly<Record<Priority, string>>) =>
+    Object.fromEntries(PRIORITIES.map((p) => [p, longestQueueUrl(queueNames[p])])) as Record<Priority, string>;
+  const env = {
+    ...functionEnvironment({
+      tableName: names.table,
+      schedulesTableName: names.schedules,
+      limitsTableName: names.limits,
+      laneQueueUrls: Object.fromEntries(laneNames.map((lane) => [lane, urls(laneQueueNames(stackName, lane))])),
+      queueUrls: urls(names.queues),
+      deadLetterQueueUrls: urls(names.deadLetterQueues),
+      leaseSeconds: DEFAULTS.leaseSeconds,
+      retentionDays: DEFAULTS.retentionDays,
+    }),
+    [ENV.idSecret]: 'x'.repeat(64),
+    [ENV.logLevel]: 'CRITICAL',
+    POWERTOOLS_SERVICE_NAME: 'kaj',
+    POWERTOOLS_METRICS_NAMESPACE: 'Kaj',
+    NODE_OPTIONS: '--enable-source-maps',
+  };
+  return Buffer.byteLength(JSON.stringify(env), 'utf8');
+}
+
+/**
+ * Lambda refuses a function whose environment is larger than 4 KB, and every function gets every
+ * lane's queue URLs (`KAJ_LANE_QUEUE_URLS`): many lanes with a long stack name would fail the
+ * deploy, so they fail synth instead.
+ * @throws InvalidConfigError naming `lanes`
+ */
+export function checkLaneEnvironmentSize(stackName: string, laneNames: readonly string[]): void {
+  const bytes = largestEnvironmentBytes(stackName, laneNames);
+  if (bytes > MAX_LAMBDA_ENVIRONMENT_BYTES) {
+    throw new InvalidConfigError('lanes', [
+      {
+        key: 'lanes',
+        message:
+          `make the functions' environment up to ${bytes} bytes (${ENV.laneQueueUrls} holds every lane's queue ` +
+          `URLs), above Lambda's ${MAX_LAMBDA_ENVIRONMENT_BYTES}: declare fewer lanes, or shorten the lane names ` +
+          `or the stack name "${stackName}"`,
+      },
+    ]);
+  }
 }

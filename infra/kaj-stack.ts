@@ -1,14 +1,29 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { lanes as declaredLanes } from '../tasks/lanes.js';
+import { limits as declaredLimits } from '../tasks/limits.js';
+import { type LaneDeclarations, type LaneQueueUrls, laneQueueNames } from '../shared/config/lanes.js';
 import { METRICS } from '../shared/config/metrics.js';
 import { ENV, PRIORITIES, type Priority, resourceNames, type ResourceNames } from '../shared/config/resources.js';
 import { functionEnvironment } from '../shared/config/settings.js';
-import { type KajConfig, type KajConfigInput, resolveConfig } from './config.js';
+import type { LimitDeclarations } from '../shared/limit/declaration.js';
+import {
+  checkLanes,
+  checkLaneEnvironmentSize,
+  type KajConfig,
+  type KajConfigInput,
+  laneSettings,
+  resolveConfig,
+} from './config.js';
 import { TaskApi } from './constructs/api.js';
-import { TaskConsumer } from './constructs/consumer.js';
+import { type PriorityMappingSettings, TaskConsumer } from './constructs/consumer.js';
 import { IdSecret } from './constructs/id-secret.js';
 import { LAMBDA_RUNTIME } from './constructs/kaj-function.js';
+import { LaneQueues } from './constructs/lane-queues.js';
+import { LimitTable } from './constructs/limit-table.js';
 import { Observability } from './constructs/observability.js';
 import { ScheduleTable } from './constructs/schedule-table.js';
 import { Scheduler } from './constructs/scheduler.js';
@@ -24,11 +39,26 @@ export interface KajStackProps extends StackProps {
    * @default - the context's settings, then the built-in defaults (see docs/deploy.md)
    */
   readonly config?: KajConfigInput;
+  /**
+   * Lanes besides the default one: each gets its own three queues (dead-lettering into the
+   * deployment's DLQs) and its own consumer function, sized by the lane. At most nine (SQS lets a
+   * DLQ name ten redrive sources: the default lane's queue and one per lane).
+   * @default - the lanes of `tasks/lanes.ts`, which the local runtime reads too
+   */
+  readonly lanes?: LaneDeclarations;
+  /**
+   * The deployment's flow-control limits. The limits table exists either way (removing the last
+   * limit must not orphan a retained table that a later deploy could not create again); with at
+   * least one limit the stack also alarms when tasks stay deferred behind one.
+   * @default - the limits of `tasks/limits.ts`
+   */
+  readonly limits?: LimitDeclarations;
 }
 
 /**
  * A Kaj deployment: three priority queues with their DLQs, the task table, the schedules table,
- * the API, the consumer, the outbox sweeper, the scheduler, and their dashboard and alarms.
+ * the limits table, the API, the consumer, the outbox sweeper, the scheduler, and their dashboard
+ * and alarms; and per declared lane three more queues (sharing the DLQs) and a consumer of its own.
  * Resource names derive from the stack name.
  */
 export class KajStack extends Stack {
@@ -36,13 +66,23 @@ export class KajStack extends Stack {
   public readonly config: KajConfig;
   /** Physical names of the queues and the tables. */
   public readonly names: ResourceNames;
+  /** The lanes besides the default one, as declared. */
+  public readonly lanes: LaneDeclarations;
+  /** The default lane's queues and the deployment's DLQs (shared by every lane). */
   public readonly taskQueues: TaskQueues;
+  /** The queues of each lane besides the default one, by lane name. */
+  public readonly laneQueues: Readonly<Record<string, LaneQueues>>;
   public readonly taskTable: TaskTable;
   public readonly scheduleTable: ScheduleTable;
+  /** The shared state of the flow-control limits. */
+  public readonly limitTable: LimitTable;
   /** The key of task ids derived from idempotency keys (the API function's only). */
   public readonly idSecret: IdSecret;
   public readonly api: TaskApi;
+  /** The default lane's consumer. */
   public readonly consumer: TaskConsumer;
+  /** The consumer of each lane besides the default one, by lane name. */
+  public readonly laneConsumers: Readonly<Record<string, TaskConsumer>>;
   public readonly sweeper: OutboxSweeper;
   public readonly scheduler: Scheduler;
   public readonly observability: Observability;
@@ -62,16 +102,45 @@ export class KajStack extends Stack {
     } catch (e) {
       throw new InvalidConfigError('stackName', [{ key: 'stackName', message: (e as Error).message }]);
     }
+    const lanes: LaneDeclarations = props.lanes ?? declaredLanes;
+    const limits: LimitDeclarations = props.limits ?? declaredLimits;
+    checkLanes(lanes);
+    // Lanes in a stable order (by name): it orders their queues in policies and DLQ sources.
+    const declared = Object.entries(lanes)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([name, declaration]) => ({
+        name,
+        queueNames: laneQueueNames(this.stackName, name),
+        settings: laneSettings(config, declaration),
+      }));
+    checkLaneEnvironmentSize(
+      this.stackName,
+      declared.map((l) => l.name),
+    );
     this.config = config;
     this.names = names;
+    this.lanes = lanes;
     const retain = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const logRetention = config.logRetentionDays as logs.RetentionDays;
 
     this.taskQueues = new TaskQueues(this, 'Queues', {
       names,
+      laneQueueNames: Object.fromEntries(declared.map((l) => [l.name, l.queueNames])),
       visibilityTimeout: Duration.seconds(config.queueVisibilityTimeoutSeconds),
       deadLetterRemovalPolicy: retain,
     });
+    const withQueues = declared.map((l) => ({
+      ...l,
+      queues: new LaneQueues(this, `Queues${capitalized(l.name)}`, {
+        names: l.queueNames,
+        deadLetterQueues: this.taskQueues.deadLetterQueues,
+        visibilityTimeout: Duration.seconds(l.settings.visibilityTimeoutSeconds),
+      }),
+    }));
+    this.laneQueues = Object.fromEntries(withQueues.map((l) => [l.name, l.queues]));
+    // Every function may send to every lane's main queues: the API and the scheduler submit into a
+    // type's lane, the sweeper sends due tasks there, a consumer retries a task in its lane.
+    const allMainQueues: sqs.Queue[] = [...this.taskQueues.allQueues, ...withQueues.flatMap((l) => l.queues.allQueues)];
     this.taskTable = new TaskTable(this, 'Tasks', {
       tableName: names.table,
       deletionProtection: config.deletionProtection,
@@ -81,6 +150,11 @@ export class KajStack extends Stack {
     // Kept exactly like the task table: schedules made through the API exist nowhere else.
     this.scheduleTable = new ScheduleTable(this, 'Schedules', {
       tableName: names.schedules,
+      deletionProtection: config.deletionProtection,
+      removalPolicy: retain,
+    });
+    this.limitTable = new LimitTable(this, 'Limits', {
+      tableName: names.limits,
       deletionProtection: config.deletionProtection,
       removalPolicy: retain,
     });
@@ -94,12 +168,17 @@ export class KajStack extends Stack {
     // Every function gets the same environment: the runtime's inverse of loadFunctionConfig(),
     // plus Powertools' settings. The API function alone adds KAJ_ID_SECRET (TaskApi); the API and
     // the scheduler add KAJ_SCHEDULES_TABLE_NAME (TaskApi, Scheduler), the consumer and the
-    // sweeper never touch schedules.
+    // sweeper never touch schedules; the consumers add KAJ_LIMITS_TABLE_NAME (TaskConsumer).
+    // KAJ_LANE_QUEUE_URLS (only with lanes) is JSON around the queues' URL tokens.
     const perPriority = (f: (p: Priority) => string) =>
       Object.fromEntries(PRIORITIES.map((p) => [p, f(p)])) as Record<Priority, string>;
+    const laneQueueUrls: LaneQueueUrls = Object.fromEntries(
+      withQueues.map((l) => [l.name, perPriority((p) => l.queues.queues[p].queueUrl)]),
+    );
     const environment: Record<string, string> = {
       ...functionEnvironment({
         tableName: this.taskTable.table.tableName,
+        laneQueueUrls,
         queueUrls: perPriority((p) => queues[p].queueUrl),
         deadLetterQueueUrls: perPriority((p) => deadLetterQueues[p].queueUrl),
         leaseSeconds: config.leaseSeconds,
@@ -114,17 +193,20 @@ export class KajStack extends Stack {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
       schedulesTable: this.scheduleTable.table,
-      queues: this.taskQueues.allQueues,
+      queues: allMainQueues,
       environment,
       idSecret: this.idSecret.secret,
       authMode: config.authMode,
       throttling: config.throttling,
       logRetention,
     });
+    const mainQueuesBut = (own: readonly sqs.Queue[]) => allMainQueues.filter((q) => !own.includes(q));
     this.consumer = new TaskConsumer(this, 'Consumer', {
       table: this.taskTable.table,
       queues,
       deadLetterQueues,
+      otherLaneQueues: mainQueuesBut(this.taskQueues.allQueues),
+      limitsTable: this.limitTable.table,
       mappings: {
         high: this.mappingSettings('high'),
         normal: this.mappingSettings('normal'),
@@ -135,10 +217,29 @@ export class KajStack extends Stack {
       memorySize: config.consumerMemoryMiB,
       logRetention,
     });
+    const laneResources = withQueues.map(({ name, settings, queues: laneQueues }) => ({
+      name,
+      queues: laneQueues.queues,
+      consumer: new TaskConsumer(this, `Consumer${capitalized(name)}`, {
+        lane: name,
+        table: this.taskTable.table,
+        queues: laneQueues.queues,
+        deadLetterQueues,
+        otherLaneQueues: mainQueuesBut(laneQueues.allQueues),
+        limitsTable: this.limitTable.table,
+        mappings: settings.mappings,
+        environment,
+        timeout: Duration.seconds(settings.timeoutSeconds),
+        memorySize: settings.memoryMiB,
+        architecture: settings.architecture === 'x86_64' ? Architecture.X86_64 : Architecture.ARM_64,
+        logRetention,
+      }),
+    }));
+    this.laneConsumers = Object.fromEntries(laneResources.map((l) => [l.name, l.consumer]));
     this.sweeper = new OutboxSweeper(this, 'Sweeper', {
       table: this.taskTable.table,
       outboxIndexArn: this.taskTable.outboxIndexArn,
-      queues: this.taskQueues.allQueues,
+      queues: allMainQueues,
       deadLetterQueues: this.taskQueues.allDeadLetterQueues,
       environment,
       logRetention,
@@ -147,7 +248,7 @@ export class KajStack extends Stack {
       schedulesTable: this.scheduleTable.table,
       dueIndexArn: this.scheduleTable.dueIndexArn,
       taskTable: this.taskTable.table,
-      queues: this.taskQueues.allQueues,
+      queues: allMainQueues,
       environment,
       logRetention,
     });
@@ -156,6 +257,8 @@ export class KajStack extends Stack {
       queues,
       deadLetterQueues,
       consumer: this.consumer.handler,
+      lanes: Object.fromEntries(laneResources.map((l) => [l.name, { queues: l.queues, consumer: l.consumer.handler }])),
+      limitAlarm: Object.keys(limits).length > 0,
       api: this.api.handler,
       apiStage: this.api.stage,
       sweeper: this.sweeper.handler,
@@ -170,7 +273,7 @@ export class KajStack extends Stack {
     this.addNagSuppressions();
   }
 
-  private mappingSettings(p: Priority) {
+  private mappingSettings(p: Priority): PriorityMappingSettings {
     return {
       maxConcurrency: this.config.concurrency[p],
       batchSize: this.config.batchSize[p],
@@ -199,6 +302,11 @@ export class KajStack extends Stack {
       'DynamoDB schedules table (one item per schedule)',
     );
     output(
+      OUTPUT_KEYS.limitsTableName,
+      this.limitTable.table.tableName,
+      'DynamoDB limits table (the shared state of the flow-control limits)',
+    );
+    output(
       OUTPUT_KEYS.schedulerFunctionName,
       this.scheduler.handler.functionName,
       'Name of the scheduler function (EventBridge runs one tick of it a minute)',
@@ -212,7 +320,14 @@ export class KajStack extends Stack {
 
   /** Stack-wide cdk-nag suppressions, each with its reason and as narrow as cdk-nag allows. */
   private addNagSuppressions(): void {
-    for (const fn of [this.api.handler, this.consumer.handler, this.sweeper.handler, this.scheduler.handler]) {
+    const functions = [
+      this.api.handler,
+      this.consumer.handler,
+      ...Object.values(this.laneConsumers).map((c) => c.handler),
+      this.sweeper.handler,
+      this.scheduler.handler,
+    ];
+    for (const fn of functions) {
       Validations.of(fn).acknowledge({
         id: 'AwsSolutions-L1',
         reason:
@@ -221,4 +336,9 @@ export class KajStack extends Stack {
       });
     }
   }
+}
+
+/** `cpu` → `Cpu`: lane names in construct ids. */
+function capitalized(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
 }

@@ -18,6 +18,7 @@ export const OUTPUT_KEYS = {
   alarmTopicArn: 'AlarmTopicArn',
   schedulesTableName: 'SchedulesTableName',
   schedulerFunctionName: 'SchedulerFunctionName',
+  limitsTableName: 'LimitsTableName',
 } as const satisfies {
   apiUrl: string;
   tableName: string;
@@ -28,13 +29,14 @@ export const OUTPUT_KEYS = {
   alarmTopicArn: string;
   schedulesTableName: string;
   schedulerFunctionName: string;
+  limitsTableName: string;
 };
 
 /**
  * The output keys the admin CLI requires, in a stable order. The stack also emits
- * `OUTPUT_KEYS.alarmTopicArn`, `OUTPUT_KEYS.schedulesTableName` and
- * `OUTPUT_KEYS.schedulerFunctionName`; they are read when present but not required, so that the
- * CLI still reads stacks deployed before those outputs existed.
+ * `OUTPUT_KEYS.alarmTopicArn`, `OUTPUT_KEYS.schedulesTableName`,
+ * `OUTPUT_KEYS.schedulerFunctionName` and `OUTPUT_KEYS.limitsTableName`; they are read when
+ * present but not required, so that the CLI still reads stacks deployed before those outputs existed.
  */
 export const ALL_OUTPUT_KEYS: readonly string[] = [
   OUTPUT_KEYS.apiUrl,
@@ -61,6 +63,8 @@ export interface KajStackOutputs {
   readonly schedulesTableName?: string;
   /** Absent on stacks deployed before schedules existed. */
   readonly schedulerFunctionName?: string;
+  /** Absent on stacks deployed before flow-control limits existed. */
+  readonly limitsTableName?: string;
 }
 
 /** Shape of `Stack.Outputs` in a CloudFormation `DescribeStacks` answer (SDK-agnostic). */
@@ -100,5 +104,6 @@ export function parseStackOutputs(outputs: readonly StackOutputLike[], stackName
     ...(values.has(OUTPUT_KEYS.schedulerFunctionName)
       ? { schedulerFunctionName: get(OUTPUT_KEYS.schedulerFunctionName) }
       : {}),
+    ...(values.has(OUTPUT_KEYS.limitsTableName) ? { limitsTableName: get(OUTPUT_KEYS.limitsTableName) } : {}),
   };
 }

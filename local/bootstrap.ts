@@ -2,7 +2,8 @@ import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } fr
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
 import { queueArnOf, type PrefixedResources } from '../shared/config/wiring.js';
-import { createKeyedTable, createSchedulesTable } from './schedules-table.js';
+import { type LaneDeclarations, laneQueueNames } from '../shared/config/lanes.js';
+import { createKeyedTable, createLimitsTable, createSchedulesTable } from './schedules-table.js';
 
 /** The queues and table of one deployment, as created here. */
 export type LocalResources = PrefixedResources;
@@ -14,45 +15,72 @@ export type LocalResources = PrefixedResources;
 export async function ensureResources(
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
   prefix: string,
-  settings: { maxReceiveCount?: number; visibilityTimeoutSeconds?: number } = {},
+  settings: { maxReceiveCount?: number; visibilityTimeoutSeconds?: number; lanes?: LaneDeclarations } = {},
 ): Promise<LocalResources> {
   const names = resourceNames(prefix);
   const queueUrls = {} as Record<Priority, string>;
   const queueArns = {} as Record<Priority, string>;
   const deadLetterQueueUrls = {} as Record<Priority, string>;
   const deadLetterQueueArns = {} as Record<Priority, string>;
+  const lanes: Record<string, { queueUrls: Record<Priority, string>; queueArns: Record<Priority, string> }> = {};
   for (const p of PRIORITIES) {
     const dlqUrl = await createQueue(clients.sqs, names.deadLetterQueues[p], {
       MessageRetentionPeriod: String(DEFAULTS.dlqRetentionSeconds),
     });
     const dlqArn = await queueArnOf(clients.sqs, dlqUrl);
-    const url = await createQueue(clients.sqs, names.queues[p], {
-      VisibilityTimeout: String(settings.visibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds),
-      MessageRetentionPeriod: String(DEFAULTS.queueRetentionSeconds),
-      ReceiveMessageWaitTimeSeconds: '20',
-      RedrivePolicy: JSON.stringify({
-        deadLetterTargetArn: dlqArn,
-        maxReceiveCount: settings.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
-      }),
-    });
-    queueUrls[p] = url;
-    queueArns[p] = await queueArnOf(clients.sqs, url);
+    // Every lane's queue of this priority dead-letters into the one DLQ (shared/config/lanes.ts).
+    const mainQueue = async (name: string) => {
+      const url = await createQueue(clients.sqs, name, {
+        VisibilityTimeout: String(settings.visibilityTimeoutSeconds ?? DEFAULTS.queueVisibilityTimeoutSeconds),
+        MessageRetentionPeriod: String(DEFAULTS.queueRetentionSeconds),
+        ReceiveMessageWaitTimeSeconds: '20',
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: settings.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
+        }),
+      });
+      return { url, arn: await queueArnOf(clients.sqs, url) };
+    };
+    const main = await mainQueue(names.queues[p]);
+    queueUrls[p] = main.url;
+    queueArns[p] = main.arn;
     deadLetterQueueUrls[p] = dlqUrl;
     deadLetterQueueArns[p] = dlqArn;
+    for (const lane of Object.keys(settings.lanes ?? {})) {
+      const q = await mainQueue(laneQueueNames(prefix, lane)[p]);
+      const entry = (lanes[lane] ??= {
+        queueUrls: {} as Record<Priority, string>,
+        queueArns: {} as Record<Priority, string>,
+      });
+      entry.queueUrls[p] = q.url;
+      entry.queueArns[p] = q.arn;
+    }
   }
   await createTable(clients.dynamodb, names.table);
   await createSchedulesTable(clients.dynamodb, names.schedules);
-  return { prefix, tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls, deadLetterQueueArns };
+  await createLimitsTable(clients.dynamodb, names.limits);
+  return {
+    prefix,
+    tableName: names.table,
+    queueUrls,
+    queueArns,
+    deadLetterQueueUrls,
+    deadLetterQueueArns,
+    limitsTableName: names.limits,
+    ...(Object.keys(lanes).length === 0 ? {} : { lanes }),
+  };
 }
 
 /** Deletes what `ensureResources` made (tests clean up after themselves; `--reset`). */
 export async function deleteResources(
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
   prefix: string,
+  lanes: LaneDeclarations = {},
 ): Promise<void> {
   const names = resourceNames(prefix);
   for (const p of PRIORITIES) {
-    for (const name of [names.queues[p], names.deadLetterQueues[p]]) {
+    const laneQueues = Object.keys(lanes).map((lane) => laneQueueNames(prefix, lane)[p]);
+    for (const name of [names.queues[p], names.deadLetterQueues[p], ...laneQueues]) {
       try {
         const { QueueUrl } = await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
         await clients.sqs.send(new DeleteQueueCommand({ QueueUrl }));
@@ -61,7 +89,7 @@ export async function deleteResources(
       }
     }
   }
-  for (const table of [names.table, names.schedules]) {
+  for (const table of [names.table, names.schedules, names.limits]) {
     try {
       await clients.dynamodb.send(new DeleteTableCommand({ TableName: table }));
     } catch (err) {

@@ -3,11 +3,11 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/app.js';
-import { DEFAULTS, PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
+import { DEFAULTS, type Priority, resourceNames } from '../shared/config/resources.js';
 import type { ScheduleService } from '../shared/schedule/service.js';
 import type { SchedulerSettings } from '../shared/schedule/settings.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
-import { emulatorClients, type Endpoints } from '../shared/config/wiring.js';
+import { emulatorClients, type Endpoints, laneQueueUrlsOf } from '../shared/config/wiring.js';
 import type { Clock } from '../shared/runtime/clock.js';
 import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
 import type { RandomSource } from '../shared/runtime/random.js';
@@ -15,6 +15,7 @@ import type { TaskRegistry } from '../shared/task/define.js';
 import type { TaskRecord } from '../shared/task/model.js';
 import { registry as defaultRegistry } from '../tasks/index.js';
 import { ensureResources, type LocalResources } from './bootstrap.js';
+import { laneSources } from './lane-sources.js';
 import type { IndexRebuildReport } from './dynalite-indexes.js';
 import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulators.js';
 import { SqsEventSource } from './event-source.js';
@@ -39,8 +40,13 @@ export interface LocalRuntimeOptions {
    */
   readonly dataDir?: string;
   readonly settings?: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>>;
-  /** Concurrent consumer invocations per priority. @default DEFAULTS.concurrency */
+  /** Concurrent consumer invocations per priority, in the default lane. @default DEFAULTS.concurrency */
   readonly concurrency?: Partial<Record<Priority, number>>;
+  /**
+   * Concurrent invocations per priority of the other lanes (by lane).
+   * @default each lane's `localConcurrency`, else its `concurrency`, else DEFAULTS.concurrency
+   */
+  readonly laneConcurrency?: Readonly<Record<string, Partial<Record<Priority, number>>>>;
   /** @default DEFAULTS.batchSize */
   readonly batchSize?: number;
   /** Long-poll wait. @default 20 */
@@ -82,7 +88,7 @@ export interface LocalRuntime {
   readonly indexRebuild?: IndexRebuildReport;
   /** What the start-up sync of the schedules declared in code did (when the scheduler runs). */
   readonly scheduleSync?: Awaited<ReturnType<ScheduleService['syncDeclared']>>;
-  /** Consumer invocations so far, per priority. */
+  /** Consumer invocations so far, per priority (every lane's together). */
   invocations(): Record<Priority, number>;
   /** Stop polling, let running tasks finish for `graceMs`, close everything. Returns tasks cut off. */
   stop(graceMs?: number): Promise<number>;
@@ -114,19 +120,24 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   }
   const clients = emulatorClients(endpoints);
   const { sqs, dynamodb } = clients;
-  const settings = runtimeSettings(o.settings);
+  const registry = o.registry ?? defaultRegistry;
+  const maxReceiveCount = o.maxReceiveCount ?? DEFAULTS.maxReceiveCount;
+  const settings = runtimeSettings({ maxReceiveCount, ...o.settings });
   const resources = await ensureResources({ sqs, dynamodb }, o.prefix ?? 'kaj-local', {
-    maxReceiveCount: o.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
+    maxReceiveCount,
     visibilityTimeoutSeconds: settings.queueVisibilityTimeoutSeconds,
+    lanes: registry.lanes,
   });
   const config: FunctionConfig = {
     tableName: resources.tableName,
     schedulesTableName: resourceNames(resources.prefix).schedules,
+    ...(resources.limitsTableName === undefined ? {} : { limitsTableName: resources.limitsTableName }),
     queueUrls: resources.queueUrls,
     deadLetterQueueUrls: resources.deadLetterQueueUrls,
+    laneQueueUrls: laneQueueUrlsOf(resources),
     settings,
   };
-  const kaj = createKajOnAws(config, o.registry ?? defaultRegistry, {
+  const kaj = createKajOnAws(config, registry, {
     sqs,
     dynamodb,
     logger,
@@ -137,7 +148,6 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     defaultOwner: o.identity ?? LOCAL_OWNER,
     scheduling: { tickSeconds: 1, ...o.scheduling },
   });
-  const registry = o.registry ?? defaultRegistry;
   // Schedules declared in code are synced before anything runs (an invalid one stops the start).
   const scheduleSync =
     o.scheduler === false || kaj.schedules === undefined
@@ -157,23 +167,25 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   });
   const { port } = server.address() as AddressInfo;
 
-  const sources = new Map<Priority, SqsEventSource>();
+  // Each lane's queues get their own emulated mappings, with the lane's own concurrency, as each
+  // lane gets its own consumer function on AWS. One process runs them all here.
+  const sources: { priority: Priority; source: SqsEventSource }[] = [];
   if (o.consumers !== false) {
-    for (const p of PRIORITIES) {
+    for (const q of laneSources(resources, registry.lanes, o)) {
       const source = new SqsEventSource({
         sqs,
-        queueUrl: resources.queueUrls[p],
-        queueArn: resources.queueArns[p],
+        queueUrl: q.queueUrl,
+        queueArn: q.queueArn,
         region: EMULATOR_REGION,
-        batchSize: o.batchSize ?? DEFAULTS.batchSize,
-        maxConcurrency: o.concurrency?.[p] ?? DEFAULTS.concurrency[p],
+        batchSize: q.batchSize,
+        maxConcurrency: q.concurrency,
         waitTimeSeconds: o.waitTimeSeconds ?? 20,
         functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
         handler: (event, context) => kaj.processBatch(event, context),
         logger,
       });
       source.start();
-      sources.set(p, source);
+      sources.push({ priority: q.priority, source });
     }
   }
 
@@ -217,16 +229,13 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     ...(scheduleSync === undefined ? {} : { scheduleSync }),
     invocations: () => {
       const counts = { high: 0, normal: 0, low: 0 };
-      for (const [p, s] of sources) counts[p] = s.invocationCount;
+      for (const { priority, source } of sources) counts[priority] += source.invocationCount;
       return counts;
     },
     stop: (graceMs = 30_000) => {
       stopped ??= (async () => {
         await new Promise<void>((r) => server.close(() => r()));
-        const cutOff = (await Promise.all([...sources.values()].map((s) => s.stop(graceMs)))).reduce(
-          (a, b) => a + b,
-          0,
-        );
+        const cutOff = (await Promise.all(sources.map((s) => s.source.stop(graceMs)))).reduce((a, b) => a + b, 0);
         await sweeps.stop();
         await ticks?.stop();
         clients.destroy();

@@ -12,12 +12,12 @@ import {
   type DynamoDBClient,
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
-import { SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
+import { LIMIT_TABLE_SCHEMA, SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
 
-/** A table keyed by one string attribute, with one GSI on a string / number key pair. */
+/** A table keyed by one string attribute, with (or without) one GSI on a string / number key pair. */
 export interface KeyedTableSchema {
   readonly partitionKey: string;
-  readonly index: {
+  readonly index?: {
     readonly name: string;
     readonly partitionKey: string;
     readonly sortKey: string;
@@ -46,19 +46,27 @@ export async function createKeyedTable(
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
         AttributeDefinitions: [
           { AttributeName: partitionKey, AttributeType: 'S' },
-          { AttributeName: index.partitionKey, AttributeType: 'S' },
-          { AttributeName: index.sortKey, AttributeType: 'N' },
+          ...(index === undefined
+            ? []
+            : [
+                { AttributeName: index.partitionKey, AttributeType: 'S' as const },
+                { AttributeName: index.sortKey, AttributeType: 'N' as const },
+              ]),
         ],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: index.name,
-            KeySchema: [
-              { AttributeName: index.partitionKey, KeyType: 'HASH' },
-              { AttributeName: index.sortKey, KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: index.projection },
-          },
-        ],
+        ...(index === undefined
+          ? {}
+          : {
+              GlobalSecondaryIndexes: [
+                {
+                  IndexName: index.name,
+                  KeySchema: [
+                    { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+                    { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+                  ],
+                  Projection: { ProjectionType: index.projection },
+                },
+              ],
+            }),
       }),
     );
   } catch (err) {
@@ -82,6 +90,11 @@ export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: 
     partitionKey: SCHEDULE_TABLE_SCHEMA.partitionKey,
     index: SCHEDULE_TABLE_SCHEMA.dueIndex,
   });
+}
+
+/** Creates the limits table `tableName` (key `pk`, no index) unless it exists (flow control, `shared/limit/`). */
+export async function createLimitsTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+  await createKeyedTable(dynamodb, tableName, { partitionKey: LIMIT_TABLE_SCHEMA.partitionKey });
 }
 
 /** Deletes the schedules table `tableName`; nothing if it does not exist. */

@@ -19,13 +19,16 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createKajOnAws } from '../shared/app.js';
-import { DEFAULTS, PRIORITIES } from '../shared/config/resources.js';
+import { laneNames } from '../shared/config/lanes.js';
+import { DEFAULTS } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.js';
-import { emulatorClients, findResources } from '../shared/config/wiring.js';
+import { emulatorClients, findResources, laneQueueUrlsOf } from '../shared/config/wiring.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import { consoleLogger } from './console-logger.js';
 import { EMULATOR_REGION } from './emulators.js';
 import { SqsEventSource } from './event-source.js';
+import { laneSources } from './lane-sources.js';
+import { RequestCounter } from './request-counter.js';
 
 const USAGE = `usage: tsx local/worker.ts --sqs URL --dynamodb URL --prefix P [options]
 
@@ -40,10 +43,15 @@ const USAGE = `usage: tsx local/worker.ts --sqs URL --dynamodb URL --prefix P [o
   --registry-module PATH   module exporting the task registry (default: tasks/index.ts)
   --registry-export NAME   its export: a TaskRegistry or a function returning one
                            (default: createRegistry, registry or default, whichever exists)
-  --concurrency N          concurrent invocations per priority queue (default: DEFAULTS.concurrency)
+  --concurrency N          concurrent invocations per priority queue of each lane
+                           (default: the lane's localConcurrency / concurrency, else DEFAULTS.concurrency)
+  --lane NAME              poll only this lane's queues ("default" for the default lane; default: every lane)
+  --max-receive-count N    the queues' redrive maxReceiveCount (default ${DEFAULTS.maxReceiveCount})
   --batch-size N           messages per invocation (default ${DEFAULTS.batchSize})
   --wait-seconds S         long-poll wait (default 20)
   --grace-seconds S        on SIGTERM, how long running tasks may finish (default 30)
+  --counts-file PATH       write the AWS requests made and metrics emitted (JSON) there every
+                           second and at exit (benchmarks read it)
   --log-level L            debug|info|warn|error (default info)
 `;
 
@@ -59,6 +67,9 @@ interface WorkerArgs {
   registryModule?: string;
   registryExport?: string;
   concurrency?: number;
+  lane?: string;
+  maxReceiveCount?: number;
+  countsFile?: string;
   batchSize: number;
   waitSeconds: number;
   graceSeconds: number;
@@ -87,6 +98,9 @@ function parse(argv: string[]): WorkerArgs {
         'registry-module': { type: 'string' },
         'registry-export': { type: 'string' },
         concurrency: { type: 'string' },
+        lane: { type: 'string' },
+        'counts-file': { type: 'string' },
+        'max-receive-count': { type: 'string' },
         'batch-size': { type: 'string' },
         'wait-seconds': { type: 'string' },
         'grace-seconds': { type: 'string' },
@@ -127,9 +141,12 @@ function parse(argv: string[]): WorkerArgs {
     watchdog: num('watchdog', v.watchdog, 0),
     sendFirstWindow: num('send-first-window', v['send-first-window'], 0),
     concurrency: num('concurrency', v.concurrency, 1),
+    maxReceiveCount: num('max-receive-count', v['max-receive-count'], 1),
   };
   for (const [k, val] of Object.entries(opt))
     if (val !== undefined) (args as unknown as Record<string, unknown>)[k] = val;
+  if (v.lane !== undefined) args.lane = v.lane;
+  if (v['counts-file'] !== undefined) args.countsFile = v['counts-file'];
   if (v['registry-module'] !== undefined) args.registryModule = v['registry-module'];
   if (v['registry-export'] !== undefined) args.registryExport = v['registry-export'];
   return args;
@@ -153,10 +170,11 @@ async function main(): Promise<void> {
   const clients = emulatorClients({ sqs: args.sqs, dynamodb: args.dynamodb });
   const { sqs, dynamodb } = clients;
 
+  const registry = await loadRegistry(args.registryModule, args.registryExport);
   let resources;
   try {
     // Never creates anything: the runtime that owns the prefix made the queues and table.
-    resources = await findResources(clients, args.prefix);
+    resources = await findResources(clients, args.prefix, registry.lanes);
   } catch (err) {
     process.stderr.write(
       `kaj-worker: the queues and table of prefix "${args.prefix}" were not found at ${args.sqs} / ${args.dynamodb} ` +
@@ -170,7 +188,9 @@ async function main(): Promise<void> {
     outboxGraceSeconds?: number;
     watchdogSeconds?: number;
     sendFirstWindowSeconds?: number;
+    maxReceiveCount?: number;
   } = {};
+  if (args.maxReceiveCount !== undefined) overrides.maxReceiveCount = args.maxReceiveCount;
   if (args.lease !== undefined) overrides.leaseSeconds = args.lease;
   if (args.crashLoopReceives !== undefined) overrides.crashLoopReceives = args.crashLoopReceives;
   if (args.outboxGrace !== undefined) overrides.outboxGraceSeconds = args.outboxGrace;
@@ -178,22 +198,46 @@ async function main(): Promise<void> {
   if (args.sendFirstWindow !== undefined) overrides.sendFirstWindowSeconds = args.sendFirstWindow;
   const config: FunctionConfig = {
     tableName: resources.tableName,
+    ...(resources.limitsTableName === undefined ? {} : { limitsTableName: resources.limitsTableName }),
     queueUrls: resources.queueUrls,
     deadLetterQueueUrls: resources.deadLetterQueueUrls,
+    laneQueueUrls: laneQueueUrlsOf(resources),
     settings: runtimeSettings(overrides),
   };
-  const registry = await loadRegistry(args.registryModule, args.registryExport);
-  const kaj = createKajOnAws(config, registry, { sqs, dynamodb, logger });
+  const counter = args.countsFile === undefined ? undefined : new RequestCounter();
+  if (counter !== undefined && args.countsFile !== undefined) {
+    counter.instrument(sqs, 'sqs');
+    counter.instrument(dynamodb, 'dynamodb');
+    const file = args.countsFile;
+    setInterval(() => counter.save(file), 1000).unref();
+    process.on('exit', () => counter.save(file));
+  }
+  const kaj = createKajOnAws(config, registry, {
+    sqs,
+    dynamodb,
+    logger,
+    ...(counter === undefined ? {} : { metrics: counter.metrics() }),
+  });
 
-  const sources: SqsEventSource[] = PRIORITIES.map(
-    (p) =>
+  const every = (n: number | undefined) => (n === undefined ? undefined : { high: n, normal: n, low: n });
+  const concurrency = every(args.concurrency);
+  const lanes = laneSources(resources, registry.lanes, {
+    ...(concurrency === undefined ? {} : { concurrency }),
+    ...(concurrency === undefined
+      ? {}
+      : { laneConcurrency: Object.fromEntries(Object.keys(registry.lanes).map((l) => [l, concurrency])) }),
+    batchSize: args.batchSize,
+  }).filter((s) => args.lane === undefined || s.lane === args.lane);
+  if (lanes.length === 0) fail(`no lane "${args.lane}" (lanes: ${laneNames(registry.lanes).join(', ')})`);
+  const sources: SqsEventSource[] = lanes.map(
+    (q) =>
       new SqsEventSource({
         sqs,
-        queueUrl: resources.queueUrls[p],
-        queueArn: resources.queueArns[p],
+        queueUrl: q.queueUrl,
+        queueArn: q.queueArn,
         region: EMULATOR_REGION,
-        batchSize: args.batchSize,
-        maxConcurrency: args.concurrency ?? DEFAULTS.concurrency[p],
+        batchSize: q.batchSize,
+        maxConcurrency: q.concurrency,
         waitTimeSeconds: args.waitSeconds,
         functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
         handler: (event, context) => kaj.processBatch(event, context),

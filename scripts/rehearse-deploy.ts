@@ -38,13 +38,15 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { DEFAULT_CONFIG } from '../infra/config.js';
+import { DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
 import { MOTO_LAUNCHER } from '../local/emulators.js';
+import { laneQueueNames } from '../shared/config/lanes.js';
 import {
   DEFAULTS,
   ENV,
+  LIMIT_TABLE_SCHEMA,
   PRIORITIES,
   type Priority,
   SCHEDULE_TABLE_SCHEMA,
@@ -58,12 +60,17 @@ import {
   EMULATOR_REGION,
   emulatorSettings,
 } from '../shared/config/wiring.js';
+// The stack deploys the example deployment's lanes (`cpu`): the checks read what it declares.
+import { lanes as LANES } from '../tasks/lanes.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ACCOUNT = EMULATOR_ACCOUNT_ID;
 const REGION = EMULATOR_REGION;
 const STACK = 'kaj-rehearsal';
 const NAMES = resourceNames(STACK);
+/** The lanes besides the default one, in the stack's order (by name), with their queue names. */
+const LANE_NAMES = Object.keys(LANES).sort();
+const LANE_QUEUES = Object.fromEntries(LANE_NAMES.map((lane) => [lane, laneQueueNames(STACK, lane)]));
 /**
  * The update changes these settings, so that the second deploy really updates resources (and
  * turns `encryptAlarmTopic` on: the KMS key is added to a deployed stack).
@@ -306,6 +313,12 @@ async function queueAttributes(c: Clients, url: string): Promise<Record<string, 
   return out.Attributes ?? {};
 }
 
+async function queueUrl(c: Clients, name: string): Promise<string> {
+  const { QueueUrl } = await c.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+  if (QueueUrl === undefined) throw new Error(`no URL for queue ${name}`);
+  return QueueUrl;
+}
+
 async function queueExists(c: Clients, name: string): Promise<boolean> {
   try {
     await c.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
@@ -361,6 +374,24 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   }
   check('TableName output', outputs.tableName === NAMES.table, outputs.tableName);
   check('SchedulesTableName output', outputs.schedulesTableName === NAMES.schedules, outputs.schedulesTableName);
+  check('LimitsTableName output', outputs.limitsTableName === NAMES.limits, outputs.limitsTableName);
+  // Each lane as the stack sizes it under the configuration deployed (lanes/settings in infra/config.ts).
+  const laneExpected = Object.fromEntries(
+    LANE_NAMES.map((lane) => [
+      lane,
+      laneSettings({ ...DEFAULT_CONFIG, concurrency: expected.concurrency }, LANES[lane as keyof typeof LANES]),
+    ]),
+  );
+  // Each lane's queues as deployed: URL and attributes, by lane and priority.
+  const laneQueues: Record<string, Record<Priority, { url: string; attributes: Record<string, string> }>> = {};
+  for (const lane of LANE_NAMES) {
+    const byPriority = {} as Record<Priority, { url: string; attributes: Record<string, string> }>;
+    for (const p of PRIORITIES) {
+      const url = await queueUrl(c, LANE_QUEUES[lane]![p]);
+      byPriority[p] = { url, attributes: await queueAttributes(c, url) };
+    }
+    laneQueues[lane] = byPriority;
+  }
 
   // What moto created vs what the template asks for.
   const template = JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string }> };
@@ -468,13 +499,34 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       redrivePermission?: string;
       sourceQueueArns?: string[];
     } | null;
+    const sources = [outputs.queueArns[p], ...LANE_NAMES.map((lane) => laneQueues[lane]?.[p].attributes.QueueArn)];
     checkIfEmulated(
-      `${p}: DLQ redrive allow policy (byQueue, its own queue only)`,
+      `${p}: DLQ redrive allow policy (byQueue, the ${p} queue of every lane: ${1 + LANE_NAMES.length})`,
       allow !== null,
-      allow?.redrivePermission === 'byQueue' &&
-        allow.sourceQueueArns?.length === 1 &&
-        allow.sourceQueueArns[0] === outputs.queueArns[p],
+      allow?.redrivePermission === 'byQueue' && JSON.stringify(allow.sourceQueueArns) === JSON.stringify(sources),
+      JSON.stringify(allow?.sourceQueueArns),
     );
+  }
+
+  // Lane queues: the default queues' settings, the lane's visibility timeout, the shared DLQs.
+  for (const lane of LANE_NAMES) {
+    for (const p of PRIORITIES) {
+      const q = laneQueues[lane]?.[p].attributes ?? {};
+      const redrive = JSON.parse(q.RedrivePolicy ?? '{}') as {
+        deadLetterTargetArn?: string;
+        maxReceiveCount?: number | string;
+      };
+      const visibility = laneExpected[lane]?.visibilityTimeoutSeconds;
+      check(
+        `lane ${lane} ${p} (${LANE_QUEUES[lane]?.[p]}): redrive to the shared ${p} DLQ after ${DEFAULTS.maxReceiveCount} receives, visibility ${visibility} s, retention, SSE-SQS`,
+        redrive.deadLetterTargetArn === outputs.dlqArns[p] &&
+          Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount &&
+          Number(q.VisibilityTimeout) === visibility &&
+          Number(q.MessageRetentionPeriod) === DEFAULTS.queueRetentionSeconds &&
+          q.SqsManagedSseEnabled === 'true',
+        `${q.RedrivePolicy} visibility ${q.VisibilityTimeout}`,
+      );
+    }
   }
 
   // Table.
@@ -542,16 +594,67 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     .ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
   checkIfEmulated('schedules table: point-in-time recovery', schedulesPitr === 'ENABLED', true, schedulesPitr);
 
+  // Limits table (follows the task table's deletion protection and retention).
+  const limitsName = outputs.limitsTableName ?? NAMES.limits;
+  const limits = (await c.ddb.send(new DescribeTableCommand({ TableName: limitsName }))).Table;
+  check(
+    `limits table: partition key ${LIMIT_TABLE_SCHEMA.partitionKey} (S), no index`,
+    limits?.KeySchema?.length === 1 &&
+      limits.KeySchema[0]?.AttributeName === LIMIT_TABLE_SCHEMA.partitionKey &&
+      limits.KeySchema[0]?.KeyType === 'HASH' &&
+      limits.AttributeDefinitions?.[0]?.AttributeType === 'S' &&
+      (limits.GlobalSecondaryIndexes ?? []).length === 0,
+  );
+  check('limits table: on-demand', limits?.BillingModeSummary?.BillingMode === 'PAY_PER_REQUEST');
+  check('limits table: deletion protection', limits?.DeletionProtectionEnabled === true);
+  checkIfEmulated(
+    'limits table: SSE with the AWS managed key',
+    limits?.SSEDescription !== undefined,
+    limits?.SSEDescription?.SSEType === 'KMS',
+  );
+  const limitsTtl = (await c.ddb.send(new DescribeTimeToLiveCommand({ TableName: limitsName }))).TimeToLiveDescription;
+  checkIfEmulated(
+    `limits table: TTL on ${LIMIT_TABLE_SCHEMA.ttlAttribute}`,
+    limitsTtl?.TimeToLiveStatus === 'ENABLED' || limitsTtl?.AttributeName !== undefined,
+    limitsTtl?.AttributeName === LIMIT_TABLE_SCHEMA.ttlAttribute,
+  );
+  const limitsPitr = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: limitsName })))
+    .ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
+  checkIfEmulated('limits table: point-in-time recovery', limitsPitr === 'ENABLED', true, limitsPitr);
+
   // Event source mappings (Lambda API).
   const mappingIds = resources
     .filter((r) => r.ResourceType === 'AWS::Lambda::EventSourceMapping')
     .map((r) => r.PhysicalResourceId ?? '');
-  check('three event source mappings', mappingIds.length === PRIORITIES.length, String(mappingIds.length));
-  const functionArns = new Set<string>();
+  check(
+    `three event source mappings per lane (default, ${LANE_NAMES.join(', ')})`,
+    mappingIds.length === PRIORITIES.length * (1 + LANE_NAMES.length),
+    String(mappingIds.length),
+  );
+  /** The function behind each lane's mappings, by lane. */
+  const functionsOfLane = new Map<string, Set<string>>();
   for (const id of mappingIds) {
     const m = await lambdaGet(c, `/2015-03-31/event-source-mappings/${encodeURIComponent(id)}`);
+    const lane = LANE_NAMES.find((l) =>
+      PRIORITIES.some((x) => laneQueues[l]?.[x].attributes.QueueArn === m.EventSourceArn),
+    );
+    const fns = functionsOfLane.get(lane ?? 'default') ?? new Set<string>();
+    fns.add(String(m.FunctionArn));
+    functionsOfLane.set(lane ?? 'default', fns);
+    if (lane !== undefined) {
+      const p = PRIORITIES.find((x) => laneQueues[lane]?.[x].attributes.QueueArn === m.EventSourceArn) as Priority;
+      const s = laneExpected[lane]?.mappings[p];
+      check(
+        `lane ${lane} ${p} mapping: ReportBatchItemFailures, batch ${s?.batchSize}, max concurrency ${s?.maxConcurrency}, enabled`,
+        (m.FunctionResponseTypes as string[] | undefined)?.includes('ReportBatchItemFailures') === true &&
+          m.BatchSize === s?.batchSize &&
+          m.ScalingConfig?.MaximumConcurrency === s?.maxConcurrency &&
+          m.State === 'Enabled',
+        JSON.stringify({ BatchSize: m.BatchSize, ScalingConfig: m.ScalingConfig, State: m.State }),
+      );
+      continue;
+    }
     const p = PRIORITIES.find((x) => outputs.queueArns[x] === m.EventSourceArn);
-    functionArns.add(String(m.FunctionArn));
     if (!p) {
       check(`mapping ${id} reads a priority queue`, false, String(m.EventSourceArn));
       continue;
@@ -570,13 +673,34 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       }),
     );
   }
-  check('one consumer function behind the three mappings', functionArns.size === 1);
+  const consumerArns = [...functionsOfLane.values()].flatMap((fns) => [...fns]);
+  check(
+    "one consumer function behind each lane's three mappings, a different one per lane",
+    functionsOfLane.size === 1 + LANE_NAMES.length &&
+      [...functionsOfLane.values()].every((fns) => fns.size === 1) &&
+      new Set(consumerArns).size === consumerArns.length,
+    JSON.stringify(Object.fromEntries([...functionsOfLane].map(([l, fns]) => [l, [...fns]]))),
+  );
+  // As CloudFormation resolves a queue's Ref (the outputs' form, which may differ from the
+  // emulator's GetQueueUrl): the default queue's URL with the lane queue's name.
+  const laneQueueUrls = Object.fromEntries(
+    LANE_NAMES.map((lane) => [
+      lane,
+      Object.fromEntries(
+        PRIORITIES.map((p) => [p, outputs.queueUrls[p].replace(/[^/]+$/, LANE_QUEUES[lane]?.[p] ?? '')]),
+      ),
+    ]),
+  );
 
   // Functions.
   const fnIds = resources
     .filter((r) => r.ResourceType === 'AWS::Lambda::Function')
     .map((r) => r.PhysicalResourceId ?? '');
-  check('four functions', fnIds.length === 4, String(fnIds.length));
+  check(
+    `four functions and a consumer per lane (${LANE_NAMES.join(', ')})`,
+    fnIds.length === 4 + LANE_NAMES.length,
+    String(fnIds.length),
+  );
   let schedulerArn: string | undefined;
   for (const name of fnIds) {
     const f = await lambdaGet(c, `/2015-03-31/functions/${encodeURIComponent(name)}/configuration`);
@@ -596,6 +720,27 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     );
     if (short === 'Consumer')
       check('consumer timeout', f.Timeout === DEFAULTS.consumerTimeoutSeconds, String(f.Timeout));
+    const lane = LANE_NAMES.find((l) => short === `Consumer${l.charAt(0).toUpperCase()}${l.slice(1)}`);
+    if (lane !== undefined) {
+      const s = laneExpected[lane];
+      check(
+        `lane ${lane} consumer: timeout ${s?.timeoutSeconds} s, memory ${s?.memoryMiB} MiB`,
+        f.Timeout === s?.timeoutSeconds && f.MemorySize === s?.memoryMiB,
+        `${f.Timeout} s, ${f.MemorySize} MiB`,
+      );
+    }
+    const lanesEnv = env[ENV.laneQueueUrls];
+    check(
+      `${short}: ${ENV.laneQueueUrls} names every lane's queues`,
+      lanesEnv !== undefined && JSON.stringify(JSON.parse(lanesEnv)) === JSON.stringify(laneQueueUrls),
+      lanesEnv,
+    );
+    const limitsEnv = env[ENV.limitsTableName];
+    if (short.startsWith('Consumer')) {
+      check(`${short}: ${ENV.limitsTableName} is the limits table`, limitsEnv === NAMES.limits, limitsEnv);
+    } else {
+      check(`${short}: no ${ENV.limitsTableName} (the consumers only)`, limitsEnv === undefined);
+    }
     const schedulesEnv = env[ENV.schedulesTableName];
     if (short === 'Api' || short === 'Scheduler') {
       check(
@@ -676,8 +821,15 @@ async function checkDestroyed(c: Clients): Promise<void> {
     check(`${p} queue deleted with the stack`, !(await queueExists(c, NAMES.queues[p])));
     check(`${p} DLQ retained (dead tasks survive cdk destroy)`, await queueExists(c, NAMES.deadLetterQueues[p]));
   }
+  for (const lane of LANE_NAMES) {
+    for (const p of PRIORITIES) {
+      const name = LANE_QUEUES[lane]?.[p] ?? '';
+      check(`lane ${lane} ${p} queue deleted with the stack`, !(await queueExists(c, name)), name);
+    }
+  }
   check('task table retained', await tableExists(c, NAMES.table));
   check('schedules table retained', await tableExists(c, NAMES.schedules));
+  check('limits table retained', await tableExists(c, NAMES.limits));
   if (idSecretEmulated) {
     const secret = await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME });
     check('ID secret retained (retainData, like the table)', secret !== undefined && secret.DeletedDate === undefined);
@@ -686,7 +838,7 @@ async function checkDestroyed(c: Clients): Promise<void> {
 
 /** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
 async function deleteRetained(c: Clients): Promise<void> {
-  for (const table of [NAMES.table, NAMES.schedules]) {
+  for (const table of [NAMES.table, NAMES.schedules, NAMES.limits]) {
     await c.ddb.send(new UpdateTableCommand({ TableName: table, DeletionProtectionEnabled: false }));
     await c.ddb.send(new DeleteTableCommand({ TableName: table }));
   }
@@ -696,6 +848,7 @@ async function deleteRetained(c: Clients): Promise<void> {
   }
   check('table deleted after turning deletion protection off', !(await tableExists(c, NAMES.table)));
   check('schedules table deleted after turning deletion protection off', !(await tableExists(c, NAMES.schedules)));
+  check('limits table deleted after turning deletion protection off', !(await tableExists(c, NAMES.limits)));
   for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
   if (idSecretEmulated) {
     await secretsManager(c, 'DeleteSecret', { SecretId: ID_SECRET_NAME, ForceDeleteWithoutRecovery: true });

@@ -1,10 +1,13 @@
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { handleHttp, type HttpResult } from './api/http.js';
-import { type AwsClients, functionDeps, queueNamesOf } from './app/on-aws.js';
+import { type AwsClients, functionDeps, laneQueueNamesOf, queueNamesOf } from './app/on-aws.js';
 import type { Priority } from './config/resources.js';
 import type { FunctionConfig, RuntimeSettings } from './config/settings.js';
 import { TaskConsumer, type InvocationContext } from './consumer/consumer.js';
 import type { ExclusiveGate } from './consumer/exclusive-gate.js';
+import { Limiter } from './limit/limiter.js';
+import type { LimitStore } from './store/limit-store.js';
+import { DynamoLimitStore } from './store/dynamo-limit-store.js';
 import type { TaskQueue } from './queue/task-queue.js';
 import { systemClock, type Clock } from './runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from './runtime/logger.js';
@@ -40,6 +43,10 @@ export interface KajDeps {
   readonly schedules?: ScheduleStore;
   /** @default schedulerSettings() */
   readonly scheduling?: Partial<SchedulerSettings>;
+  /** The limits store: with it, the consumer enforces the limits its types use (needed when any does). */
+  readonly limits?: LimitStore;
+  /** The queue names of the other lanes (see `ConsumerDeps.laneQueueNames`). */
+  readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
 }
 
 /** The owner of requests to `npm start` (no IAM there) unless KAJ_LOCAL_IDENTITY says otherwise. */
@@ -59,6 +66,8 @@ export interface Kaj {
   readonly consumer: TaskConsumer;
   readonly sweeper: OutboxSweeper;
   readonly store: TaskStore;
+  /** The process's limiter (present with a limits store). */
+  readonly limiter?: Limiter;
   /** Present when the deployment has a schedules store. */
   readonly schedules?: ScheduleService;
   readonly ticker?: ScheduleTicker;
@@ -78,7 +87,18 @@ export function createKaj(deps: KajDeps): Kaj {
   };
   const lifecycle = new TaskLifecycle(d);
   const submitter = new TaskSubmitter(d, lifecycle);
-  const consumer = new TaskConsumer(d, lifecycle);
+  // One limiter per process: the tasks it runs share its rate reservations and hand slots over.
+  const limiter =
+    deps.limits === undefined
+      ? undefined
+      : new Limiter({
+          store: deps.limits,
+          clock: d.clock,
+          random: d.random,
+          logger: d.logger,
+          leaseSeconds: d.settings.leaseSeconds,
+        });
+  const consumer = new TaskConsumer({ ...d, ...(limiter === undefined ? {} : { limiter }) }, lifecycle);
   const sweeper = new OutboxSweeper(d, lifecycle);
   const sd =
     deps.schedules === undefined
@@ -92,6 +112,7 @@ export function createKaj(deps: KajDeps): Kaj {
     consumer,
     sweeper,
     store: d.store,
+    ...(limiter === undefined ? {} : { limiter }),
     ...(schedules === undefined ? {} : { schedules }),
     ...(ticker === undefined ? {} : { ticker }),
     handleHttp: (event) =>
@@ -125,9 +146,13 @@ export function createKajOnAws(
     ...(config.schedulesTableName === undefined
       ? {}
       : { schedules: new DynamoScheduleStore(clients.dynamodb, config.schedulesTableName) }),
+    ...(config.limitsTableName === undefined
+      ? {}
+      : { limits: new DynamoLimitStore(clients.dynamodb, config.limitsTableName) }),
     registry,
     settings: config.settings,
     queueNames: queueNamesOf(config.queueUrls),
+    laneQueueNames: laneQueueNamesOf(config.laneQueueUrls ?? {}),
     ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
   });
 }

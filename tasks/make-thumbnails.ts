@@ -16,6 +16,8 @@ export const makeThumbnails = defineTask({
     sizes: z.array(z.number().int().min(16).max(2048)).min(1).max(10),
   }),
   timeoutSeconds: 120,
+  // CPU-bound: runs on the cpu lane's bigger consumer (tasks/lanes.ts).
+  lane: 'cpu',
   handler: async (payload, ctx) => {
     const path = new URL(payload.image_url).pathname;
     if (!SUPPORTED.test(path))

@@ -23,6 +23,8 @@ export const sendEmail = defineTask({
   }),
   maxAttempts: 6,
   timeoutSeconds: 30,
+  // The provider's account limit, shared by every worker (tasks/limits.ts).
+  uses: ['email_provider'],
   backoff: { baseSeconds: 1, capSeconds: 120 },
   handler: async (payload, ctx) => {
     const sim = payload.simulate ?? { transient_failures: 0, reject: false, latency_ms: 20 };

@@ -26,6 +26,15 @@ export interface AdminResources {
   readonly queueArns: Readonly<Record<Priority, string>>;
   readonly dlqUrls: Readonly<Record<Priority, string>>;
   readonly dlqArns: Readonly<Record<Priority, string>>;
+  /** The limits table, when the deployment has one. */
+  readonly limitsTableName?: string;
+  /** The queues of the lanes other than the default one. */
+  readonly lanes?: Readonly<
+    Record<
+      string,
+      { readonly queueUrls: Readonly<Record<Priority, string>>; readonly queueArns: Readonly<Record<Priority, string>> }
+    >
+  >;
 }
 
 const nameOf = (err: unknown) => (err instanceof Error ? err.name : 'Error');
@@ -141,11 +150,17 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
 export class SqsQueueInspector implements QueueInspector {
   constructor(
     private readonly sqs: SQSClient,
-    private readonly r: Pick<AdminResources, 'queueUrls' | 'dlqUrls'>,
+    private readonly r: Pick<AdminResources, 'queueUrls' | 'dlqUrls' | 'lanes'>,
   ) {}
 
-  async depth(kind: 'queue' | 'dlq', priority: Priority): Promise<QueueDepth> {
-    const url = kind === 'queue' ? this.r.queueUrls[priority] : this.r.dlqUrls[priority];
+  /** The lanes whose queues this inspector knows (besides the default one). */
+  lanes(): string[] {
+    return Object.keys(this.r.lanes ?? {}).sort();
+  }
+
+  async depth(kind: 'queue' | 'dlq', priority: Priority, lane?: string): Promise<QueueDepth> {
+    const laneUrls = lane === undefined ? undefined : this.r.lanes?.[lane]?.queueUrls;
+    const url = kind === 'dlq' ? this.r.dlqUrls[priority] : (laneUrls ?? this.r.queueUrls)[priority];
     const out = await this.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,

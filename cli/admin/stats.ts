@@ -1,4 +1,7 @@
 import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import type { LimitSpec } from '../../shared/limit/spec.js';
+import { type LimitStatusRow, limitStatus } from '../../shared/limit/status.js';
+import type { LimitStore } from '../../shared/store/limit-store.js';
 import type { Clock } from '../../shared/runtime/clock.js';
 import { TASK_STATUSES, type TaskStatus } from '../../shared/task/model.js';
 
@@ -13,7 +16,10 @@ export interface QueueDepth {
 
 /** Queue attributes (GetQueueAttributes). */
 export interface QueueInspector {
-  depth(kind: 'queue' | 'dlq', priority: Priority): Promise<QueueDepth>;
+  /** @param lane a lane's queue instead of the default lane's (`kind: 'queue'` only; DLQs are shared) */
+  depth(kind: 'queue' | 'dlq', priority: Priority, lane?: string): Promise<QueueDepth>;
+  /** The lanes besides the default one whose queues it knows. */
+  lanes?(): string[];
 }
 
 /** The few attributes a status count reads per task (a Scan with a projection). */
@@ -89,14 +95,31 @@ export interface QueueStats {
   readonly dlq: Pick<QueueDepth, 'visible' | 'inFlight'>;
 }
 
+/** The queue of a lane other than the default one (its dead letters are in the shared DLQs). */
+export interface LaneQueueStats {
+  readonly lane: string;
+  readonly priority: Priority;
+  readonly queue: QueueDepth;
+}
+
 export interface StatsSnapshot {
   readonly at: string;
   readonly queues: QueueStats[];
+  /** The other lanes' queues, when the deployment has lanes. */
+  readonly lanes?: LaneQueueStats[];
+  /** Every declared limit's use right now (holders, free slots, rate starts, pauses, refusals). */
+  readonly limits?: LimitStatusRow[];
   readonly byStatus?: StatusTally;
 }
 
 export async function collectStats(
-  deps: { inspector: QueueInspector; statuses?: StatusSource; clock: Clock },
+  deps: {
+    inspector: QueueInspector;
+    statuses?: StatusSource;
+    clock: Clock;
+    /** The limits table and the declared limits (none: no limits section). */
+    limits?: { readonly store: Pick<LimitStore, 'list'>; readonly specs: ReadonlyMap<string, LimitSpec> };
+  },
   o: { byStatus: boolean },
 ): Promise<StatsSnapshot> {
   const queues = await Promise.all(
@@ -108,11 +131,26 @@ export async function collectStats(
       return { priority, queue: { ...q, oldestAgeSeconds: null }, dlq: { visible: d.visible, inFlight: d.inFlight } };
     }),
   );
+  const lanes: LaneQueueStats[] = [];
+  for (const lane of deps.inspector.lanes?.() ?? []) {
+    for (const priority of PRIORITIES)
+      lanes.push({ lane, priority, queue: await deps.inspector.depth('queue', priority, lane) });
+  }
+  let limits: LimitStatusRow[] | undefined;
+  if (deps.limits !== undefined && deps.limits.specs.size > 0) {
+    limits = limitStatus(deps.limits.specs, await deps.limits.store.list(), deps.clock.now());
+  }
   let byStatus: StatusTally | undefined;
   if (o.byStatus && deps.statuses !== undefined) {
     const tallier = new StatusTallier(deps.clock.now());
     for await (const page of deps.statuses.scanStatuses()) tallier.add(page);
     byStatus = tallier.result();
   }
-  return { at: new Date(deps.clock.now()).toISOString(), queues, ...(byStatus === undefined ? {} : { byStatus }) };
+  return {
+    at: new Date(deps.clock.now()).toISOString(),
+    queues,
+    ...(lanes.length === 0 ? {} : { lanes }),
+    ...(limits === undefined ? {} : { limits }),
+    ...(byStatus === undefined ? {} : { byStatus }),
+  };
 }

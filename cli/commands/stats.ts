@@ -5,7 +5,8 @@ import type { CliContext, RunState } from '../context.js';
 import { optionsOf, statsOptions } from '../options.js';
 import { json, seconds, table } from '../output.js';
 import { parseWatch } from '../parse.js';
-import { withServices } from '../services.js';
+import { limitsTableOf, withServices } from '../services.js';
+import { DynamoLimitStore } from '../../shared/store/dynamo-limit-store.js';
 
 const OLDEST_NOTE =
   "OLDEST is '-': SQS's GetQueueAttributes has no age-of-oldest-message attribute (CloudWatch's\n" +
@@ -36,10 +37,14 @@ ${OLDEST_NOTE}`,
     .action(async (_o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, statsOptions);
       const watch = o.watch;
+      const specs = (await ctx.registry()).limits;
       await withServices(ctx, o, async (s) => {
+        const store = new DynamoLimitStore(s.target.dynamodb, limitsTableOf(s.target));
+        // A stack deployed before limits existed has no limits table: show no limits, not an error.
+        const limits = { store: { list: () => store.list().catch(noTable) }, specs };
         for (;;) {
           const snap = await collectStats(
-            { inspector: s.inspector, statuses: s.table, clock: ctx.clock },
+            { inspector: s.inspector, statuses: s.table, clock: ctx.clock, limits },
             { byStatus: o.byStatus === true },
           );
           if (o.json === true) {
@@ -71,6 +76,39 @@ function render(snap: StatsSnapshot, label: string, watch: number | undefined): 
     ]),
   );
   out += "\nOLDEST: '-' because SQS's GetQueueAttributes has no age of the oldest message (see kaj stats --help).\n";
+  if (snap.lanes !== undefined) {
+    out += '\nLanes (their dead letters are in the DLQs above):\n';
+    out += table(
+      ['LANE', 'QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED'],
+      snap.lanes.map((l) => [
+        l.lane,
+        l.priority,
+        String(l.queue.visible),
+        String(l.queue.inFlight),
+        String(l.queue.delayed),
+      ]),
+    );
+  }
+  if (snap.limits !== undefined) {
+    const now = Date.parse(snap.at);
+    out += '\nLimits (HOLDERS: running tasks holding a slot; FREE: slots or rate starts available now):\n';
+    out += table(
+      ['LIMIT', 'KEY', 'KIND', 'HOLDERS', 'EXPIRED', 'FREE', 'OF', 'PAUSED', 'WAITING'],
+      snap.limits.map((l) => [
+        l.limit,
+        l.key ?? '-',
+        l.kind,
+        l.kind === 'concurrency' ? String(l.holders) : '-',
+        l.kind === 'concurrency' ? String(l.expired) : '-',
+        String(l.tokensAvailable),
+        String(l.capacity),
+        l.pausedUntil !== undefined && l.pausedUntil > now
+          ? `${seconds(Math.ceil((l.pausedUntil - now) / 1000))}`
+          : '-',
+        l.refusedRecently ? `yes (${l.refused} refusals)` : 'no',
+      ]),
+    );
+  }
   const b = snap.byStatus;
   if (b !== undefined) {
     out += `\nTasks by status (table scan, ${b.total} task(s)):\n`;
@@ -84,4 +122,12 @@ function render(snap: StatsSnapshot, label: string, watch: number | undefined): 
       : 'no task is waiting past its run time\n';
   }
   return out;
+}
+
+/** `[]` for a missing table (ResourceNotFoundException anywhere in the cause chain); rethrows the rest. */
+function noTable(err: unknown): [] {
+  for (let e: unknown = err, i = 0; i < 4 && e instanceof Error; i += 1, e = e.cause) {
+    if (e.name === 'ResourceNotFoundException') return [];
+  }
+  throw err;
 }

@@ -57,7 +57,7 @@ export interface TaskApiProps {
    * @default - no schedules: no permission on a schedules table and no `KAJ_SCHEDULES_TABLE_NAME`
    */
   readonly schedulesTable?: dynamodb.ITable;
-  /** The three priority queues the API submits to. */
+  /** The main queues the API submits to: the three priority queues of every lane. */
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
   readonly environment: Readonly<Record<string, string>>;

@@ -1,12 +1,13 @@
 import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
+import type { Architecture, EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULTS, PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import { DEFAULTS, ENV, PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import { KajFunction } from './kaj-function.js';
+import { LIMIT_TABLE_CONSUMER_ACTIONS } from './limit-table.js';
 
 /** Event source mapping settings of one priority. */
 export interface PriorityMappingSettings {
@@ -23,8 +24,26 @@ export interface PriorityMappingSettings {
 
 export interface TaskConsumerProps {
   readonly table: dynamodb.ITable;
+  /** The queues of the consumer's lane: the only ones it polls, deletes from and extends leases on. */
   readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
   readonly deadLetterQueues: Readonly<Record<Priority, sqs.IQueue>>;
+  /**
+   * The main queues of every other lane: the consumer may send to them (a retry goes to the
+   * task's own lane, which is another one when its type moved since it was sent), nothing else.
+   * @default - no other lane
+   */
+  readonly otherLaneQueues?: readonly sqs.IQueue[];
+  /**
+   * The limits table (`LimitTable`): the consumer enforces the flow-control limits there
+   * ({@link LIMIT_TABLE_CONSUMER_ACTIONS}) and gets its name as `KAJ_LIMITS_TABLE_NAME`.
+   * @default - no limits: no permission on a limits table and no `KAJ_LIMITS_TABLE_NAME`
+   */
+  readonly limitsTable?: dynamodb.ITable;
+  /**
+   * The lane this consumer runs, named in the function's description.
+   * @default - the default lane
+   */
+  readonly lane?: string;
   /** Mapping settings per priority. */
   readonly mappings: Readonly<Record<Priority, PriorityMappingSettings>>;
   readonly environment: Readonly<Record<string, string>>;
@@ -38,13 +57,20 @@ export interface TaskConsumerProps {
    * @default 256
    */
   readonly memorySize?: number;
+  /**
+   * Instruction set of the function.
+   * @default Architecture.ARM_64
+   */
+  readonly architecture?: Architecture;
   readonly logRetention: logs.RetentionDays;
 }
 
 /**
- * The consumer: one function, one SQS event source mapping per priority queue, each with its own
- * maximum concurrency, batch size and batching window, and partial batch responses
- * (ReportBatchItemFailures) so one failed task doesn't redeliver its whole batch.
+ * The consumer of one lane: one function, one SQS event source mapping per priority queue of the
+ * lane, each with its own maximum concurrency, batch size and batching window, and partial batch
+ * responses (ReportBatchItemFailures) so one failed task doesn't redeliver its whole batch.
+ * Every lane runs the same code (`functions/consumer.ts`); lanes differ in the function's size
+ * and in the queues it polls.
  */
 export class TaskConsumer extends Construct {
   public readonly handler: KajFunction;
@@ -55,10 +81,17 @@ export class TaskConsumer extends Construct {
     super(scope, id);
     this.handler = new KajFunction(this, 'Handler', {
       entryName: 'consumer',
-      description: 'Kaj consumer: runs the tasks of the three priority queues',
+      description:
+        props.lane === undefined
+          ? 'Kaj consumer: runs the tasks of the three priority queues'
+          : `Kaj consumer of lane ${props.lane}: runs the tasks of the lane's three priority queues`,
       timeout: props.timeout ?? Duration.seconds(DEFAULTS.consumerTimeoutSeconds),
       ...(props.memorySize !== undefined ? { memorySize: props.memorySize } : {}),
-      environment: props.environment,
+      ...(props.architecture !== undefined ? { architecture: props.architecture } : {}),
+      environment: {
+        ...props.environment,
+        ...(props.limitsTable !== undefined ? { [ENV.limitsTableName]: props.limitsTable.tableName } : {}),
+      },
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;
@@ -77,6 +110,16 @@ export class TaskConsumer extends Construct {
         resources: queueArns,
       }),
     );
+    const otherLanes = props.otherLaneQueues ?? [];
+    if (otherLanes.length > 0) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'RequeueToOtherLanes',
+          actions: ['sqs:SendMessage'],
+          resources: otherLanes.map((q) => q.queueArn),
+        }),
+      );
+    }
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'DeadLetter',
@@ -92,6 +135,15 @@ export class TaskConsumer extends Construct {
         resources: queueArns,
       }),
     );
+    if (props.limitsTable !== undefined) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'LimitTableItems',
+          actions: [...LIMIT_TABLE_CONSUMER_ACTIONS],
+          resources: [props.limitsTable.tableArn],
+        }),
+      );
+    }
 
     const mappings = {} as Record<Priority, EventSourceMapping>;
     for (const p of PRIORITIES) {

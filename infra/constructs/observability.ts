@@ -17,7 +17,21 @@ export interface ObservabilityProps {
   readonly namePrefix: string;
   readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
   readonly deadLetterQueues: Readonly<Record<Priority, sqs.IQueue>>;
+  /** The default lane's consumer. */
   readonly consumer: lambda.IFunction;
+  /**
+   * The other lanes' queues and consumers, by lane name: each gets the default lane's alarms on
+   * them (oldest message age per queue, consumer errors and throttles). Their dead letters are in
+   * the shared DLQs, which the DLQ alarms already watch.
+   * @default - no other lane
+   */
+  readonly lanes?: Readonly<Record<string, LaneResources>>;
+  /**
+   * Alarm when tasks stay deferred behind flow-control limits for 30 minutes
+   * ({@link LIMIT_SATURATED_PERIODS} 5-minute periods in a row).
+   * @default false - a deployment without limits defers nothing
+   */
+  readonly limitAlarm?: boolean;
   readonly api: lambda.IFunction;
   /** The HTTP API's stage: its `5xx` metric counts every server error callers saw. */
   readonly apiStage: apigwv2.IHttpStage;
@@ -46,13 +60,31 @@ export interface ObservabilityProps {
   readonly encryptTopic?: boolean;
 }
 
+/** What the alarms and the dashboard watch of a lane besides the default one. */
+export interface LaneResources {
+  readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
+  readonly consumer: lambda.IFunction;
+}
+
+/** Consecutive 5-minute periods with deferrals before the limit alarm fires: 30 minutes. */
+export const LIMIT_SATURATED_PERIODS = 6;
+
+/**
+ * Deferrals of any task type (`LimitDeferrals` with the service dimension, whatever other
+ * dimensions it carries): a Metrics Insights query, because the consumer counts deferrals per
+ * TaskType and an alarm on a plain metric must name every dimension value.
+ */
+export const LIMIT_DEFERRALS_QUERY =
+  `SELECT SUM(${METRICS.limitDeferrals}) FROM "${METRICS.namespace}" ` +
+  `WHERE ${METRICS.serviceDimension} = '${METRICS.serviceName}'`;
+
 /** Why the alarm topic is not encrypted by default (cdk-nag AwsSolutions-SNS2). */
 export const UNENCRYPTED_ALARM_TOPIC_REASON =
   'Alarm notifications carry no task data (alarm names and metric values only). CloudWatch alarms cannot publish ' +
   'to a topic encrypted with the AWS managed key aws/sns, and a customer managed key costs $1/month (up to $3 after ' +
   "rotations) against Kaj's near-zero cost at rest. Set encryptAlarmTopic: true to encrypt it with one.";
 
-const cap = (p: Priority) => p.charAt(0).toUpperCase() + p.slice(1);
+const cap = (p: string) => p.charAt(0).toUpperCase() + p.slice(1);
 
 /**
  * The dimension every EMF metric carries (`{ service: <serviceName> }`, see emfLines() in
@@ -74,8 +106,9 @@ function untypedCount(metricName: string, options: cloudwatch.MetricOptions): cl
 /**
  * Dashboard, alarms and the alarm topic of a Kaj deployment.
  *
- * Alarms: every DLQ not empty, every priority queue's oldest message older than a threshold,
- * consumer errors and throttles, API and sweeper errors, API 5xx answers, the consumer's and
+ * Alarms: every DLQ not empty, every priority queue's oldest message older than a threshold (the
+ * default lane's and every other lane's), consumer errors and throttles (each lane's consumer),
+ * tasks deferred behind flow-control limits for 30 minutes, API and sweeper errors, API 5xx answers, the consumer's and
  * the sweeper's item failures (records and outbox entries they could not process: the function
  * itself succeeds, so Lambda's Errors metric never sees them), scheduler ticks that keep failing,
  * and schedules whose runs keep failing. Every alarm notifies one SNS topic
@@ -105,6 +138,18 @@ export class Observability extends Construct {
     const prefix = props.namePrefix;
     const fiveMinutes = Duration.minutes(5);
     const alarms: Record<string, cloudwatch.Alarm> = {};
+    /** Fires when a main queue's oldest message is older than the threshold. */
+    const oldestAge = (key: string, cid: string, name: string, queue: sqs.IQueue, what: string) => {
+      alarms[key] = new cloudwatch.Alarm(this, cid, {
+        alarmName: `${prefix}-${name}-oldest-message-age`,
+        alarmDescription: `${what} is not keeping up: its oldest message is older than the threshold.`,
+        metric: queue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: (props.oldestMessageAgeThreshold ?? Duration.minutes(15)).toSeconds(),
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    };
 
     for (const p of PRIORITIES) {
       alarms[`dlqNotEmpty-${p}`] = new cloudwatch.Alarm(this, `${cap(p)}DlqNotEmpty`, {
@@ -119,18 +164,19 @@ export class Observability extends Construct {
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
-      alarms[`oldestMessageAge-${p}`] = new cloudwatch.Alarm(this, `${cap(p)}OldestMessageAge`, {
-        alarmName: `${prefix}-${p}-oldest-message-age`,
-        alarmDescription: `The ${p} queue is not keeping up: its oldest message is older than the threshold.`,
-        metric: props.queues[p].metricApproximateAgeOfOldestMessage({
-          period: fiveMinutes,
-          statistic: cloudwatch.Stats.MAXIMUM,
-        }),
-        threshold: (props.oldestMessageAgeThreshold ?? Duration.minutes(15)).toSeconds(),
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
+      oldestAge(`oldestMessageAge-${p}`, `${cap(p)}OldestMessageAge`, `${p}`, props.queues[p], `The ${p} queue`);
+    }
+    const lanes = Object.entries(props.lanes ?? {});
+    for (const [lane, { queues }] of lanes) {
+      for (const p of PRIORITIES) {
+        oldestAge(
+          `oldestMessageAge-${lane}-${p}`,
+          `${cap(lane)}${cap(p)}OldestMessageAge`,
+          `${lane}-lane-${p}`,
+          queues[p],
+          `The ${p} queue of lane ${lane}`,
+        );
+      }
     }
     /** Fires when the metric's 5-minute sum is above zero: each of these counts should be zero. */
     const anyAlarm = (key: string, cid: string, name: string, metric: cloudwatch.IMetric, what: string) => {
@@ -159,6 +205,23 @@ export class Observability extends Construct {
       props.consumer.metricThrottles(sum),
       'The consumer was throttled: the account concurrency limit is exhausted (mapping maxConcurrency does not throttle).',
     );
+    for (const [lane, { consumer }] of lanes) {
+      anyAlarm(
+        `consumerErrors-${lane}`,
+        `Consumer${cap(lane)}Errors`,
+        `${lane}-lane-consumer-errors`,
+        consumer.metricErrors(sum),
+        `The consumer of lane ${lane} failed (crash, timeout or unhandled error), not a task reporting failure.`,
+      );
+      anyAlarm(
+        `consumerThrottles-${lane}`,
+        `Consumer${cap(lane)}Throttles`,
+        `${lane}-lane-consumer-throttles`,
+        consumer.metricThrottles(sum),
+        `The consumer of lane ${lane} was throttled: the account concurrency limit is exhausted ` +
+          '(mapping maxConcurrency does not throttle).',
+      );
+    }
     anyAlarm('apiErrors', 'ApiErrors', 'api-errors', props.api.metricErrors(sum), 'The API function failed.');
     anyAlarm(
       'sweeperErrors',
@@ -231,6 +294,30 @@ export class Observability extends Construct {
       datapointsToAlarm: 3,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    if (props.limitAlarm === true) {
+      // A deferral is flow control doing its job; deferrals in every period for half an hour are
+      // a limit that cannot keep up with its tasks, or a provider that keeps pausing it.
+      alarms.limitDeferrals = new cloudwatch.Alarm(this, 'LimitSaturated', {
+        alarmName: `${prefix}-limit-saturated-30-minutes`,
+        alarmDescription:
+          'Tasks have been deferred behind a flow-control limit in every 5-minute period for 30 minutes: a limit ' +
+          "is saturated (its concurrency or rate is below the load of the types that use it) or paused by a provider's " +
+          'Retry-After (LimitPauses on the dashboard). The tasks are not failed: they wait, and their queue ages. ' +
+          "A provider's pause is a consumer warning naming the limits; each deferral is a DEBUG line naming its " +
+          'limit (logLevel DEBUG). Raise the limit in tasks/limits.ts if the provider allows, or expect the ' +
+          'backlog to drain at the limit.',
+        metric: new cloudwatch.MathExpression({
+          expression: LIMIT_DEFERRALS_QUERY,
+          period: fiveMinutes,
+          label: 'deferrals (all types)',
+        }),
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: LIMIT_SATURATED_PERIODS,
+        datapointsToAlarm: LIMIT_SATURATED_PERIODS,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
     this.alarms = alarms;
 
     const stack = Stack.of(this);
@@ -403,6 +490,42 @@ export class Observability extends Construct {
         width: 12,
       }),
     );
+    const lanes = Object.entries(props.lanes ?? {});
+    if (lanes.length > 0) {
+      const lanePerQueue = (metric: (q: sqs.IQueue, label: string) => cloudwatch.IMetric) =>
+        lanes.flatMap(([lane, { queues }]) => PRIORITIES.map((p) => metric(queues[p], `${lane} ${p}`)));
+      dashboard.addWidgets(
+        new cloudwatch.GraphWidget({
+          title: 'Lanes: queue depth (visible messages)',
+          left: lanePerQueue((q, label) =>
+            q.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label }),
+          ),
+          width: 8,
+        }),
+        new cloudwatch.GraphWidget({
+          title: 'Lanes: oldest message age (s)',
+          left: lanePerQueue((q, label) =>
+            q.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum', label }),
+          ),
+          width: 8,
+        }),
+        new cloudwatch.GraphWidget({
+          title: 'Lanes: consumer errors / throttles / concurrency',
+          left: lanes.flatMap(([lane, { consumer }]) => [
+            consumer.metricErrors({ period: minute, statistic: 'Sum', label: `${lane} errors` }),
+            consumer.metricThrottles({ period: minute, statistic: 'Sum', label: `${lane} throttles` }),
+          ]),
+          right: lanes.map(([lane, { consumer }]) =>
+            consumer.metric('ConcurrentExecutions', {
+              period: minute,
+              statistic: 'Maximum',
+              label: `${lane} concurrency`,
+            }),
+          ),
+          width: 8,
+        }),
+      );
+    }
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Scheduler ticks: errors / throttles / duration',
@@ -420,6 +543,14 @@ export class Observability extends Construct {
           untypedCount(METRICS.scheduledRunsFailed, { period: minute, statistic: 'Sum', label: 'failed for good' }),
         ],
         width: 12,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Flow-control limits: tasks deferred / limits paused by a provider (Retry-After)',
+        left: taskCount(METRICS.limitDeferrals, 'deferred'),
+        right: taskCount(METRICS.limitPauses, 'paused'),
+        width: 24,
       }),
     );
     return dashboard;

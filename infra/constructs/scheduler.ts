@@ -16,7 +16,7 @@ export interface SchedulerProps {
   readonly dueIndexArn: string;
   /** The task table: the scheduler creates the runs' tasks there (and cancels one to `replace` it). */
   readonly taskTable: dynamodb.ITable;
-  /** The three priority queues the runs are sent to (not the DLQs). */
+  /** The main queues the runs are sent to: the three priority queues of every lane (not the DLQs). */
   readonly queues: readonly sqs.IQueue[];
   /**
    * Environment shared by every function (`functionEnvironment()` plus Powertools' settings);

@@ -12,6 +12,7 @@ export interface OutboxSweeperProps {
   readonly table: dynamodb.ITable;
   /** ARN of the outbox GSI; the sweeper may Query that index and nothing else. */
   readonly outboxIndexArn: string;
+  /** The main queues of every lane (a due task is sent to its type's lane). */
   readonly queues: readonly sqs.IQueue[];
   readonly deadLetterQueues: readonly sqs.IQueue[];
   readonly environment: Readonly<Record<string, string>>;

@@ -2,12 +2,12 @@ import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS, PRIORITIES, type Priority, type ResourceNames } from '../../shared/config/resources.js';
+import { MAX_LANES, MAX_REDRIVE_SOURCE_QUEUES } from '../config.js';
 
-export interface TaskQueuesProps {
-  /** Queue names, from `resourceNames(stackName)`. */
-  readonly names: Pick<ResourceNames, 'queues' | 'deadLetterQueues'>;
+/** Settings every main (priority) queue shares, whichever lane it belongs to. */
+export interface PriorityQueueSettings {
   /**
-   * Visibility timeout of the priority queues; must be >= the consumer function timeout.
+   * Visibility timeout; must be >= the timeout of the consumer function that polls the queue.
    * @default Duration.seconds(DEFAULTS.queueVisibilityTimeoutSeconds)
    */
   readonly visibilityTimeout?: Duration;
@@ -17,10 +17,46 @@ export interface TaskQueuesProps {
    */
   readonly maxReceiveCount?: number;
   /**
-   * Retention of the priority queues.
+   * Retention of the queue.
    * @default Duration.seconds(DEFAULTS.queueRetentionSeconds)
    */
   readonly retentionPeriod?: Duration;
+}
+
+/**
+ * A main queue: SSE-SQS, TLS only, dead-lettering into `deadLetterQueue` after `maxReceiveCount`
+ * receives, deleted with the stack (its tasks are in the table; only dead letters are kept).
+ * The one definition of the default lane's queues and every other lane's.
+ */
+export function priorityQueue(
+  scope: Construct,
+  id: string,
+  props: PriorityQueueSettings & { readonly queueName: string; readonly deadLetterQueue: sqs.IQueue },
+): sqs.Queue {
+  return new sqs.Queue(scope, id, {
+    queueName: props.queueName,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    visibilityTimeout: props.visibilityTimeout ?? Duration.seconds(DEFAULTS.queueVisibilityTimeoutSeconds),
+    retentionPeriod: props.retentionPeriod ?? Duration.seconds(DEFAULTS.queueRetentionSeconds),
+    deadLetterQueue: {
+      queue: props.deadLetterQueue,
+      maxReceiveCount: props.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
+    },
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+}
+
+export interface TaskQueuesProps extends PriorityQueueSettings {
+  /** Queue names, from `resourceNames(stackName)`. */
+  readonly names: Pick<ResourceNames, 'queues' | 'deadLetterQueues'>;
+  /**
+   * Names of the main queues of the other lanes (`laneQueueNames(stackName, lane)`), which
+   * dead-letter into these DLQs too ({@link LaneQueues}): each DLQ accepts them as redrive
+   * sources beside its own priority queue. At most {@link MAX_LANES}.
+   * @default - no other lane: each DLQ accepts its own priority queue only
+   */
+  readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
   /**
    * Retention of the dead-letter queues. Must exceed the queues' retention: a standard queue keeps
    * a message's original enqueue time when it moves to the DLQ.
@@ -36,11 +72,13 @@ export interface TaskQueuesProps {
 }
 
 /**
- * One SQS standard queue per priority, each with its own dead-letter queue.
+ * The default lane's queues: one SQS standard queue per priority, each with its own dead-letter
+ * queue. The DLQs are the deployment's, shared by every lane: another lane's priority-p queue
+ * ({@link LaneQueues}) dead-letters into the priority-p DLQ, so every failure is in one place.
  *
- * All queues use SSE-SQS and deny non-TLS access. Each DLQ only accepts its own priority queue as
- * a redrive source (RedriveAllowPolicy byQueue), so a message's origin is known from which DLQ
- * it is in, and SQS's native redrive (StartMessageMoveTask) sends it back to that queue.
+ * All queues use SSE-SQS and deny non-TLS access. Each DLQ accepts only the priority queues of its
+ * own priority, one per lane, as redrive sources (RedriveAllowPolicy byQueue), so a message's
+ * priority is known from which DLQ it is in. SQS allows ten sources: hence {@link MAX_LANES}.
  */
 export class TaskQueues extends Construct {
   /** The priority queues. */
@@ -50,6 +88,13 @@ export class TaskQueues extends Construct {
 
   constructor(scope: Construct, id: string, props: TaskQueuesProps) {
     super(scope, id);
+    const lanes = Object.entries(props.laneQueueNames ?? {});
+    if (lanes.length > MAX_LANES) {
+      throw new Error(
+        `TaskQueues: ${lanes.length} other lanes share the DLQs, at most ${MAX_LANES} may ` +
+          `(SQS: ${MAX_REDRIVE_SOURCE_QUEUES} redrive sources per DLQ)`,
+      );
+    }
     const stack = Stack.of(this);
     const queues = {} as Record<Priority, sqs.Queue>;
     const dlqs = {} as Record<Priority, sqs.Queue>;
@@ -59,11 +104,12 @@ export class TaskQueues extends Construct {
       const queueName = props.names.queues[p];
       // The DLQ names its source by ARN built from the fixed queue name, not by reference:
       // source → DLQ (RedrivePolicy) and DLQ → source (RedriveAllowPolicy) would be a cycle.
-      const sourceArn = stack.formatArn({
-        service: 'sqs',
-        resource: queueName,
-        arnFormat: ArnFormat.NO_RESOURCE_NAME,
-      });
+      const arnOf = (name: string) =>
+        stack.formatArn({ service: 'sqs', resource: name, arnFormat: ArnFormat.NO_RESOURCE_NAME });
+      const sources = [
+        sqs.Queue.fromQueueArn(this, `${cap}SourceRef`, arnOf(queueName)),
+        ...lanes.map(([lane, names]) => sqs.Queue.fromQueueArn(this, `${cap}SourceRef-${lane}`, arnOf(names[p]))),
+      ];
       const dlq = new sqs.Queue(this, `${cap}Dlq`, {
         queueName: props.names.deadLetterQueues[p],
         encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -71,19 +117,11 @@ export class TaskQueues extends Construct {
         retentionPeriod: props.deadLetterRetentionPeriod ?? Duration.seconds(DEFAULTS.dlqRetentionSeconds),
         redriveAllowPolicy: {
           redrivePermission: sqs.RedrivePermission.BY_QUEUE,
-          sourceQueues: [sqs.Queue.fromQueueArn(this, `${cap}SourceRef`, sourceArn)],
+          sourceQueues: sources,
         },
         removalPolicy: props.deadLetterRemovalPolicy ?? RemovalPolicy.RETAIN,
       });
-      const queue = new sqs.Queue(this, `${cap}Queue`, {
-        queueName,
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        visibilityTimeout: props.visibilityTimeout ?? Duration.seconds(DEFAULTS.queueVisibilityTimeoutSeconds),
-        retentionPeriod: props.retentionPeriod ?? Duration.seconds(DEFAULTS.queueRetentionSeconds),
-        deadLetterQueue: { queue: dlq, maxReceiveCount: props.maxReceiveCount ?? DEFAULTS.maxReceiveCount },
-        removalPolicy: RemovalPolicy.DESTROY,
-      });
+      const queue = priorityQueue(this, `${cap}Queue`, { ...props, queueName, deadLetterQueue: dlq });
       queues[p] = queue;
       dlqs[p] = dlq;
     }

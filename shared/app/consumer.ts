@@ -1,26 +1,48 @@
 /**
- * The consumer function's composition root: the batch runner on DynamoDB and SQS. Imports
- * neither the API nor the sweeper.
+ * The consumer function's composition root: the batch runner on DynamoDB and SQS, with the
+ * process's limiter on the limits table when the stack gives one (`KAJ_LIMITS_TABLE_NAME`: every
+ * lane's consumer has it). Imports neither the API nor the sweeper.
  *
  * @module
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { FunctionConfig } from '../config/settings.js';
 import { type InvocationContext, TaskConsumer } from '../consumer/consumer.js';
+import { Limiter } from '../limit/limiter.js';
+import { DynamoLimitStore } from '../store/dynamo-limit-store.js';
 import type { TaskRegistry } from '../task/define.js';
 import { TaskLifecycle } from '../task/lifecycle.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
 
 export interface ConsumerFunction {
   processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
+  /** The process's limiter (one per Lambda instance: its invocations share it), when limits are configured. */
+  readonly limiter?: Limiter;
 }
 
+/**
+ * @throws MissingLimiterError (from `TaskConsumer`) when a type `uses` a limit and the
+ *   configuration names no limits table
+ */
 export function createConsumerFunction(
   config: FunctionConfig,
   registry: TaskRegistry,
   options: FunctionOptions = {},
 ): ConsumerFunction {
   const d = { ...functionDeps(config, options), registry };
-  const consumer = new TaskConsumer(d, new TaskLifecycle(d));
-  return { processBatch: (event, context) => consumer.processBatch(event, context) };
+  const limiter =
+    config.limitsTableName === undefined
+      ? undefined
+      : new Limiter({
+          store: new DynamoLimitStore(d.clients.dynamodb, config.limitsTableName),
+          clock: d.clock,
+          random: d.random,
+          logger: d.logger,
+          leaseSeconds: d.settings.leaseSeconds,
+        });
+  const consumer = new TaskConsumer({ ...d, ...(limiter === undefined ? {} : { limiter }) }, new TaskLifecycle(d));
+  return {
+    processBatch: (event, context) => consumer.processBatch(event, context),
+    ...(limiter === undefined ? {} : { limiter }),
+  };
 }

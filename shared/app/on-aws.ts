@@ -9,6 +9,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createDynamoDbClient, createSqsClient } from '../config/clients.js';
+import type { LaneQueueUrls } from '../config/lanes.js';
 import { PRIORITIES, type Priority } from '../config/resources.js';
 import type { FunctionConfig, RuntimeSettings } from '../config/settings.js';
 import type { ExclusiveGate } from '../consumer/exclusive-gate.js';
@@ -42,6 +43,8 @@ export interface FunctionDeps {
   readonly queue: TaskQueue;
   readonly settings: RuntimeSettings;
   readonly queueNames: Readonly<Record<Priority, string>>;
+  /** Queue names of the other lanes, by lane. */
+  readonly laneQueueNames: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
   readonly clock: Clock;
   readonly random: RandomSource;
   readonly logger: Logger;
@@ -54,11 +57,17 @@ export interface FunctionDeps {
 export function functionDeps(config: FunctionConfig, options: FunctionOptions): FunctionDeps {
   const dynamodb = options.dynamodb ?? createDynamoDbClient();
   const sqs = options.sqs ?? createSqsClient();
+  const urls = {
+    queues: config.queueUrls,
+    deadLetterQueues: config.deadLetterQueueUrls,
+    ...(config.laneQueueUrls === undefined ? {} : { lanes: config.laneQueueUrls }),
+  };
   return {
     store: new DynamoTaskStore(dynamodb, config.tableName),
-    queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+    queue: new SqsTaskQueue(sqs, urls),
     settings: config.settings,
     queueNames: queueNamesOf(config.queueUrls),
+    laneQueueNames: laneQueueNamesOf(config.laneQueueUrls ?? {}),
     clock: options.clock ?? systemClock,
     random: options.random ?? cryptoRandom,
     logger: options.logger ?? silentLogger,
@@ -73,6 +82,11 @@ export function queueNamesOf(queueUrls: Readonly<Record<Priority, string>>): Rec
   const names = {} as Record<Priority, string>;
   for (const p of PRIORITIES) names[p] = queueNameOf(queueUrls[p]);
   return names;
+}
+
+/** The queue names of every lane in `urls`. */
+export function laneQueueNamesOf(urls: LaneQueueUrls): Record<string, Record<Priority, string>> {
+  return Object.fromEntries(Object.entries(urls).map(([lane, byPriority]) => [lane, queueNamesOf(byPriority)]));
 }
 
 /** `https://sqs.us-east-1.amazonaws.com/123/kaj-high` → `kaj-high`. */

@@ -36,4 +36,8 @@ export const METRICS = {
   scheduledRunsCreated: 'ScheduledRunsCreated',
   /** Schedules a tick could not act on (store or queue failures; retried at the next tick). */
   schedulerItemFailures: 'SchedulerItemFailures',
+  /** Messages deferred because a flow-control limit refused them (they come back later; not a failure). */
+  limitDeferrals: 'LimitDeferrals',
+  /** Limits paused for every worker because a provider answered with Retry-After (`learnRetryAfter`). */
+  limitPauses: 'LimitPauses',
 } as const;

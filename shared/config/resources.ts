@@ -57,6 +57,19 @@ export const SCHEDULE_TABLE_SCHEMA = {
   },
 } as const;
 
+/**
+ * Key schema of the limits table (`<prefix>-limits`): the shared state of the flow-control
+ * limits (`shared/limit/`), one small item per limit (and per key of a keyed limit): a
+ * concurrency item holds its leases (`holders`: holder id → lease end), a rate item its GCRA
+ * time (`tat`) and a pause learnt from a provider's 429. Every worker on every Lambda instance
+ * reads and writes the same items with conditional updates, which is what makes a limit global.
+ * Items of keyed limits expire (TTL `expires_at`) once unused for a day.
+ */
+export const LIMIT_TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  ttlAttribute: 'expires_at',
+} as const;
+
 /** Settings shared by every deployment unless overridden. Times are in seconds. */
 export const DEFAULTS = {
   /** Visibility a consumer holds on a claimed message; heartbeats extend it every lease/3. */
@@ -143,12 +156,34 @@ export const DEFAULTS = {
   scheduleTickConcurrency: 32,
   /** Largest herd-spreading window. */
   scheduleMaxJitterSeconds: 3600,
+  /**
+   * Flow control: the first deferral of a task refused by a limit brings its message back after
+   * about this long (jittered); further refusals in a row (the limit stays saturated) double it up
+   * to `limitDeferCapSeconds`. A deferral counts no attempt and writes nothing to the task.
+   */
+  limitDeferBaseSeconds: 1,
+  limitDeferCapSeconds: 120,
+  /**
+   * How long a worker may wait in-process for a start its limit can give soon: a rate slot due
+   * within this time, or a concurrency slot another task of the same process releases. Beyond
+   * it the message is deferred instead (a waiting Lambda invocation is billed).
+   */
+  limitLocalWaitMs: 1000,
+  /**
+   * Rate starts are taken at least this far ahead, so that the store's answer (a round trip)
+   * comes before the start, which is then kept to the microsecond instead of used late.
+   */
+  limitStartLeadMs: 50,
+  /** Items of keyed limits (per tenant, per account) unused this long expire (TTL). */
+  limitKeyTtlSeconds: 86_400,
 } as const;
 
 export interface ResourceNames {
   readonly table: string;
   /** The schedules table. */
   readonly schedules: string;
+  /** The limits table (flow control). */
+  readonly limits: string;
   readonly queues: Readonly<Record<Priority, string>>;
   readonly deadLetterQueues: Readonly<Record<Priority, string>>;
 }
@@ -167,7 +202,13 @@ export function resourceNames(prefix: string): ResourceNames {
     queues[p] = `${prefix}-${p}`;
     deadLetterQueues[p] = `${prefix}-${p}-dlq`;
   }
-  return { table: `${prefix}-tasks`, schedules: `${prefix}-schedules`, queues, deadLetterQueues };
+  return {
+    table: `${prefix}-tasks`,
+    schedules: `${prefix}-schedules`,
+    limits: `${prefix}-limits`,
+    queues,
+    deadLetterQueues,
+  };
 }
 
 /**
@@ -178,6 +219,10 @@ export const ENV = {
   tableName: 'KAJ_TABLE_NAME',
   /** The schedules table (set for the API and scheduler functions). */
   schedulesTableName: 'KAJ_SCHEDULES_TABLE_NAME',
+  /** The limits table (set for the consumers, which enforce the limits). */
+  limitsTableName: 'KAJ_LIMITS_TABLE_NAME',
+  /** JSON `{ lane: { high: url, normal: url, low: url } }`: the queues of every non-default lane. */
+  laneQueueUrls: 'KAJ_LANE_QUEUE_URLS',
   queueUrl: (p: Priority) => `KAJ_QUEUE_URL_${p.toUpperCase()}`,
   dlqUrl: (p: Priority) => `KAJ_DLQ_URL_${p.toUpperCase()}`,
   leaseSeconds: 'KAJ_LEASE_SECONDS',

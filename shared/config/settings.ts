@@ -1,5 +1,6 @@
 import { DEFAULTS, ENV, PRIORITIES, type Priority } from './resources.js';
 import { ConfigError, MissingEnvironmentError } from './errors.js';
+import { checkLaneName, type LaneQueueUrls } from './lanes.js';
 
 /** Settings of the running consumer/API/sweeper, validated once at start-up. */
 export interface RuntimeSettings {
@@ -18,6 +19,8 @@ export interface RuntimeSettings {
   readonly historyLength: number;
   /** The queue visibility timeout: a task timeout must stay below it. */
   readonly queueVisibilityTimeoutSeconds: number;
+  /** The queues' redrive maxReceiveCount (a deferral behind a limit must never bring a message to it). */
+  readonly maxReceiveCount: number;
 }
 
 export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartbeatSeconds'>> = {}): RuntimeSettings {
@@ -35,7 +38,14 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
     cancelPollSeconds: overrides.cancelPollSeconds ?? DEFAULTS.cancelPollSeconds,
     historyLength: overrides.historyLength ?? DEFAULTS.historyLength,
     queueVisibilityTimeoutSeconds,
+    maxReceiveCount: overrides.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
   };
+  if (!Number.isInteger(s.maxReceiveCount) || s.maxReceiveCount < 1 || s.maxReceiveCount > 1000) {
+    throw new ConfigError(
+      'maxReceiveCount',
+      `maxReceiveCount must be an integer in [1, 1000], got ${s.maxReceiveCount}`,
+    );
+  }
   if (!Number.isFinite(leaseSeconds) || leaseSeconds < 3 || leaseSeconds > 900) {
     throw new ConfigError('leaseSeconds', `leaseSeconds must be in [3, 900], got ${leaseSeconds}`);
   }
@@ -77,6 +87,10 @@ export interface FunctionConfig {
   readonly idSecret?: string;
   /** KAJ_SCHEDULES_TABLE_NAME: present for the functions that read or write schedules (API, scheduler). */
   readonly schedulesTableName?: string;
+  /** KAJ_LIMITS_TABLE_NAME: present for the consumers, which enforce the flow-control limits. */
+  readonly limitsTableName?: string;
+  /** KAJ_LANE_QUEUE_URLS: the queues of every lane but the default one (`{}` without lanes). */
+  readonly laneQueueUrls?: LaneQueueUrls;
 }
 
 export function loadFunctionConfig(env: Readonly<Record<string, string | undefined>> = process.env): FunctionConfig {
@@ -105,6 +119,8 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
   if (retention !== undefined) overrides.retentionDays = retention;
   const idSecret = env[ENV.idSecret];
   const schedulesTableName = env[ENV.schedulesTableName];
+  const limitsTableName = env[ENV.limitsTableName];
+  const lanes = env[ENV.laneQueueUrls];
   return {
     tableName: need(ENV.tableName),
     queueUrls,
@@ -112,13 +128,43 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
     settings: runtimeSettings(overrides),
     ...(idSecret === undefined || idSecret === '' ? {} : { idSecret }),
     ...(schedulesTableName === undefined || schedulesTableName === '' ? {} : { schedulesTableName }),
+    ...(limitsTableName === undefined || limitsTableName === '' ? {} : { limitsTableName }),
+    ...(lanes === undefined || lanes === '' ? {} : { laneQueueUrls: parseLaneQueueUrls(lanes) }),
   };
+}
+
+/** Reads KAJ_LANE_QUEUE_URLS: `{ lane: { high, normal, low } }`. @throws ConfigError naming the variable */
+export function parseLaneQueueUrls(raw: string): LaneQueueUrls {
+  const bad = (why: string) => new ConfigError(ENV.laneQueueUrls, `${ENV.laneQueueUrls} ${why}`);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    throw new ConfigError(ENV.laneQueueUrls, `${ENV.laneQueueUrls} is not JSON`, { cause: err });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('must be a JSON object');
+  const out: Record<string, Record<Priority, string>> = {};
+  for (const [lane, urls] of Object.entries(value)) {
+    checkLaneName(lane);
+    if (typeof urls !== 'object' || urls === null) throw bad(`: lane "${lane}" must map priorities to URLs`);
+    const byPriority = {} as Record<Priority, string>;
+    for (const p of PRIORITIES) {
+      const url = (urls as Record<string, unknown>)[p];
+      if (typeof url !== 'string' || url === '') throw bad(`: lane "${lane}" has no ${p} queue URL`);
+      byPriority[p] = url;
+    }
+    out[lane] = byPriority;
+  }
+  return out;
 }
 
 /** The inverse of `loadFunctionConfig`, for the CDK stack and the local runtime. */
 export function functionEnvironment(c: {
   tableName: string;
   schedulesTableName?: string;
+  limitsTableName?: string;
+  /** Queue URLs of the non-default lanes (CDK tokens are fine: they stay inside the JSON string). */
+  laneQueueUrls?: LaneQueueUrls;
   queueUrls: Readonly<Record<Priority, string>>;
   deadLetterQueueUrls: Readonly<Record<Priority, string>>;
   leaseSeconds?: number;
@@ -126,6 +172,10 @@ export function functionEnvironment(c: {
 }): Record<string, string> {
   const env: Record<string, string> = { [ENV.tableName]: c.tableName };
   if (c.schedulesTableName !== undefined) env[ENV.schedulesTableName] = c.schedulesTableName;
+  if (c.limitsTableName !== undefined) env[ENV.limitsTableName] = c.limitsTableName;
+  if (c.laneQueueUrls !== undefined && Object.keys(c.laneQueueUrls).length > 0) {
+    env[ENV.laneQueueUrls] = JSON.stringify(c.laneQueueUrls);
+  }
   for (const p of PRIORITIES) {
     env[ENV.queueUrl(p)] = c.queueUrls[p];
     env[ENV.dlqUrl(p)] = c.deadLetterQueueUrls[p];

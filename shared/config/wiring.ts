@@ -13,6 +13,7 @@ import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynam
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { type ClientTuning, createDynamoDbClient, createSqsClient } from './clients.js';
 import * as z from 'zod';
+import { type LaneDeclarations, laneQueueNames } from './lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from './resources.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -135,6 +136,15 @@ export interface KajResources {
   readonly queueArns: PerPriority;
   readonly deadLetterQueueUrls: PerPriority;
   readonly deadLetterQueueArns: PerPriority;
+  /** The limits table (flow control), when the deployment has one. */
+  readonly limitsTableName?: string;
+  /** The queues of the lanes other than the default one (`tasks/lanes.ts`), by lane. */
+  readonly lanes?: Readonly<Record<string, { readonly queueUrls: PerPriority; readonly queueArns: PerPriority }>>;
+}
+
+/** The lanes' queue URLs as the functions take them (`FunctionConfig.laneQueueUrls`). */
+export function laneQueueUrlsOf(r: KajResources): Record<string, PerPriority> {
+  return Object.fromEntries(Object.entries(r.lanes ?? {}).map(([lane, q]) => [lane, q.queueUrls]));
 }
 
 /** Resources made or found by name, from a prefix (stack name): see `resourceNames`. */
@@ -151,6 +161,8 @@ export const kajResourcesSchema = z.object({
   queueArns: perPriority,
   deadLetterQueueUrls: perPriority,
   deadLetterQueueArns: perPriority,
+  limitsTableName: z.string().optional(),
+  lanes: z.record(z.string(), z.object({ queueUrls: perPriority, queueArns: perPriority })).optional(),
 });
 
 /** What a running `npm start` writes to `LOCAL_STATE_FILE` for the admin CLI's `--local`. */
@@ -174,6 +186,8 @@ export interface DlqSpelledResources {
   readonly queueArns: PerPriority;
   readonly dlqUrls: PerPriority;
   readonly dlqArns: PerPriority;
+  readonly limitsTableName?: string;
+  readonly lanes?: KajResources['lanes'];
 }
 
 export function toDlqSpelling(r: KajResources): DlqSpelledResources {
@@ -183,6 +197,8 @@ export function toDlqSpelling(r: KajResources): DlqSpelledResources {
     queueArns: r.queueArns,
     dlqUrls: r.deadLetterQueueUrls,
     dlqArns: r.deadLetterQueueArns,
+    ...(r.limitsTableName === undefined ? {} : { limitsTableName: r.limitsTableName }),
+    ...(r.lanes === undefined ? {} : { lanes: r.lanes }),
   };
 }
 
@@ -213,6 +229,7 @@ export async function queueArnOf(sqs: SQSClient, url: string): Promise<string> {
 export async function findResources(
   clients: Pick<KajClients, 'sqs' | 'dynamodb'>,
   prefix: string,
+  lanes: LaneDeclarations = {},
 ): Promise<PrefixedResources> {
   const names = resourceNames(prefix);
   const queueUrls = {} as Record<Priority, string>;
@@ -226,5 +243,32 @@ export async function findResources(
     deadLetterQueueArns[p] = await queueArnOf(clients.sqs, deadLetterQueueUrls[p]);
   }
   await clients.dynamodb.send(new DescribeTableCommand({ TableName: names.table }));
-  return { prefix, tableName: names.table, queueUrls, queueArns, deadLetterQueueUrls, deadLetterQueueArns };
+  const laneQueues: Record<string, { queueUrls: PerPriority; queueArns: PerPriority }> = {};
+  for (const lane of Object.keys(lanes)) {
+    const laneNames = laneQueueNames(prefix, lane);
+    const urls = {} as Record<Priority, string>;
+    const arns = {} as Record<Priority, string>;
+    for (const p of PRIORITIES) {
+      urls[p] = await queueUrlOf(clients.sqs, laneNames[p]);
+      arns[p] = await queueArnOf(clients.sqs, urls[p]);
+    }
+    laneQueues[lane] = { queueUrls: urls, queueArns: arns };
+  }
+  let limitsTableName: string | undefined;
+  try {
+    await clients.dynamodb.send(new DescribeTableCommand({ TableName: names.limits }));
+    limitsTableName = names.limits;
+  } catch (err) {
+    if (!(err instanceof Error && err.name === 'ResourceNotFoundException')) throw err;
+  }
+  return {
+    prefix,
+    tableName: names.table,
+    queueUrls,
+    queueArns,
+    deadLetterQueueUrls,
+    deadLetterQueueArns,
+    ...(limitsTableName === undefined ? {} : { limitsTableName }),
+    ...(Object.keys(laneQueues).length === 0 ? {} : { lanes: laneQueues }),
+  };
 }

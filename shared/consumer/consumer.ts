@@ -1,6 +1,8 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { METRICS } from '../config/metrics.js';
+import { DEFAULT_LANE } from '../config/lanes.js';
 import { PRIORITIES, type Priority } from '../config/resources.js';
+import type { Limiter, Permit } from '../limit/limiter.js';
 import { MessageGoneError } from '../queue/errors.js';
 import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
@@ -20,8 +22,9 @@ import { checkJsonValue } from '../task/json-value.js';
 import { claimWritten, type LifecycleDeps, type TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
-import { UnprocessableMessageError } from './errors.js';
+import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
 import { type ExclusiveGate, processGate } from './exclusive-gate.js';
+import { FlowControl } from './flow-control.js';
 import { Heartbeat } from './heartbeat.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -30,6 +33,16 @@ export interface ConsumerDeps extends LifecycleDeps {
   readonly gate?: ExclusiveGate;
   /** Queue name of each priority, to tell which queue a record came from. */
   readonly queueNames: Readonly<Record<Priority, string>>;
+  /** Queue names of the other lanes' priorities (a lane's consumer only gets its own, but may know all). */
+  readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
+  /** The process's limiter (one per process: its tasks share it). Needed when a type `uses` a limit. */
+  readonly limiter?: Limiter;
+}
+
+/** Where a record came from: the queue of a lane and priority. */
+interface Source {
+  readonly lane: string;
+  readonly priority: Priority;
 }
 
 /** The slice of Lambda's context the consumer uses. */
@@ -58,13 +71,30 @@ type RunOutcome =
  * travel as new messages, dead tasks as dead letters.
  */
 export class TaskConsumer {
-  private readonly priorityByQueueName: Map<string, Priority>;
+  private readonly sourceByQueueName: Map<string, Source>;
+  private readonly flow: FlowControl;
 
   constructor(
     private readonly d: ConsumerDeps,
     private readonly lifecycle: TaskLifecycle,
   ) {
-    this.priorityByQueueName = new Map(PRIORITIES.map((p) => [d.queueNames[p], p]));
+    this.sourceByQueueName = new Map(PRIORITIES.map((p) => [d.queueNames[p], { lane: DEFAULT_LANE, priority: p }]));
+    for (const [lane, names] of Object.entries(d.laneQueueNames ?? {})) {
+      for (const p of PRIORITIES) this.sourceByQueueName.set(names[p], { lane, priority: p });
+    }
+    if (d.limiter === undefined && FlowControl.needed(d.registry)) {
+      throw new MissingLimiterError(FlowControl.limitedTypes(d.registry));
+    }
+    this.flow = new FlowControl({
+      registry: d.registry,
+      ...(d.limiter === undefined ? {} : { limiter: d.limiter }),
+      clock: d.clock,
+      random: d.random,
+      logger: d.logger,
+      metrics: d.metrics,
+      maxReceiveCount: d.settings.maxReceiveCount,
+      deferral: { baseSeconds: DEFAULTS.limitDeferBaseSeconds, capSeconds: DEFAULTS.limitDeferCapSeconds },
+    });
   }
 
   async processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse> {
@@ -78,10 +108,10 @@ export class TaskConsumer {
 
   private async processRecord(sqsRecord: SQSRecord, context: InvocationContext): Promise<Disposition> {
     const log = { message_id: sqsRecord.messageId };
-    let priority: Priority;
+    let source: Source;
     let message: TaskMessage;
     try {
-      priority = this.priorityOf(sqsRecord);
+      source = this.sourceOf(sqsRecord);
       message = parseMessage(sqsRecord);
     } catch (err) {
       // Not ours to interpret: leave it, and the queue's redrive policy dead-letters it.
@@ -89,32 +119,50 @@ export class TaskConsumer {
       this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       return 'retry';
     }
+    const { priority, lane } = source;
     const fields = { ...log, task_id: message.task_id, priority };
+    const receiveCount = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
     try {
       const timeoutMs = (message.timeout_seconds ?? DEFAULTS.maxTaskTimeoutSeconds) * 1000;
       if (context.getRemainingTimeInMillis() < timeoutMs + RECORDING_RESERVE_MS) {
         // Not enough time left in this invocation: hand it back untouched, no attempt counted.
-        await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, 0);
+        await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, 0, lane);
         this.d.logger.info('released: not enough invocation time left', fields);
         return 'retry';
       }
-      const claim = await this.lifecycle.claim(message.task_id, message.dispatch_id, {
-        receiveCount: Number(sqsRecord.attributes.ApproximateReceiveCount) || 1,
-        ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }),
-      });
+      const claim = await this.lifecycle.claim(
+        message.task_id,
+        message.dispatch_id,
+        { receiveCount, ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }) },
+        this.flow.admissions(),
+      );
       switch (claim.kind) {
         case 'drop':
           this.d.metrics.count(METRICS.claimsRejected, undefined);
           this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
           return 'ack';
         case 'defer':
-          await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, claim.seconds);
+          await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, claim.seconds, lane);
           this.d.logger.debug('message deferred', { ...fields, seconds: claim.seconds, reason: claim.reason });
           return 'retry';
+        case 'limited': {
+          // Nothing was written: no attempt, no backoff, no claim. Only the message waits.
+          const deferral = this.flow.defer(claim.refusal, claim.record, receiveCount, priority);
+          if (!deferral.refresh) {
+            await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, deferral.seconds, lane);
+            return 'retry';
+          }
+          await this.d.queue.send(priority, message, {
+            delaySeconds: deferral.seconds,
+            type: claim.record.type,
+            ...(claim.record.lane === undefined ? {} : { lane: claim.record.lane }),
+          });
+          return 'ack';
+        }
         case 'crash_loop':
           return 'ack';
         case 'claimed':
-          return await this.run(claim.record, priority, sqsRecord.receiptHandle, context);
+          return await this.run(claim.record, source, sqsRecord.receiptHandle, context, claim.permit);
       }
     } catch (err) {
       if (err instanceof LeaseLostError) {
@@ -125,8 +173,8 @@ export class TaskConsumer {
       }
       // Come back soon rather than after the queue's long visibility timeout, backing off with
       // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
-      const backoff = redeliveryDelaySeconds(Number(sqsRecord.attributes.ApproximateReceiveCount) || 1, this.d.random);
-      await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff).catch(() => {});
+      const backoff = redeliveryDelaySeconds(receiveCount, this.d.random);
+      await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff, lane).catch(() => {});
       this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       this.d.logger.error('infrastructure failure; message left for redelivery', {
         ...fields,
@@ -142,9 +190,25 @@ export class TaskConsumer {
   /** Runs a claimed task under its timeout with a heartbeat, then records the outcome. */
   private async run(
     claimed: TaskRecord,
-    priority: Priority,
+    source: Source,
     receiptHandle: string,
     context: InvocationContext,
+    permit: Permit | undefined,
+  ): Promise<Disposition> {
+    try {
+      return await this.runClaimed(claimed, source, receiptHandle, context, permit);
+    } finally {
+      // After the outcome is written (or the attempt ended otherwise): the next task may start.
+      await this.flow.release(permit);
+    }
+  }
+
+  private async runClaimed(
+    claimed: TaskRecord,
+    { priority, lane }: Source,
+    receiptHandle: string,
+    context: InvocationContext,
+    permit: Permit | undefined,
   ): Promise<Disposition> {
     const fields = { task_id: claimed.task_id, type: claimed.type, attempt: claimed.attempts };
     let def: AnyTaskDefinition;
@@ -168,7 +232,7 @@ export class TaskConsumer {
     // A written claim holds the message for one lease (not the queue's long visibility), so a
     // dead worker's task comes back within a lease. A lazy claim leaves the message as received
     // (invisible for the queue's visibility timeout): its first heartbeat holds it.
-    const holdMessage = () => this.holdMessage(priority, receiptHandle, claimed.task_id);
+    const holdMessage = () => this.holdMessage(priority, lane, receiptHandle, claimed.task_id);
     if (claimWritten(claimed)) await holdMessage();
     const controller = new AbortController();
     const heartbeat = new Heartbeat(
@@ -177,6 +241,7 @@ export class TaskConsumer {
         settings: this.d.settings,
         logger: this.d.logger,
         holdMessage,
+        renewLimits: () => this.flow.renew(permit),
         abort: (r) => controller.abort(r),
       },
       claimed,
@@ -201,6 +266,7 @@ export class TaskConsumer {
             crashes: claimed.crashes ?? 0,
           });
         }
+        await this.flow.waitForStart(permit);
         const started = this.d.clock.now();
         outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
         durationMs = this.d.clock.now() - started;
@@ -213,6 +279,7 @@ export class TaskConsumer {
         await heartbeat.stop();
       }
       return this.finish(heartbeat.current, outcome, {
+        def,
         policy,
         durationMs,
         cancelRequested: heartbeat.cancelRequested,
@@ -231,7 +298,13 @@ export class TaskConsumer {
   private async finish(
     record: TaskRecord,
     outcome: RunOutcome,
-    o: { policy: ResolvedPolicy; durationMs: number; cancelRequested: boolean; fields: Record<string, unknown> },
+    o: {
+      def: AnyTaskDefinition;
+      policy: ResolvedPolicy;
+      durationMs: number;
+      cancelRequested: boolean;
+      fields: Record<string, unknown>;
+    },
   ): Promise<Disposition> {
     this.d.metrics.durationMs(record.type, o.durationMs);
     if (outcome.kind === 'lease_lost') throw outcome.error;
@@ -241,7 +314,7 @@ export class TaskConsumer {
       return 'ack';
     }
     try {
-      await this.record(record, outcome, o.policy, o.durationMs, o.fields);
+      await this.record(record, outcome, o.def, o.policy, o.durationMs, o.fields);
     } catch (err) {
       if (!(err instanceof StoreRejectedError)) throw err;
       // The store refused the outcome itself (it can never be written): fail the task with a
@@ -300,6 +373,7 @@ export class TaskConsumer {
   private async record(
     record: TaskRecord,
     outcome: Exclude<RunOutcome, { kind: 'lease_lost' }>,
+    def: AnyTaskDefinition,
     policy: ResolvedPolicy,
     durationMs: number,
     fields: Record<string, unknown>,
@@ -323,6 +397,8 @@ export class TaskConsumer {
           ? classifyError(new TaskTimeoutError(record.task_id, record.timeout_seconds))
           : classifyError(outcome.error);
     }
+    // A provider's 429 pauses its limit for every worker before this task's retry is even sent.
+    await this.flow.learn(def, record, failure);
     const after = await this.lifecycle.attemptFailed(record, failure, policy, durationMs);
     this.d.logger.warn(`task attempt failed; now ${after.status}`, {
       ...fields,
@@ -332,9 +408,9 @@ export class TaskConsumer {
     });
   }
 
-  private async holdMessage(priority: Priority, receiptHandle: string, taskId: string): Promise<void> {
+  private async holdMessage(priority: Priority, lane: string, receiptHandle: string, taskId: string): Promise<void> {
     try {
-      await this.d.queue.changeVisibility(priority, receiptHandle, this.d.settings.leaseSeconds);
+      await this.d.queue.changeVisibility(priority, receiptHandle, this.d.settings.leaseSeconds, lane);
     } catch (err) {
       // The table's lease is the truth; visibility only speeds up recovery after a crash.
       const level = err instanceof MessageGoneError ? 'info' : 'warn';
@@ -342,12 +418,12 @@ export class TaskConsumer {
     }
   }
 
-  private priorityOf(r: SQSRecord): Priority {
+  private sourceOf(r: SQSRecord): Source {
     const name = r.eventSourceARN.split(':').pop() ?? '';
-    const p = this.priorityByQueueName.get(name);
-    if (p === undefined)
+    const s = this.sourceByQueueName.get(name);
+    if (s === undefined)
       throw new UnprocessableMessageError(`record from unknown queue ${r.eventSourceARN}`, r.messageId);
-    return p;
+    return s;
   }
 }
 

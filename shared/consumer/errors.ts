@@ -15,3 +15,12 @@ export class UnprocessableMessageError extends ConsumerError {
     super(`${message} (message ${messageId})`, { messageId, cause });
   }
 }
+
+/** A task type uses a limit, but the consumer was built without a limiter (no limits table configured). */
+export class MissingLimiterError extends ConsumerError {
+  constructor(types: readonly string[]) {
+    super(
+      `task types ${types.join(', ')} use limits, but this consumer has no limiter: set KAJ_LIMITS_TABLE_NAME (the stack does)`,
+    );
+  }
+}

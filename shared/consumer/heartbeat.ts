@@ -10,6 +10,8 @@ export interface HeartbeatDeps {
   readonly logger: Logger;
   /** Extends the message's visibility (best effort: the table's lease is the truth). */
   readonly holdMessage: () => Promise<void>;
+  /** Extends the leases of the task's concurrency slots (flow control); best effort, never throws. */
+  readonly renewLimits?: () => Promise<void>;
   /** Called once when the task must stop: a cancel request, or the lease lost to another worker. */
   readonly abort: (reason: TaskCancelledError | LeaseLostError) => void;
 }
@@ -126,6 +128,7 @@ export class Heartbeat {
     }
     this.record = stored;
     if (stored.cancel_requested === true) this.cancelled();
+    await this.d.renewLimits?.();
   }
 
   private async poll(): Promise<void> {

@@ -14,13 +14,22 @@ export interface TaskMessage {
    * message is younger than the send-first window, and drops it after (docs/reliability.md).
    */
   readonly sent_at?: number;
+  /**
+   * The task's tenant, when it has one: the message group id on SQS (fair queues), and what a
+   * consumer needs to find a tenant-keyed limit full without reading the task first.
+   */
+  readonly tenant?: string;
 }
+
+/** Tenants: what SQS takes as a message group id (1-128 printable ASCII characters, no spaces). */
+export const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 export const taskMessageSchema = z.object({
   task_id: z.string().min(1).max(128),
   dispatch_id: z.string().min(1).max(128),
   timeout_seconds: z.number().int().positive().optional(),
   sent_at: z.number().int().nonnegative().optional(),
+  tenant: z.string().regex(TENANT_PATTERN).optional(),
 });
 
 /** What a dead-letter message says about the task it stands for. */

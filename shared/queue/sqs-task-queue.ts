@@ -5,6 +5,7 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { DEFAULT_LANE, type LaneQueueUrls } from '../config/lanes.js';
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
 import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from './message.js';
@@ -14,8 +15,12 @@ import type { FailedSend, OutgoingMessage, TaskQueue } from './task-queue.js';
 export const MAX_BATCH_ENTRIES = 10;
 
 export interface QueueUrls {
+  /** The default lane's queues. */
   readonly queues: Readonly<Record<Priority, string>>;
+  /** One DLQ per priority, shared by every lane. */
   readonly deadLetterQueues: Readonly<Record<Priority, string>>;
+  /** The queues of the other lanes (`shared/config/lanes.ts`). */
+  readonly lanes?: LaneQueueUrls;
 }
 
 const GONE = new Set([
@@ -25,21 +30,41 @@ const GONE = new Set([
   'AWS.SimpleQueueService.MessageNotInflight',
 ]);
 
-/** `TaskQueue` on SQS standard queues, one per priority, each with its own DLQ. */
+/**
+ * `TaskQueue` on SQS standard queues: per lane one queue per priority, one DLQ per priority.
+ * A message goes to its task's lane (the record's `lane`, set at submit from its type); a task
+ * with a tenant is sent with the tenant as its message group id, which makes SQS serve the
+ * tenants of a standard queue fairly (fair queues).
+ */
 export class SqsTaskQueue implements TaskQueue {
   constructor(
     private readonly client: SQSClient,
     private readonly urls: QueueUrls,
   ) {}
 
-  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
+  /**
+   * The queue of a lane and priority. A lane this process has no URLs for (a type moved to a new
+   * lane before every function learnt it) falls back to the default lane's queue: the task still
+   * runs, on the default consumer, rather than being lost.
+   */
+  private queueUrl(priority: Priority, lane: string | undefined): string {
+    if (lane === undefined || lane === DEFAULT_LANE) return this.urls.queues[priority];
+    return this.urls.lanes?.[lane]?.[priority] ?? this.urls.queues[priority];
+  }
+
+  async send(
+    priority: Priority,
+    message: TaskMessage,
+    options: { delaySeconds: number; type: string; lane?: string },
+  ): Promise<void> {
     try {
       await this.client.send(
         new SendMessageCommand({
-          QueueUrl: this.urls.queues[priority],
+          QueueUrl: this.queueUrl(priority, options.lane),
           MessageBody: JSON.stringify(message),
           DelaySeconds: delayOf(options.delaySeconds),
           MessageAttributes: taskAttributes(message, options.type, priority),
+          ...groupOf(message),
         }),
       );
     } catch (err) {
@@ -51,14 +76,26 @@ export class SqsTaskQueue implements TaskQueue {
   }
 
   async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
-    const batches: OutgoingMessage[][] = [];
-    for (let i = 0; i < entries.length; i += MAX_BATCH_ENTRIES) batches.push(entries.slice(i, i + MAX_BATCH_ENTRIES));
-    const failed = await Promise.all(batches.map((batch) => this.sendBatch(priority, batch)));
+    // One queue per lane: a batch request goes to one queue.
+    const byLane = new Map<string, OutgoingMessage[]>();
+    for (const e of entries) {
+      const lane = e.lane ?? DEFAULT_LANE;
+      const list = byLane.get(lane) ?? [];
+      list.push(e);
+      byLane.set(lane, list);
+    }
+    const batches: { url: string; batch: OutgoingMessage[] }[] = [];
+    for (const [lane, list] of byLane) {
+      const url = this.queueUrl(priority, lane);
+      for (let i = 0; i < list.length; i += MAX_BATCH_ENTRIES)
+        batches.push({ url, batch: list.slice(i, i + MAX_BATCH_ENTRIES) });
+    }
+    const failed = await Promise.all(batches.map((b) => this.sendBatch(priority, b.url, b.batch)));
     return failed.flat();
   }
 
   /** One SendMessageBatch; the entries it did not send. Entry ids are positions in the batch. */
-  private async sendBatch(priority: Priority, batch: readonly OutgoingMessage[]): Promise<FailedSend[]> {
+  private async sendBatch(priority: Priority, url: string, batch: readonly OutgoingMessage[]): Promise<FailedSend[]> {
     let out: {
       Successful?: { Id?: string }[];
       Failed?: { Id?: string; Code?: string; Message?: string; SenderFault?: boolean }[];
@@ -66,12 +103,13 @@ export class SqsTaskQueue implements TaskQueue {
     try {
       out = await this.client.send(
         new SendMessageBatchCommand({
-          QueueUrl: this.urls.queues[priority],
+          QueueUrl: url,
           Entries: batch.map((e, i) => ({
             Id: String(i),
             MessageBody: JSON.stringify(e.message),
             DelaySeconds: delayOf(e.delaySeconds),
             MessageAttributes: taskAttributes(e.message, e.type, priority),
+            ...groupOf(e.message),
           })),
         }),
       );
@@ -131,11 +169,16 @@ export class SqsTaskQueue implements TaskQueue {
     }
   }
 
-  async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
+  async changeVisibility(
+    priority: Priority,
+    receiptHandle: string,
+    seconds: number,
+    lane: string = DEFAULT_LANE,
+  ): Promise<void> {
     try {
       await this.client.send(
         new ChangeMessageVisibilityCommand({
-          QueueUrl: this.urls.queues[priority],
+          QueueUrl: this.queueUrl(priority, lane),
           ReceiptHandle: receiptHandle,
           VisibilityTimeout: Math.max(0, Math.min(43_200, Math.ceil(seconds))),
         }),
@@ -148,6 +191,11 @@ export class SqsTaskQueue implements TaskQueue {
       });
     }
   }
+}
+
+/** The message group of a tenant's task (SQS fair queues on a standard queue). */
+function groupOf(message: TaskMessage): { MessageGroupId?: string } {
+  return message.tenant === undefined ? {} : { MessageGroupId: message.tenant };
 }
 
 /** Whole seconds within SQS's 0-900. */

@@ -9,6 +9,8 @@ export interface OutgoingMessage {
   readonly delaySeconds: number;
   /** The task's type, for the message attributes. */
   readonly type: string;
+  /** The task's lane (its record's `lane`). @default the default lane */
+  readonly lane?: string;
 }
 
 /** An entry {@link TaskQueue.sendMany} did not send, and why. */
@@ -24,8 +26,12 @@ export interface FailedSend {
 
 /** The queue contract the domain uses. `SqsTaskQueue` implements it on SQS. */
 export interface TaskQueue {
-  /** Sends a task message to its priority queue, invisible for `delaySeconds` (0-900). */
-  send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void>;
+  /** Sends a task message to its priority queue in its lane, invisible for `delaySeconds` (0-900). */
+  send(
+    priority: Priority,
+    message: TaskMessage,
+    options: { delaySeconds: number; type: string; lane?: string },
+  ): Promise<void>;
   /**
    * Sends many messages to one priority queue as `send` would each, in as few requests as the
    * service allows (SQS: SendMessageBatch, 10 a request, the requests concurrent). Entries
@@ -36,6 +42,9 @@ export interface TaskQueue {
   sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]>;
   /** Writes a dead letter to the DLQ of the task's priority, with attributes the admin CLI reads. */
   sendDead(letter: DeadLetter): Promise<void>;
-  /** Sets the remaining invisibility of a received message. @throws MessageGoneError */
-  changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void>;
+  /**
+   * Sets the remaining invisibility of a message received from the queue of `priority` in `lane`
+   * (@default the default lane). @throws MessageGoneError
+   */
+  changeVisibility(priority: Priority, receiptHandle: string, seconds: number, lane?: string): Promise<void>;
 }

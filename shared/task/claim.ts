@@ -1,4 +1,5 @@
 import { METRICS } from '../config/metrics.js';
+import type { Permit, Refusal } from '../limit/limiter.js';
 import { afterCrash } from '../retry/decide.js';
 import { ConditionFailedError } from '../store/errors.js';
 import {
@@ -24,13 +25,33 @@ export type ClaimOutcome =
    * a task that crashed a worker before, a reclaim), or still `queued`/`retrying` for a lazy
    * claim — nothing written yet; the first heartbeat writes the claim (docs/reliability.md).
    */
-  | { readonly kind: 'claimed'; readonly record: TaskRecord }
+  | { readonly kind: 'claimed'; readonly record: TaskRecord; readonly permit?: Permit }
   /** Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled. */
   | { readonly kind: 'drop'; readonly reason: string }
   /** Look again in `seconds`: another worker holds a live lease, or the record's write is still landing. */
   | { readonly kind: 'defer'; readonly seconds: number; readonly reason: string }
   /** The task crashed its workers too often and was failed here; acknowledge the message. */
-  | { readonly kind: 'crash_loop'; readonly record: TaskRecord };
+  | { readonly kind: 'crash_loop'; readonly record: TaskRecord }
+  /**
+   * Its limits refused it: nothing was written (no attempt, no claim); the consumer defers the
+   * message (docs/flow-control.md). `record` is the task as read.
+   */
+  | { readonly kind: 'limited'; readonly record: TaskRecord; readonly refusal: Refusal };
+
+/** What a task's limits answer before it is claimed. */
+export type Admission =
+  | { readonly kind: 'granted'; readonly permit: Permit }
+  | { readonly kind: 'refused'; readonly refusal: Refusal };
+
+/**
+ * The consumer's flow control, as the claim sees it: asked right before a task would be claimed
+ * (after every check that could drop or defer it), so a refused task costs no write.
+ */
+export interface Admissions {
+  admit(record: TaskRecord): Promise<Admission>;
+  /** Gives back what `admit` took, when the claim does not happen after all. Never throws. */
+  release(permit: Permit): Promise<void>;
+}
 
 /** Pauses before looking again for a record whose write follows its message (send first, then put). */
 const WRITE_LANDING_PAUSES_MS = [25, 100, 250] as const;
@@ -65,6 +86,13 @@ export function claimWritten(record: TaskRecord): boolean {
  * fencing token (`lease_token`). A worker that vanished is detected at the next claim and its
  * crash recorded (held against the task only if it ran alone — docs/reliability.md, "Crash loops").
  */
+/**
+ * Crashes of workers that ran this task among others before its attempts run alone. A task that
+ * really kills its worker takes one more shared run (and the tasks beside it one more re-run)
+ * before it is found out; a healthy task must be on two dying workers to lose its share.
+ */
+export const SHARED_CRASHES_BEFORE_SOLO = 2;
+
 export class TaskClaims {
   constructor(
     private readonly d: LifecycleDeps,
@@ -75,7 +103,12 @@ export class TaskClaims {
    * Claims the task a message stands for. A task with a cancel request is never claimed: it
    * ends `cancelled` here, without running.
    */
-  async claim(taskId: string, dispatchId: string, delivery: Delivery = { receiveCount: 1 }): Promise<ClaimOutcome> {
+  async claim(
+    taskId: string,
+    dispatchId: string,
+    delivery: Delivery = { receiveCount: 1 },
+    admissions?: Admissions,
+  ): Promise<ClaimOutcome> {
     let current = await this.d.store.get(taskId);
     // A message often arrives before the write its sender made right after sending it (send
     // first, then put): on a fresh first delivery, look again up to three times within ~375 ms
@@ -89,7 +122,7 @@ export class TaskClaims {
         current = await this.d.store.get(taskId);
       }
     }
-    return this.decide(current, dispatchId, delivery, this.d.clock.now(), true);
+    return this.decide(current, dispatchId, delivery, this.d.clock.now(), true, admissions);
   }
 
   /**
@@ -137,9 +170,14 @@ export class TaskClaims {
     return isCancelled(current, record);
   }
 
-  /** True when the task crashed a worker before: its next attempts run alone on their worker. */
+  /**
+   * True when the task's next attempts run alone on their worker: it crashed a worker while
+   * alone before, or was on {@link SHARED_CRASHES_BEFORE_SOLO} workers that died under several
+   * tasks. One shared crash is no evidence: a worker killed under forty tasks (a deploy, a host
+   * failure) would otherwise make forty suspects that each run alone, serialising their workers.
+   */
   isSuspect(record: TaskRecord): boolean {
-    return (record.crashes ?? 0) + (record.unattributed_crashes ?? 0) > 0;
+    return (record.crashes ?? 0) > 0 || (record.unattributed_crashes ?? 0) >= SHARED_CRASHES_BEFORE_SOLO;
   }
 
   /**
@@ -161,6 +199,7 @@ export class TaskClaims {
     delivery: Delivery,
     now: number,
     mayClaim: boolean,
+    admissions?: Admissions,
   ): Promise<ClaimOutcome> {
     if (current === undefined) return this.awaitWrite(delivery, now, 'task not found');
     if (current.dispatch_id !== dispatchId) {
@@ -177,12 +216,40 @@ export class TaskClaims {
       if (leaseLive) {
         return { kind: 'defer', seconds: Math.ceil((leaseUntil - now) / 1000) + 1, reason: 'held by another worker' };
       }
-      return this.reclaimAfterCrash(current, now);
+      return this.reclaimAfterCrash(current, now, admissions);
     }
     // queued/retrying with this dispatch.
     if (!mayClaim) return { kind: 'defer', seconds: 1, reason: 'the claim raced another write' };
-    if (delivery.receiveCount > 1 || this.isSuspect(current)) return this.claimNow(current, delivery, now);
-    return { kind: 'claimed', record: { ...current, attempts: current.attempts + 1, started_at: iso(now) } };
+    return this.admitted(current, admissions, async () => {
+      if (delivery.receiveCount > 1 || this.isSuspect(current)) return this.claimNow(current, delivery, now);
+      return { kind: 'claimed', record: { ...current, attempts: current.attempts + 1, started_at: iso(now) } };
+    });
+  }
+
+  /**
+   * Runs `claimIt` once the task's limits admit it, and hands their permit on with the claim. A
+   * refusal writes nothing; a claim that does not happen after all gives the permit back.
+   */
+  private async admitted(
+    current: TaskRecord,
+    admissions: Admissions | undefined,
+    claimIt: () => Promise<ClaimOutcome>,
+  ): Promise<ClaimOutcome> {
+    if (admissions === undefined) return claimIt();
+    const admission = await admissions.admit(current);
+    if (admission.kind === 'refused') return { kind: 'limited', record: current, refusal: admission.refusal };
+    let outcome: ClaimOutcome;
+    try {
+      outcome = await claimIt();
+    } catch (err) {
+      await admissions.release(admission.permit);
+      throw err;
+    }
+    if (outcome.kind !== 'claimed') {
+      await admissions.release(admission.permit);
+      return outcome;
+    }
+    return { ...outcome, permit: admission.permit };
   }
 
   /**
@@ -251,10 +318,11 @@ export class TaskClaims {
   /**
    * The previous worker's lease ran out without an outcome: it crashed, was killed, or timed out.
    * The crash counts against the task only if it ran alone on that worker (`solo`): a worker
-   * killed under ten tasks is no evidence against any one of them. Any crash makes the next
-   * attempt run alone, so a task that really kills its worker is found out within its limit.
+   * killed under ten tasks is no evidence against any one of them. A second shared crash (or any
+   * crash while alone) makes the next attempts run alone, so a task that really kills its worker
+   * is found out within its limit.
    */
-  private async reclaimAfterCrash(current: TaskRecord, now: number): Promise<ClaimOutcome> {
+  private async reclaimAfterCrash(current: TaskRecord, now: number, admissions?: Admissions): Promise<ClaimOutcome> {
     const attributed = current.solo === true;
     const crashes = (current.crashes ?? 0) + (attributed ? 1 : 0);
     const limit = current.crash_limit ?? this.d.settings.crashLoopReceives;
@@ -262,7 +330,7 @@ export class TaskClaims {
       name: 'WorkerCrashError',
       message: attributed
         ? `the worker stopped during attempt ${current.attempts}, which ran alone (crash, kill, OOM or timeout); crashed the worker ${crashes} time(s)`
-        : `the worker stopped during attempt ${current.attempts} while running other tasks too (crash, kill, OOM or timeout); the next attempt runs alone`,
+        : `the worker stopped during attempt ${current.attempts} while running other tasks too (crash, kill, OOM or timeout); not held against the task`,
       retryable: true,
       code: 'CRASH',
     };
@@ -294,28 +362,47 @@ export class TaskClaims {
         await this.outbox.dispatchQuietly(failed);
         return { kind: 'crash_loop', record: failed };
       }
-      const record = await this.d.store.update(
-        current.task_id,
-        {
-          set: {
-            status: transition('running', 'claim'),
-            lease_until: now + this.d.settings.leaseSeconds * 1000,
-            started_at: iso(now),
-            updated_at: iso(now),
-            last_error: error,
-            history,
-          },
-          add: { attempts: 1, lease_token: 1, ...counter },
-          remove: ['solo'],
-        },
-        fence,
+      return await this.admitted(current, admissions, () =>
+        this.reclaim(current, now, { history, error, counter, fence, crashes, attributed }),
       );
-      this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes, attributed });
-      return { kind: 'claimed', record };
     } catch (err) {
       if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
       throw err;
     }
+  }
+
+  /** The reclaim write of `reclaimAfterCrash`: the next attempt, with the crash on the record. */
+  private async reclaim(
+    current: TaskRecord,
+    now: number,
+    w: {
+      history: AttemptRecord[];
+      error: ErrorInfo;
+      counter: { crashes: number } | { unattributed_crashes: number };
+      fence: { leaseToken: number; orLeaseExpiredBefore: number };
+      crashes: number;
+      attributed: boolean;
+    },
+  ): Promise<ClaimOutcome> {
+    const { history, error, counter, fence, crashes, attributed } = w;
+    const record = await this.d.store.update(
+      current.task_id,
+      {
+        set: {
+          status: transition('running', 'claim'),
+          lease_until: now + this.d.settings.leaseSeconds * 1000,
+          started_at: iso(now),
+          updated_at: iso(now),
+          last_error: error,
+          history,
+        },
+        add: { attempts: 1, lease_token: 1, ...counter },
+        remove: ['solo'],
+      },
+      fence,
+    );
+    this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes, attributed });
+    return { kind: 'claimed', record };
   }
 }
 

@@ -1,10 +1,16 @@
 import type * as z from 'zod';
+import { DEFAULT_LANE, type LaneDeclarations } from '../config/lanes.js';
 import { DEFAULTS, type Priority } from '../config/resources.js';
+import type { LimitDeclarations, LimitKeyContext, LimitUseDeclaration } from '../limit/declaration.js';
+import type { LimitUse } from '../limit/limiter.js';
+import { type LimitSpec, resolveLimits } from '../limit/spec.js';
 import type { Logger } from '../runtime/logger.js';
 import type { ScheduleDeclaration } from '../schedule/declaration.js';
 import { TaskDefinitionError, UnknownTaskTypeError } from './errors.js';
 
 export { PermanentError, RetryableError } from '../retry/errors.js';
+export { defineLanes } from '../config/lanes.js';
+export { defineLimits } from '../limit/spec.js';
 
 /** What a handler gets besides its payload. */
 export interface TaskContext {
@@ -53,6 +59,18 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> ex
   readonly description?: string;
   /** Schedules that create tasks of this type, synced to the schedules table (README, "Schedules"). */
   readonly schedules?: readonly ScheduleDeclaration[];
+  /**
+   * The lane whose queues and consumer run this type (`tasks/lanes.ts`; README, "Lanes and limits").
+   * @default the default lane
+   */
+  readonly lane?: string;
+  /**
+   * The limits (`tasks/limits.ts`) a task of this type holds while it runs: names, or
+   * `{ limit, key }` to split a limit per payload value or tenant. A task that cannot get them is
+   * deferred (its message comes back later), never failed for it.
+   * @example uses: ['email_provider', { limit: 'per_tenant', key: (p, t) => t.tenant ?? p.account }]
+   */
+  readonly uses?: readonly LimitUseDeclaration<z.infer<S>>[];
 }
 
 /** The policy of a type with every default filled in. */
@@ -120,15 +138,94 @@ export function resolvePolicy(def: TaskPolicy): ResolvedPolicy {
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds every payload schema; handlers get parsed payloads
 export type AnyTaskDefinition = TaskDefinition<any, unknown>;
 
+/** What a deployment declares besides its task types (`tasks/index.ts`). */
+export interface RegistryOptions {
+  /** `tasks/lanes.ts`. @default no lanes but the default one */
+  readonly lanes?: LaneDeclarations;
+  /** `tasks/limits.ts`. @default no limits */
+  readonly limits?: LimitDeclarations;
+}
+
 /** The set of task types a deployment knows. Built once from `tasks/index.ts`. */
 export class TaskRegistry {
   private readonly byType = new Map<string, AnyTaskDefinition>();
+  readonly lanes: LaneDeclarations;
+  /** The limits, resolved (rates parsed), by name. */
+  readonly limits: ReadonlyMap<string, LimitSpec>;
 
-  constructor(definitions: readonly AnyTaskDefinition[]) {
+  constructor(definitions: readonly AnyTaskDefinition[], options: RegistryOptions = {}) {
+    this.lanes = options.lanes ?? {};
+    this.limits = resolveLimits(options.limits ?? {});
     for (const def of definitions) {
       if (this.byType.has(def.type)) throw new TaskDefinitionError(`task type "${def.type}" is registered twice`);
+      const where = `task type "${def.type}"`;
+      if (def.lane !== undefined && def.lane !== DEFAULT_LANE && !(def.lane in this.lanes)) {
+        throw new TaskDefinitionError(
+          `${where}: lane "${def.lane}" is not declared (lanes: ${Object.keys(this.lanes).join(', ') || 'none'}; see tasks/lanes.ts)`,
+        );
+      }
+      const laneTimeout = def.lane === undefined ? undefined : this.lanes[def.lane]?.timeoutSeconds;
+      const taskTimeout = def.timeoutSeconds ?? DEFAULTS.taskTimeoutSeconds;
+      if (laneTimeout !== undefined && taskTimeout + 30 > laneTimeout) {
+        // The consumer must outlive the handler's timeout by the time it takes to record the outcome.
+        throw new TaskDefinitionError(
+          `${where}: timeoutSeconds ${taskTimeout} does not fit lane "${def.lane}" (its consumer times out after ${laneTimeout} s; leave 30 s)`,
+        );
+      }
+      const seen = new Set<string>();
+      for (const use of def.uses ?? []) {
+        const name = typeof use === 'string' ? use : use.limit;
+        if (!this.limits.has(name)) {
+          throw new TaskDefinitionError(
+            `${where}: uses limit "${name}", which is not declared (limits: ${[...this.limits.keys()].join(', ') || 'none'}; see tasks/limits.ts)`,
+          );
+        }
+        if (seen.has(name)) throw new TaskDefinitionError(`${where}: uses limit "${name}" twice`);
+        seen.add(name);
+        if (typeof use !== 'string' && typeof use.key !== 'function') {
+          throw new TaskDefinitionError(`${where}: the key of limit "${name}" must be a function`);
+        }
+      }
       this.byType.set(def.type, def);
     }
+  }
+
+  /** The lane of a type; the default lane for a type that names none (or is unknown here). */
+  laneOf(type: string): string {
+    return this.byType.get(type)?.lane ?? DEFAULT_LANE;
+  }
+
+  /**
+   * The limits a task of `def` holds, each with its key for this payload and tenant.
+   * @throws TaskDefinitionError when a key function throws or gives no usable key (1-128 characters)
+   */
+  limitUses(def: AnyTaskDefinition, payload: unknown, task: LimitKeyContext): LimitUse[] {
+    const uses: LimitUse[] = [];
+    for (const use of def.uses ?? []) {
+      const name = typeof use === 'string' ? use : use.limit;
+      const spec = this.limits.get(name);
+      if (spec === undefined) continue; // checked in the constructor
+      if (typeof use === 'string') {
+        uses.push({ spec });
+        continue;
+      }
+      let key: unknown;
+      try {
+        key = use.key(payload, task);
+      } catch (err) {
+        throw new TaskDefinitionError(`task type "${def.type}": the key of limit "${name}" threw: ${String(err)}`, {
+          cause: err,
+        });
+      }
+      if (typeof key === 'number' && Number.isFinite(key)) key = String(key);
+      if (typeof key !== 'string' || key.length === 0 || key.length > 128) {
+        throw new TaskDefinitionError(
+          `task type "${def.type}": the key of limit "${name}" must be a string of 1-128 characters, got ${typeof key === 'string' ? `"${key.slice(0, 40)}"` : typeof key}`,
+        );
+      }
+      uses.push({ spec, key });
+    }
+    return uses;
   }
 
   /** @throws UnknownTaskTypeError */

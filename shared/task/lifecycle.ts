@@ -1,6 +1,6 @@
 import type { Priority } from '../config/resources.js';
 import type { Classification } from '../retry/classify.js';
-import { TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
+import { type Admissions, TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { OutboxTarget, TaskRecord } from './model.js';
@@ -9,7 +9,7 @@ import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
 
-export type { ClaimOutcome, Delivery } from './claim.js';
+export type { Admission, Admissions, ClaimOutcome, Delivery } from './claim.js';
 export { claimWritten } from './claim.js';
 export type { LifecycleDeps } from './lifecycle-deps.js';
 export { deadLetterOf } from './outbox.js';
@@ -66,8 +66,8 @@ export class TaskLifecycle {
   }
 
   // --- claim.ts
-  claim(taskId: string, dispatchId: string, delivery?: Delivery): Promise<ClaimOutcome> {
-    return this.claims.claim(taskId, dispatchId, delivery);
+  claim(taskId: string, dispatchId: string, delivery?: Delivery, admissions?: Admissions): Promise<ClaimOutcome> {
+    return this.claims.claim(taskId, dispatchId, delivery, admissions);
   }
   heartbeat(record: TaskRecord): Promise<TaskRecord> {
     return this.claims.heartbeat(record);

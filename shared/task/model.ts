@@ -50,6 +50,17 @@ export interface TaskRecord {
   last_error?: ErrorInfo;
   history: AttemptRecord[];
   idempotency_key?: string;
+  /**
+   * The tenant the task belongs to (API field `tenant`): on AWS the SQS message group id of its
+   * messages (fair queues: one tenant's backlog does not starve the others' tasks), and a key
+   * that limits can be split by (`defineTask({ uses: [{ limit, key: (p, t) => t.tenant }] })`).
+   */
+  tenant?: string;
+  /**
+   * The lane whose queues carry the task's messages (`defineTask({ lane })`, fixed at submit);
+   * absent for the default lane. Every send of the task (retries, the sweeper, a redrive) goes there.
+   */
+  lane?: string;
   /** Hash of the submitted request: a replay with the same key must match it. */
   fingerprint: string;
   /** Fencing token: incremented by every claim; every later write of that attempt is conditioned on it. */
@@ -131,6 +142,7 @@ export type TaskView = Pick<
   | 'type'
   | 'status'
   | 'priority'
+  | 'tenant'
   | 'attempts'
   | 'max_attempts'
   | 'run_at'
@@ -157,6 +169,7 @@ export function toView(r: TaskRecord): TaskView {
     updated_at: r.updated_at,
     history: r.history,
   };
+  if (r.tenant !== undefined) view.tenant = r.tenant;
   if (r.started_at !== undefined) view.started_at = r.started_at;
   if (r.finished_at !== undefined) view.finished_at = r.finished_at;
   if (r.result !== undefined) view.result = r.result;

@@ -158,8 +158,9 @@ export class TaskOutbox {
         dispatch_id: record.dispatch_id,
         timeout_seconds: record.timeout_seconds,
         sent_at: this.d.clock.now(),
+        ...(record.tenant === undefined ? {} : { tenant: record.tenant }),
       },
-      { delaySeconds, type: record.type },
+      { delaySeconds, type: record.type, ...(record.lane === undefined ? {} : { lane: record.lane }) },
     );
   }
 

@@ -4,6 +4,8 @@ import { DEFAULTS, PRIORITIES, type Priority } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
 import { TaskAlreadyExistsError } from '../store/errors.js';
 import type { TaskRegistry } from './define.js';
+import { DEFAULT_LANE } from '../config/lanes.js';
+import { TENANT_PATTERN } from '../queue/message.js';
 import { nextDispatchId } from './changes.js';
 import { resolvePolicy } from './define.js';
 import { IdempotencyConflictError, PayloadTooLargeError, TaskError, ValidationError } from './errors.js';
@@ -30,6 +32,7 @@ export const submitRequestSchema = z.strictObject({
     .optional(),
   max_attempts: z.number().int().min(1).max(DEFAULTS.maxAttemptsLimit).optional(),
   timeout_seconds: z.number().int().min(1).max(DEFAULTS.maxTaskTimeoutSeconds).optional(),
+  tenant: z.string().regex(TENANT_PATTERN, 'must be 1-128 printable ASCII characters without spaces').optional(),
 });
 
 export type SubmitRequest = z.infer<typeof submitRequestSchema>;
@@ -141,6 +144,9 @@ export class TaskSubmitter {
       dispatch_id: nextDispatchId(this.d.random),
     };
     if (req.idempotency_key !== undefined) record.idempotency_key = req.idempotency_key;
+    if (req.tenant !== undefined) record.tenant = req.tenant;
+    const lane = this.d.registry.laneOf(req.type);
+    if (lane !== DEFAULT_LANE) record.lane = lane;
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
 
     return this.accept(record, (existing) => {
@@ -189,6 +195,8 @@ export class TaskSubmitter {
       scheduled_time: scheduledTime,
     };
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
+    const lane = this.d.registry.laneOf(run.type);
+    if (lane !== DEFAULT_LANE) record.lane = lane;
     return this.accept(record, () => {});
   }
 

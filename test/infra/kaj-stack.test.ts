@@ -87,6 +87,18 @@ function resourcesOf(s: SynthesizedKaj, functionId: string, action: string): unk
 
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 
+/** The lanes besides the default one (the stacks use the example deployment's, `tasks/lanes.ts`). */
+const otherLanes = (s: SynthesizedKaj) => Object.keys(s.stack.laneQueues);
+/** The main queues of every lane: the default lane's three, then three per other lane. */
+const allMainQueueArns = (s: SynthesizedKaj) =>
+  [s.stack.taskQueues, ...Object.values(s.stack.laneQueues)].flatMap((lane) =>
+    PRIORITIES.map((p) => getAtt(s.logicalId(lane.queues[p]))),
+  );
+/** A list in a fixed order: CDK sorts a statement's resources once there are several. */
+const sorted = (v: unknown[]) => [...v].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+/** Every consumer: the default lane's, then each other lane's. */
+const consumers = (s: SynthesizedKaj) => [s.stack.consumer, ...Object.values(s.stack.laneConsumers)];
+
 describe('queues', () => {
   it('one queue per priority, named from resourceNames, with its own DLQ and maxReceiveCount', () => {
     const names = resourceNames('kaj');
@@ -107,19 +119,24 @@ describe('queues', () => {
     }
   });
 
-  it('each DLQ accepts only its own priority queue as redrive source', () => {
+  it("each DLQ accepts only its own priority's queues as redrive sources: the default lane's, then each lane's", () => {
+    expect(otherLanes(base).length).toBeGreaterThan(0);
     for (const p of PRIORITIES) {
       const dlq = base.resources[base.logicalId(base.stack.taskQueues.deadLetterQueues[p])]!;
       const policy = dlq.Properties.RedriveAllowPolicy as { redrivePermission: string; sourceQueueArns: unknown[] };
       expect(policy.redrivePermission).toBe('byQueue');
-      expect(policy.sourceQueueArns).toHaveLength(1);
+      expect(policy.sourceQueueArns).toHaveLength(1 + otherLanes(base).length);
       expect(JSON.stringify(policy.sourceQueueArns[0])).toContain(`:${resourceNames('kaj').queues[p]}"`);
+      otherLanes(base).forEach((lane, i) => {
+        expect(JSON.stringify(policy.sourceQueueArns[i + 1])).toContain(`:kaj-${lane}-lane-${p}"`);
+      });
     }
   });
 
   it('every queue uses SSE-SQS and denies non-TLS access', () => {
     const queues = ofType(base, 'AWS::SQS::Queue');
-    expect(queues.length).toBe(PRIORITIES.length * 2);
+    // Three DLQs, and three main queues per lane (the default one and each declared lane).
+    expect(queues.length).toBe(PRIORITIES.length * (2 + otherLanes(base).length));
     for (const [id, q] of queues) {
       expect(q.Properties.SqsManagedSseEnabled, id).toBe(true);
       const policies = ofType(base, 'AWS::SQS::QueuePolicy').filter(([, pol]) =>
@@ -178,7 +195,7 @@ describe('event source mappings', () => {
   it('every mapped queue has a visibility timeout >= the function timeout (read from the template)', () => {
     for (const s of [base, variant]) {
       const mappings = ofType(s, 'AWS::Lambda::EventSourceMapping');
-      expect(mappings).toHaveLength(PRIORITIES.length);
+      expect(mappings).toHaveLength(PRIORITIES.length * (1 + otherLanes(s).length));
       for (const [, m] of mappings) {
         const queue = s.resources[(m.Properties.EventSourceArn as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0]]!;
         const fn = s.resources[(m.Properties.FunctionName as { Ref: string }).Ref]!;
@@ -236,7 +253,7 @@ describe('task table', () => {
 describe('least privilege', () => {
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
-  it('the API can read/write single task items and schedules, list schedules and send to the priority queues, nothing else', () => {
+  it("the API can read/write single task items and schedules, list schedules and send to every lane's priority queues, nothing else", () => {
     const id = base.logicalId(base.stack.api.handler);
     expect(grantedActions(base, id)).toEqual(
       [
@@ -254,18 +271,18 @@ describe('least privilege', () => {
     expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn]);
     expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn]);
     expect(resourcesOf(base, id, 'dynamodb:DeleteItem')).toEqual([schedulesArn]);
-    expect(resourcesOf(base, id, 'sqs:SendMessage')).toEqual(
-      expect.arrayContaining(PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.queues[p])))),
-    );
-    expect(resourcesOf(base, id, 'sqs:SendMessage')).toHaveLength(PRIORITIES.length);
+    expect(sorted(resourcesOf(base, id, 'sqs:SendMessage'))).toEqual(sorted(allMainQueueArns(base)));
+    // Nothing on the limits table: no API route reads it yet.
+    expect(JSON.stringify(roleStatements(base, id))).not.toContain(base.logicalId(base.stack.limitTable.table));
   });
 
-  it('the consumer can update tasks, lease/requeue/poll its queues and dead-letter, but not PutItem', () => {
+  it('the consumer can update tasks, lease/requeue/poll its queues, dead-letter and enforce limits, but not PutItem a task', () => {
     const id = base.logicalId(base.stack.consumer.handler);
     expect(grantedActions(base, id)).toEqual(
       [
         ...LOGS,
         'dynamodb:GetItem',
+        'dynamodb:PutItem',
         'dynamodb:UpdateItem',
         'sqs:ChangeMessageVisibility',
         'sqs:DeleteMessage',
@@ -274,8 +291,13 @@ describe('least privilege', () => {
         'sqs:SendMessage',
       ].sort(),
     );
+    const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
+    const limitsArn = getAtt(base.logicalId(base.stack.limitTable.table));
+    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([limitsArn]);
+    expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn, limitsArn]);
     const dlqArns = PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.deadLetterQueues[p])));
     expect(resourcesOf(base, id, 'sqs:SendMessage')).toEqual(expect.arrayContaining(dlqArns));
+    expect(resourcesOf(base, id, 'sqs:SendMessage')).toEqual(expect.arrayContaining(allMainQueueArns(base)));
     for (const dlq of dlqArns) {
       expect(resourcesOf(base, id, 'sqs:ReceiveMessage')).not.toContainEqual(dlq);
       expect(resourcesOf(base, id, 'sqs:DeleteMessage')).not.toContainEqual(dlq);
@@ -291,12 +313,17 @@ describe('least privilege', () => {
     expect(resourcesOf(base, id, 'dynamodb:Query')).toEqual([
       { 'Fn::Join': ['', [getAtt(tableId), `/index/${TABLE_SCHEMA.outboxIndex.name}`]] },
     ]);
-    expect(resourcesOf(base, id, 'sqs:SendMessage')).toHaveLength(PRIORITIES.length * 2);
+    expect(sorted(resourcesOf(base, id, 'sqs:SendMessage'))).toEqual(
+      sorted([
+        ...allMainQueueArns(base),
+        ...PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.deadLetterQueues[p]))),
+      ]),
+    );
   });
 
   it('the API cannot Query; only the API and the scheduler can Scan, and only the schedules table', () => {
     expect(grantedActions(base, base.logicalId(base.stack.api.handler))).not.toContain('dynamodb:Query');
-    for (const fn of [base.stack.consumer.handler, base.stack.sweeper.handler]) {
+    for (const fn of [...consumers(base).map((c) => c.handler), base.stack.sweeper.handler]) {
       expect(grantedActions(base, base.logicalId(fn))).not.toContain('dynamodb:Scan');
     }
     const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
@@ -331,7 +358,7 @@ describe('least privilege', () => {
       [base, 'INFO'],
       [variant, 'DEBUG'],
     ] as const) {
-      for (const fn of [s.stack.api.handler, s.stack.consumer.handler, s.stack.sweeper.handler]) {
+      for (const fn of [s.stack.api.handler, ...consumers(s).map((c) => c.handler), s.stack.sweeper.handler]) {
         const config = s.resources[s.logicalId(fn)]!.Properties.LoggingConfig as Record<string, unknown>;
         expect(config).toEqual({
           LogFormat: 'JSON',
@@ -344,7 +371,7 @@ describe('least privilege', () => {
   });
 
   it('each function writes only to its own log group', () => {
-    for (const fn of [base.stack.api.handler, base.stack.consumer.handler, base.stack.sweeper.handler]) {
+    for (const fn of [base.stack.api.handler, ...consumers(base).map((c) => c.handler), base.stack.sweeper.handler]) {
       const id = base.logicalId(fn);
       const logGroupId = (base.resources[id]!.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
       expect(base.resources[logGroupId]!.Properties.RetentionInDays).toBe(30);
@@ -357,7 +384,7 @@ describe('functions', () => {
   it('Node.js 22 on arm64, ESM bundle with source maps, and the runtime environment', () => {
     for (const s of [base, variant]) {
       const stack = s.stack;
-      for (const fn of [stack.api.handler, stack.consumer.handler, stack.sweeper.handler]) {
+      for (const fn of [stack.api.handler, ...consumers(s).map((c) => c.handler), stack.sweeper.handler]) {
         const props = s.resources[s.logicalId(fn)]!.Properties;
         expect(props.Runtime).toBe('nodejs22.x');
         expect(props.Architectures).toEqual(['arm64']);
@@ -373,6 +400,8 @@ describe('functions', () => {
           expect(env[ENV.queueUrl(p)]).toEqual({ Ref: s.logicalId(stack.taskQueues.queues[p]) });
           expect(env[ENV.dlqUrl(p)]).toEqual({ Ref: s.logicalId(stack.taskQueues.deadLetterQueues[p]) });
         }
+        // Every lane's queue URLs, as JSON around the queues' Refs (test/infra/lanes.test.ts reads it).
+        expect(env).toHaveProperty(ENV.laneQueueUrls);
       }
     }
     const baseEnv = base.resources[base.logicalId(base.stack.api.handler)]!.Properties.Environment.Variables;
@@ -460,7 +489,7 @@ describe('ID secret', () => {
 
   it('the consumer and the sweeper do not get it', () => {
     for (const s of [base, variant]) {
-      for (const fn of [s.stack.consumer.handler, s.stack.sweeper.handler]) {
+      for (const fn of [...consumers(s).map((c) => c.handler), s.stack.sweeper.handler]) {
         expect(Object.keys(envOf(s, fn))).not.toContain(ENV.idSecret);
         expect(JSON.stringify(s.resources[s.logicalId(fn)])).not.toContain('secretsmanager');
       }
@@ -469,7 +498,7 @@ describe('ID secret', () => {
 
   it('no function role may read the secret: CloudFormation resolves it at deploy time', () => {
     for (const s of [base, variant]) {
-      for (const fn of [s.stack.api.handler, s.stack.consumer.handler, s.stack.sweeper.handler]) {
+      for (const fn of [s.stack.api.handler, ...consumers(s).map((c) => c.handler), s.stack.sweeper.handler]) {
         expect(grantedActions(s, s.logicalId(fn)).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
       }
     }
@@ -609,8 +638,10 @@ describe('observability', () => {
       const topicId = s.logicalId(s.stack.observability.alarmTopic);
       const keys = Object.keys(s.stack.observability.alarms);
       // 2 per priority, 4 function alarms, API 5xx, consumer, sweeper and scheduler item
-      // failures, scheduler errors and scheduled runs failed.
-      expect(keys).toHaveLength(PRIORITIES.length * 2 + 10);
+      // failures, scheduler errors and scheduled runs failed; per other lane, an oldest-message
+      // age per queue and its consumer's errors and throttles; and limits saturated for 30 minutes.
+      expect(keys).toHaveLength(PRIORITIES.length * 2 + 10 + otherLanes(s).length * (PRIORITIES.length + 2) + 1);
+      expect(keys).toHaveLength(22);
       expect(ofType(s, 'AWS::CloudWatch::Alarm')).toHaveLength(keys.length);
       for (const key of keys) {
         expect(alarm(s, key).AlarmActions, key).toEqual([{ Ref: topicId }]);

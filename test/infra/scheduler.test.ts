@@ -258,7 +258,7 @@ describe('scheduler function', () => {
 });
 
 describe('least privilege (schedules)', () => {
-  it("the scheduler's statements, exactly: Query the due index; get/put/scan schedules; get/put/update tasks; send to the three queues", () => {
+  it("the scheduler's statements, exactly: Query the due index; get/put/scan schedules; get/put/update tasks; send to every lane's three queues", () => {
     const fn = base.stack.scheduler.handler;
     const schedulesId = base.logicalId(base.stack.scheduleTable.table);
     const tasksId = base.logicalId(base.stack.taskTable.table);
@@ -291,7 +291,9 @@ describe('least privilege (schedules)', () => {
           Sid: 'SendRuns',
           Effect: 'Allow',
           Action: 'sqs:SendMessage',
-          Resource: PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.queues[p]))),
+          Resource: [base.stack.taskQueues, ...Object.values(base.stack.laneQueues)].flatMap((lane) =>
+            PRIORITIES.map((p) => getAtt(base.logicalId(lane.queues[p]))),
+          ),
         },
       ].map(normalized),
     );
@@ -432,9 +434,12 @@ describe('scheduler alarms', () => {
     expect(a.Dimensions).toEqual(emitted);
   });
 
-  it('no throttles alarm for the scheduler (the sweeper has none either)', () => {
+  it('no throttles alarm for the scheduler (the sweeper has none either): only the consumers of each lane have one', () => {
     const keys = Object.keys(base.stack.observability.alarms);
-    expect(keys.filter((k) => /throttle/i.test(k))).toEqual(['consumerThrottles']);
+    expect(keys.filter((k) => /throttle/i.test(k))).toEqual([
+      'consumerThrottles',
+      ...Object.keys(base.stack.laneConsumers).map((lane) => `consumerThrottles-${lane}`),
+    ]);
   });
 });
 

@@ -6,7 +6,7 @@ import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import type { KajConfigInput } from '../../infra/config.js';
-import { KajStack } from '../../infra/kaj-stack.js';
+import { KajStack, type KajStackProps } from '../../infra/kaj-stack.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -39,12 +39,17 @@ export interface CfnResourceJson {
 }
 
 /**
- * Builds and synthesizes a stack (bundling the three functions with esbuild: a few seconds).
+ * Builds and synthesizes a stack (bundling the functions with esbuild: a few seconds).
  * Call once per test file, in `beforeAll`.
+ * @param props lanes and limits @default those of `tasks/lanes.ts` and `tasks/limits.ts`
  */
-export function synthKaj(config?: KajConfigInput, extraContext: Record<string, unknown> = {}): SynthesizedKaj {
+export function synthKaj(
+  config?: KajConfigInput,
+  extraContext: Record<string, unknown> = {},
+  props: Pick<KajStackProps, 'lanes' | 'limits'> = {},
+): SynthesizedKaj {
   const app = new App({ context: { ...cdkJsonContext(), ...extraContext } });
-  const stack = new KajStack(app, 'KajTest', config === undefined ? {} : { config });
+  const stack = new KajStack(app, 'KajTest', config === undefined ? props : { ...props, config });
   const template = Template.fromStack(stack);
   const resources = (template.toJSON() as { Resources: Record<string, CfnResourceJson> }).Resources;
   return {

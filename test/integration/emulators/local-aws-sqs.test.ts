@@ -1,6 +1,7 @@
 /**
  * Regression tests for Kaj's patch of local-aws-sqs 2.0.2 (patches/local-aws-sqs+2.0.2.patch).
- * Each test fails on the unpatched package.
+ * Each test fails on the unpatched package, except the guard that the fair-queue order leaves
+ * queues without message groups in their order.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -168,5 +169,30 @@ describe('local-aws-sqs (patched)', () => {
         ApproximateNumberOfMessagesToMove: 1,
       });
     expect((await attributesOf(main.url, ['ApproximateNumberOfMessages'])).ApproximateNumberOfMessages).toBe('1');
+  }, 15_000);
+
+  it('fair queues: a receive serves the message groups with the fewest messages in flight first (a quiet tenant is not stuck behind a noisy one)', async () => {
+    const { url } = await createQueue(`kaj-test-${randomUUID().slice(0, 8)}`);
+    const send = (body: string, group?: string) =>
+      sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body, MessageGroupId: group }));
+    for (let i = 0; i < 30; i += 1) await send(`noisy-${i}`, 'noisy');
+    // Ten of the noisy tenant's messages in flight (deferred), twenty still visible before the quiet one.
+    expect((await receive(url, { visibility: 60, max: 10 })).map((m) => m.Body)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `noisy-${i}`),
+    );
+    await send('quiet-0', 'quiet');
+    await send('quiet-1', 'quiet');
+    await send('plain'); // no group: not held back by anyone's load
+    const next = (await receive(url, { visibility: 60, max: 4 })).map((m) => m.Body);
+    // quiet has none in flight: its first message comes before noisy's (10 in flight); its second
+    // scores as noisy's next would after 1 more in flight — both before any noisy message.
+    expect(next).toEqual(['quiet-0', 'plain', 'quiet-1', 'noisy-10']);
+  }, 15_000);
+
+  it('fair queues (guard): without message groups a receive keeps the queue order', async () => {
+    const { url } = await createQueue(`kaj-test-${randomUUID().slice(0, 8)}`);
+    for (let i = 0; i < 5; i += 1) await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: `m-${i}` }));
+    expect((await receive(url, { visibility: 60, max: 2 })).map((m) => m.Body)).toEqual(['m-0', 'm-1']);
+    expect((await receive(url, { visibility: 60, max: 3 })).map((m) => m.Body)).toEqual(['m-2', 'm-3', 'm-4']);
   }, 15_000);
 });

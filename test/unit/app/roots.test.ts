@@ -26,7 +26,8 @@ import { createSweeperFunction } from '../../../shared/app/sweeper.js';
 import { MissingEnvironmentError } from '../../../shared/config/errors.js';
 import { FUNCTION_ENTRIES } from '../../../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../../../shared/config/settings.js';
-import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
+import { MissingLimiterError } from '../../../shared/consumer/errors.js';
+import { defineLimits, defineTask, TaskRegistry } from '../../../shared/task/define.js';
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const url = (name: string) => `https://sqs.eu-west-1.amazonaws.com/123456789012/${name}`;
@@ -82,11 +83,14 @@ function post(body: unknown): APIGatewayProxyEventV2 {
 }
 
 /** The record the API function wrote, the message it sent: what the consumer gets. */
-async function submitted(): Promise<{ item: Record<string, AttributeValue>; record: SQSRecord }> {
+async function submitted(
+  reg = registry,
+  type = 'probe',
+): Promise<{ item: Record<string, AttributeValue>; record: SQSRecord }> {
   ddb.on(PutItemCommand).resolves({});
   sqs.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
-  const api = createApiFunction(CONFIG, registry, clients);
-  const reply = await api.handleHttp(post({ type: 'probe', payload: { n: 7 } }));
+  const api = createApiFunction(CONFIG, reg, clients);
+  const reply = await api.handleHttp(post({ type, payload: { n: 7 } }));
   expect(reply.statusCode).toBe(202);
   const item = ddb.commandCalls(PutItemCommand)[0]?.args[0].input.Item ?? {};
   const message = sqs.commandCalls(SendMessageCommand)[0]?.args[0].input;
@@ -136,6 +140,48 @@ describe('Module: composition roots', () => {
       expect(reply.batchItemFailures).toEqual([]);
       expect(ran).toEqual([{ n: 7 }]);
       expect(ddb.commandCalls(UpdateItemCommand).length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('Function: createConsumerFunction with limits', () => {
+    const limited = new TaskRegistry(
+      [
+        defineTask({
+          type: 'limited',
+          schema: z.object({ n: z.number() }),
+          uses: ['pool'],
+          handler: async (payload) => {
+            ran.push(payload);
+            return { ok: true };
+          },
+        }),
+      ],
+      { limits: defineLimits({ pool: { concurrency: 2 } }) },
+    );
+
+    it('refuses to start when a type uses a limit and no limits table is configured', () => {
+      expect(() => createConsumerFunction(CONFIG, limited, clients)).toThrow(MissingLimiterError);
+    });
+
+    it('enforces the limits on the limits table the stack names (KAJ_LIMITS_TABLE_NAME): a slot taken, then given back', async () => {
+      const { item, record } = await submitted(limited, 'limited');
+      ddb.on(GetItemCommand).resolves({ Item: item });
+      ddb
+        .on(UpdateItemCommand)
+        .callsFake(async (input: { TableName?: string }) =>
+          input.TableName === 'kaj-unit-limits' ? {} : { Attributes: { ...item, status: { S: 'succeeded' } } },
+        );
+      const consumer = createConsumerFunction({ ...CONFIG, limitsTableName: 'kaj-unit-limits' }, limited, clients);
+      expect(consumer.limiter).toBeDefined();
+      const reply = await consumer.processBatch({ Records: [record] }, { getRemainingTimeInMillis: () => 900_000 });
+      expect(reply.batchItemFailures).toEqual([]);
+      expect(ran).toEqual([{ n: 7 }]);
+      const onLimits = ddb
+        .commandCalls(UpdateItemCommand)
+        .map((c) => c.args[0].input)
+        .filter((i) => i.TableName === 'kaj-unit-limits');
+      expect(onLimits.map((i) => i.UpdateExpression?.split(' ')[0])).toEqual(['SET', 'REMOVE']);
+      expect(onLimits.map((i) => i.Key?.pk?.S)).toEqual(['c#pool', 'c#pool']);
     });
   });
 

@@ -47,6 +47,7 @@ describe('Function: runtimeSettings', () => {
       cancelPollSeconds: DEFAULTS.cancelPollSeconds,
       historyLength: DEFAULTS.historyLength,
       queueVisibilityTimeoutSeconds: DEFAULTS.queueVisibilityTimeoutSeconds,
+      maxReceiveCount: DEFAULTS.maxReceiveCount,
     } satisfies RuntimeSettings);
   });
 
@@ -61,6 +62,7 @@ describe('Function: runtimeSettings', () => {
       historyLength: 3,
       queueVisibilityTimeoutSeconds: 400,
       sendFirstWindowSeconds: 20,
+      maxReceiveCount: 4,
     };
     expect(runtimeSettings(overrides)).toEqual({ ...overrides, heartbeatSeconds: 10 });
   });

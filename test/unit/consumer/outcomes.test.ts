@@ -287,8 +287,8 @@ describe('Crash attribution: a task that crashed a worker runs alone', () => {
     const u = unitKaj(registry, undefined, new TimerClock(), { gate });
     const a = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
     const b = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
-    // b crashed a worker before.
-    u.store.items.set(b.task_id, { ...u.store.items.get(b.task_id)!, unattributed_crashes: 1 });
+    // b was on two workers that died (under other tasks too): its next attempts run alone.
+    u.store.items.set(b.task_id, { ...u.store.items.get(b.task_id)!, unattributed_crashes: 2 });
     let inFlight = 0;
     let maxBeside = 0;
     const order: string[] = [];

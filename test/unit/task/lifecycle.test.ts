@@ -73,8 +73,16 @@ describe('Class: TaskLifecycle', () => {
       if (again.kind !== 'claimed') return;
       expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, unattributed_crashes: 1, status: 'running' });
       expect(again.record.crashes).toBeUndefined();
-      expect(kaj.lifecycle.isSuspect(again.record)).toBe(true);
+      // One shared crash is no evidence: the next attempt runs beside others; a second makes it run alone.
+      expect(kaj.lifecycle.isSuspect(again.record)).toBe(false);
       expect(again.record.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'crashed' })]);
+      clock.advance(60_001);
+      const third = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 3 });
+      expect(third.kind).toBe('claimed');
+      if (third.kind !== 'claimed') return;
+      expect(third.record).toMatchObject({ attempts: 3, unattributed_crashes: 2 });
+      expect(third.record.crashes).toBeUndefined();
+      expect(kaj.lifecycle.isSuspect(third.record)).toBe(true);
     });
 
     it('holds a crash against the task when it ran alone (solo), and clears solo for the next attempt', async () => {

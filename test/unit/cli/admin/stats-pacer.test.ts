@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Pacer } from '../../../../cli/admin/pacer.js';
 import { collectStats, StatusTallier } from '../../../../cli/admin/stats.js';
+import { resolveLimits } from '../../../../shared/limit/spec.js';
+import type { LimitItem } from '../../../../shared/store/limit-store.js';
 import { FakeClock } from '../../../support/doubles.js';
 import { clockSleep } from './fakes.js';
 
@@ -64,5 +66,56 @@ describe('stats', () => {
       ['low', 3, null, 1],
     ]);
     expect(snap.byStatus).toBeUndefined();
+  });
+
+  it("adds each lane's queues, and each declared limit's use from the limits table", async () => {
+    const now = 1_000_000;
+    const asked: string[] = [];
+    const snap = await collectStats(
+      {
+        inspector: {
+          depth: async (kind, p, lane) => {
+            asked.push(`${kind}:${p}:${lane ?? '-'}`);
+            return { visible: lane === 'cpu' ? 7 : 0, inFlight: 0, delayed: 0 };
+          },
+          lanes: () => ['cpu'],
+        },
+        clock: new FakeClock(now),
+        limits: {
+          specs: resolveLimits({ email: { rate: '40/s', concurrency: 2 }, db: { concurrency: 3 } }),
+          store: {
+            list: async (): Promise<LimitItem[]> => [
+              { pk: 'c#email', holders: { a: now + 5_000, b: now - 1 } },
+              { pk: 'r#email', tat: now - 100, paused_until: now + 3_000 },
+              { pk: 'c#db', holders: {}, refused: 4, refused_at: now - 1_000 },
+            ],
+          },
+        },
+      },
+      { byStatus: false },
+    );
+    expect(asked.filter((a) => a.endsWith(':cpu'))).toEqual(['queue:high:cpu', 'queue:normal:cpu', 'queue:low:cpu']);
+    expect(snap.lanes?.map((l) => [l.lane, l.priority, l.queue.visible])).toEqual([
+      ['cpu', 'high', 7],
+      ['cpu', 'normal', 7],
+      ['cpu', 'low', 7],
+    ]);
+    const row = (limit: string, kind: string) => snap.limits?.find((r) => r.limit === limit && r.kind === kind);
+    expect(row('email', 'concurrency')).toMatchObject({ holders: 1, expired: 1, capacity: 2 });
+    expect(row('email', 'rate')).toMatchObject({ pausedUntil: now + 3_000 });
+    expect(row('db', 'concurrency')).toMatchObject({ holders: 0, tokensAvailable: 3, refusedRecently: true });
+  });
+
+  it('shows no lanes or limits section when the deployment has none', async () => {
+    const snap = await collectStats(
+      {
+        inspector: { depth: async () => ({ visible: 0, inFlight: 0, delayed: 0 }), lanes: () => [] },
+        clock: new FakeClock(0),
+        limits: { specs: resolveLimits({}), store: { list: async () => [] } },
+      },
+      { byStatus: false },
+    );
+    expect(snap.lanes).toBeUndefined();
+    expect(snap.limits).toBeUndefined();
   });
 });

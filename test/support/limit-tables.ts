@@ -1,0 +1,93 @@
+/**
+ * A limits table on an emulator target, for suites that test `DynamoLimitStore` without the rest
+ * of the runtime: key `pk` (S) from `LIMIT_TABLE_SCHEMA` of shared/config/resources.ts, no index
+ * (`createKeyedTable` of local/schedules-table.ts always makes one, so this makes its own).
+ * No TTL either: the emulators do not expire items, and no test waits a day.
+ *
+ * @module
+ */
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb';
+import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
+import { LIMIT_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
+import type { Target } from './targets.js';
+import { uniquePrefix } from './wait.js';
+
+/** A limits table made by {@link startLimitsTable}. */
+export interface LimitsTableOnTarget {
+  /** A client of the target's DynamoDB (one attempt per request: a test sees every error). */
+  readonly dynamodb: DynamoDBClient;
+  readonly tableName: string;
+  /** Deletes the table, closes the client, stops what was started. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Creates the limits table `tableName` (on demand) unless it exists, and waits until it is ACTIVE. */
+export async function createLimitsTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+  const pk = LIMIT_TABLE_SCHEMA.partitionKey;
+  try {
+    await dynamodb.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: pk, KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: pk, AttributeType: 'S' }],
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof Error && err.name === 'ResourceInUseException')) throw err;
+  }
+  for (let i = 0; i < 100; i += 1) {
+    const out = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    if (out.Table?.TableStatus === 'ACTIVE') return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+/**
+ * Starts `target` (for the embedded target: dynalite in this process) and makes a limits table
+ * with a unique name on it (`<tag>-<pid>-<random>-limits`).
+ */
+export async function startLimitsTable(target: Target, tag = 'limits'): Promise<LimitsTableOnTarget> {
+  const t = await target.start();
+  const embedded = t.endpoints === undefined ? await startEmulators().catch(stopAnd(t.stop)) : undefined;
+  const endpoint = t.endpoints?.dynamodb ?? embedded?.dynamoEndpoint ?? '';
+  const dynamodb = new DynamoDBClient({
+    region: EMULATOR_REGION,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    endpoint,
+    maxAttempts: 1,
+  });
+  const tableName = resourceNames(uniquePrefix(tag)).limits;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      try {
+        await dynamodb.send(new DeleteTableCommand({ TableName: tableName })).catch((err: unknown) => {
+          if (!(err instanceof ResourceNotFoundException)) throw err;
+        });
+      } finally {
+        dynamodb.destroy();
+        await embedded?.stop();
+        await t.stop();
+      }
+    })();
+    return stopping;
+  };
+  await createLimitsTable(dynamodb, tableName).catch(stopAnd(stop));
+  return { dynamodb, tableName, stop };
+}
+
+/** A rejection handler that stops what was started, then rethrows. */
+function stopAnd(stop: () => Promise<void>): (err: unknown) => Promise<never> {
+  return async (err) => {
+    await stop().catch(() => undefined);
+    throw err;
+  };
+}
