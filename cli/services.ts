@@ -1,5 +1,6 @@
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createKajOnAws, type Kaj } from '../shared/app.js';
+import { FlowControl } from '../shared/consumer/flow-control.js';
 import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
 import { queueArnOf } from '../shared/config/wiring.js';
@@ -46,15 +47,19 @@ export async function withServices<T>(
     // A stack's outputs name the default lane's queues; the other lanes' are found by name
     // (tasks/lanes.ts), so a redrive sends each task back to its own lane.
     const r = target.resources.lanes === undefined ? await withLaneQueues(ctx, target) : target.resources;
+    const types = registry ?? new TaskRegistry([]);
     const kaj = createKajOnAws(
       {
         tableName: r.tableName,
         queueUrls: r.queueUrls,
         deadLetterQueueUrls: r.dlqUrls,
         laneQueueUrls: Object.fromEntries(Object.entries(r.lanes ?? {}).map(([lane, q]) => [lane, q.queueUrls])),
+        // The CLI runs no task, but the domain it shares with the consumer refuses to exist
+        // without a limiter when a type uses limits; naming the table makes no request.
+        ...(FlowControl.needed(types) ? { limitsTableName: limitsTableOf(target) } : {}),
         settings: target.settings,
       },
-      registry ?? new TaskRegistry([]),
+      types,
       { sqs: target.sqs, dynamodb: target.dynamodb, clock: ctx.clock, random: ctx.random },
     );
     const raw = new SqsDeadLetterQueues(target.sqs, r.dlqUrls);

@@ -10,23 +10,27 @@ import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
 import { StoreRejectedError } from '../../shared/store/errors.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskView } from '../../shared/task/model.js';
+import { limits } from '../../tasks/limits.js';
 import { sendEmail } from '../../tasks/send-email.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { uniquePrefix, waitFor } from '../support/wait.js';
 
 let runs = 0;
-const registry = new TaskRegistry([
-  sendEmail,
-  defineTask({ type: 'amount', schema: z.object({ n: z.number() }), handler: async (p) => ({ n: p.n }) }),
-  defineTask({
-    type: 'bad_result',
-    schema: z.object({}),
-    handler: async () => {
-      runs += 1;
-      return { total: Number.NaN };
-    },
-  }),
-]);
+const registry = new TaskRegistry(
+  [
+    sendEmail,
+    defineTask({ type: 'amount', schema: z.object({ n: z.number() }), handler: async (p) => ({ n: p.n }) }),
+    defineTask({
+      type: 'bad_result',
+      schema: z.object({}),
+      handler: async () => {
+        runs += 1;
+        return { total: Number.NaN };
+      },
+    }),
+  ],
+  { limits },
+);
 
 describe.each(targets())('correctness (issue 8) on $name', (target) => {
   let runtime: LocalRuntime;

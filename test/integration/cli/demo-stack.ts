@@ -18,6 +18,7 @@ import { consoleLogger } from '../../../local/console-logger.js';
 import { LOCAL_STATE_FILE, startLocalRuntime } from '../../../local/runtime.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import { makeThumbnails } from '../../../tasks/make-thumbnails.js';
+import { limits } from '../../../tasks/limits.js';
 import { sendEmail } from '../../../tasks/send-email.js';
 
 const KEY_FILE = resolve('.kaj', 'demo-webhook-key');
@@ -43,7 +44,7 @@ const deliverWebhook = defineTask({
 
 mkdirSync(resolve('.kaj'), { recursive: true });
 const runtime = await startLocalRuntime({
-  registry: new TaskRegistry([sendEmail, makeThumbnails, deliverWebhook]),
+  registry: new TaskRegistry([sendEmail, makeThumbnails, deliverWebhook], { limits }),
   port: Number(process.env.PORT ?? 3000),
   logger: consoleLogger('warn'),
 });
