@@ -16,6 +16,8 @@ export interface RequestCounts {
   /** Requests that failed (a conditional write refused, a throttle), by the same keys. */
   readonly failed: Record<string, number>;
   readonly metrics: Record<string, number>;
+  /** Counters the process keeps itself (the limiter's forfeited starts...), read at each save. */
+  readonly gauges?: Record<string, number>;
 }
 
 interface Stack {
@@ -60,8 +62,16 @@ export class RequestCounter {
     };
   }
 
+  private gauges: (() => Record<string, number>) | undefined;
+
+  /** Adds the counters `read` returns to every save (under `gauges`). */
+  track(read: () => Record<string, number>): void {
+    this.gauges = read;
+  }
+
   /** Writes the counts so far to `path` (JSON), replacing what was there. */
   save(path: string): void {
-    writeFileSync(path, JSON.stringify(this.counts));
+    const gauges = this.gauges?.();
+    writeFileSync(path, JSON.stringify(gauges === undefined ? this.counts : { ...this.counts, gauges }));
   }
 }

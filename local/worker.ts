@@ -218,6 +218,14 @@ async function main(): Promise<void> {
     logger,
     ...(counter === undefined ? {} : { metrics: counter.metrics() }),
   });
+  const limiter = kaj.limiter;
+  if (limiter !== undefined) {
+    counter?.track(() => ({
+      limiterLateStarts: limiter.lateStarts,
+      limiterPausedStarts: limiter.pausedStarts,
+      limiterLocalWaits: limiter.localWaits,
+    }));
+  }
 
   const every = (n: number | undefined) => (n === undefined ? undefined : { high: n, normal: n, low: n });
   const concurrency = every(args.concurrency);

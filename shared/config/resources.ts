@@ -171,7 +171,8 @@ export const DEFAULTS = {
   limitLocalWaitMs: 1000,
   /**
    * Rate starts are taken at least this far ahead, so that the store's answer (a round trip)
-   * comes before the start, which is then kept to the microsecond instead of used late.
+   * comes before the start, which is then kept to the microsecond instead of used late. The
+   * limiter asks further ahead when it measures a longer path (`shared/limit/lead.ts`).
    */
   limitStartLeadMs: 50,
   /** Items of keyed limits (per tenant, per account) unused this long expire (TTL). */

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { StartLead } from './lead.js';
 import { DEFAULTS } from '../config/resources.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
@@ -69,7 +70,8 @@ export interface LimiterDeps {
    * Rate starts are asked for at least this far ahead. A start is "now" only when the store says
    * so, and its answer comes a round trip later: a start used late sits closer than T to the next
    * one, which another worker may use on time. Asked ahead by more than the round trip, a start
-   * is waited for instead, and kept exactly. @default DEFAULTS.limitStartLeadMs
+   * is waited for instead, and kept exactly. The floor of the lead: the limiter asks further
+   * ahead when it measures a longer path to the start (`StartLead`). @default DEFAULTS.limitStartLeadMs
    */
   readonly leadMs?: number;
   /** Items of keyed uses expire this long after their last use. @default DEFAULTS.limitKeyTtlSeconds */
@@ -128,6 +130,10 @@ class HeldPermit implements Permit {
     public slots: Slot[],
     /** The rate uses the start was taken for (a start missed is taken again for them). */
     readonly rates: readonly PlannedUse[],
+    /** When the start was asked for (ms): the path to `waitForStart` is measured from here... */
+    public askedAt: number,
+    /** ...less what the limiter slept on purpose meanwhile (ms). */
+    public sleptMs: number,
   ) {}
 }
 
@@ -154,7 +160,8 @@ export class Limiter {
   private readonly localWaitMs: number;
   private readonly horizonUs: number;
   private readonly leaseUs: number;
-  private readonly leadUs: number;
+  /** How far ahead starts are asked for: the configured lead, or the measured path if longer. */
+  private readonly lead: StartLead;
   /** Starts forfeited because they were past when granted (see `acquire`); for tests and benchmarks. */
   lateStarts = 0;
   /** Granted starts not used because this process learnt of a pause covering them (retaken after it). */
@@ -186,7 +193,8 @@ export class Limiter {
     // Without a sleep nothing can be waited for: only starts due now are taken.
     this.horizonUs = d.clock.sleep === undefined ? 0 : micros(this.localWaitMs);
     this.leaseUs = micros(this.leaseMs);
-    this.leadUs = d.clock.sleep === undefined ? 0 : micros(d.leadMs ?? DEFAULTS.limitStartLeadMs);
+    const leadFloorMs = d.clock.sleep === undefined ? 0 : (d.leadMs ?? DEFAULTS.limitStartLeadMs);
+    this.lead = new StartLead(leadFloorMs, d.clock.sleep === undefined ? 0 : Math.max(leadFloorMs, this.leaseMs / 4));
     this.reserve = d.reserve ?? 1;
     if (!Number.isInteger(this.reserve) || this.reserve < 1) {
       throw new RangeError(`reserve must be an integer >= 1, got ${this.reserve}`);
@@ -225,16 +233,25 @@ export class Limiter {
     const { rates, slots } = plan(uses);
     const taken: Slot[] = [];
     try {
-      let starts = await this.takeStarts(rates, micros(this.clock.now()) + (rates.length > 0 ? this.leadUs : 0));
+      let askedAt = this.clock.now();
+      const leadUs = rates.length > 0 ? this.leadUs() : 0;
+      let starts = await this.takeStarts(rates, micros(askedAt) + leadUs);
       if (starts.kind === 'refused') return await this.refuse(starts.refusal, starts.use);
       // A slot counts a running task, not one waiting for its start: the rate start is waited for
       // (all but the lead) before the slots are taken. Held through the wait, a slot would cap
       // the rate at concurrency ÷ (wait + duration): 45 slots, 1 s waits, 1.2 s calls = 20/s.
-      const early = starts.atUs - this.leadUs - micros(this.clock.now());
-      if (slots.length > 0 && early > 0) await this.clock.sleep?.(early / 1000);
+      const early = starts.atUs - leadUs - micros(this.clock.now());
+      let sleptMs = 0;
+      if (slots.length > 0 && early > 0 && this.clock.sleep !== undefined) {
+        sleptMs = early / 1000;
+        await this.clock.sleep(sleptMs);
+      }
       let waited = false;
       for (const use of slots) {
+        const asked = this.clock.now();
         const slot = await this.takeSlot(use);
+        // A wait for a slot of this process to come free is a queue, not the path's latency.
+        if (slot.kind === 'granted' && slot.value.waited) sleptMs += this.clock.now() - asked;
         if (slot.kind === 'refused') {
           this.giveBack(starts.tokens);
           await this.letGoAll(taken);
@@ -253,15 +270,21 @@ export class Limiter {
           return await this.refuse(refusalOf(use, 'rate', this.clock.now()), use);
         }
         this.lateStarts += 1;
-        starts = await this.takeStarts(rates, micros(this.clock.now()) + this.leadUs * 2 ** (retry - 1));
+        // The path took longer than the lead: ask further ahead from now on.
+        this.lead.observe(this.clock.now() - askedAt - sleptMs);
+        askedAt = this.clock.now();
+        sleptMs = 0;
+        starts = await this.takeStarts(rates, micros(askedAt) + this.leadUs() * 2 ** (retry - 1));
         if (starts.kind === 'refused') {
           await this.letGoAll(taken);
           return await this.refuse(starts.refusal, starts.use);
         }
       }
       if (waited) this.localWaits += 1;
+      // A caller that lets this call wait for the start reaches it here: the path ends now.
+      if (rates.length > 0 && options.waitForStart !== false) this.lead.observe(this.clock.now() - askedAt - sleptMs);
       const startAt = Math.max(starts.atUs / 1000, this.clock.now());
-      const permit = new HeldPermit(this, taskId, startAt, taken, rates);
+      const permit = new HeldPermit(this, taskId, startAt, taken, rates, askedAt, sleptMs);
       const wait = starts.atUs / 1000 - this.clock.now();
       if (wait > 0 && options.waitForStart !== false) await this.clock.sleep?.(wait);
       return { kind: 'granted', permit };
@@ -297,6 +320,8 @@ export class Limiter {
       const pausedOver = permit.rates.some((u) => (this.pausedUntil.get(u.pk) ?? 0) > permit.startAt);
       // Lateness is judged before the wait only: a timer firing a little late is not a missed start.
       const late = !slept && micros(this.clock.now() - permit.startAt) > LATE_TOLERANCE_US;
+      // The path from asking for this start to here (the claim write and the hold included).
+      if (!slept && !refused) this.lead.observe(this.clock.now() - permit.askedAt - permit.sleptMs);
       if (!refused && !pausedOver && !late) {
         const wait = permit.startAt - this.clock.now();
         if (slept || wait <= 0 || this.clock.sleep === undefined) return;
@@ -308,8 +333,10 @@ export class Limiter {
       if (!refused && pausedOver) this.pausedStarts += 1;
       else if (!refused && late) this.lateStarts += 1;
       let starts: Starts;
+      permit.askedAt = this.clock.now();
+      permit.sleptMs = 0;
       try {
-        starts = await this.takeStarts(permit.rates, micros(this.clock.now()) + this.leadUs * attempt, this.leaseUs);
+        starts = await this.takeStarts(permit.rates, micros(permit.askedAt) + this.leadUs() * attempt, this.leaseUs);
       } catch (err) {
         throw new LimitUnavailableError(
           `the limits store failed: ${err instanceof Error ? err.message : String(err)}`,
@@ -329,6 +356,15 @@ export class Limiter {
         await this.clock.sleep(Math.max(1, until - this.clock.now()));
       }
     }
+  }
+
+  /** The lead starts are asked with now (ms): the configured one, or the measured path if longer. */
+  get leadMs(): number {
+    return this.lead.ms;
+  }
+
+  private leadUs(): number {
+    return micros(this.lead.ms);
   }
 
   /**

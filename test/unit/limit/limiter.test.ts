@@ -269,11 +269,17 @@ describe('Class: Limiter', () => {
       // Every store call takes 30 ms; the rate's interval is 25 ms.
       const late = world(1, { leadMs: 0 });
       late.store.beforeCall = () => late.clock.advance(30);
-      expect(refusal(await late.clock.run(late.limiter.acquire([use('forty')], 'a')))).toMatchObject({
-        limit: 'forty',
-        reason: 'rate',
-      });
-      expect(late.limiter.lateStarts).toBe(2);
+      const first = granted(await late.clock.run(late.limiter.acquire([use('forty')], 'a')));
+      // The start asked for "now" came 30 ms late: forfeited once; the lead learnt the 30 ms path
+      // (asked 37.5 ms ahead from then on), so the second start was used at its time.
+      expect(late.limiter.lateStarts).toBe(1);
+      expect(late.limiter.leadMs).toBe(37.5);
+      expect(first.startAt).toBe(late.clock.now());
+      for (const id of ['b', 'c', 'd']) {
+        const p = granted(await late.clock.run(late.limiter.acquire([use('forty')], id)));
+        expect(p.startAt).toBe(late.clock.now());
+      }
+      expect(late.limiter.lateStarts).toBe(1);
 
       const ahead = world(1, { leadMs: 50 });
       ahead.store.beforeCall = () => ahead.clock.advance(30);
@@ -455,8 +461,11 @@ describe('Class: Limiter', () => {
       w.clock.advance(500);
       await w.limiter.release(first);
       const permit = granted(await w.clock.run(second));
-      expect(permit.startAt).toBe(T0 + 500);
-      expect(w.store.items.get('r#spaced_slot')?.tat).toBe(T0 + 600);
+      // Its start (T0 + 100) was 400 ms past when the slot came: forfeited, and a new one taken
+      // ahead by the path it measured (400 ms · 1.25), never used late.
+      expect(w.limiter.lateStarts).toBe(1);
+      expect(permit.startAt).toBe(T0 + 1000);
+      expect(w.store.items.get('r#spaced_slot')?.tat).toBe(T0 + 1100);
     });
 
     it('a dead worker’s slots free themselves one lease later', async () => {
@@ -589,6 +598,31 @@ describe('Class: Limiter', () => {
       await w.clock.run(w.limiter.waitForStart(p));
       expect(w.clock.now()).toBe(T0 + 50);
       expect(w.limiter.lateStarts).toBe(0);
+    });
+
+    it('a store and a claim slower than the lead: the lead learns the path, and forfeits stop after the first', async () => {
+      // Store calls take 120 ms and the claim between acquire and waitForStart 300 ms (a loaded
+      // emulator): with the fixed 50 ms lead every start would be past by the time it is needed.
+      const w = world(1, { leadMs: 50 });
+      w.store.beforeCall = () => w.clock.advance(120);
+      const starts: number[] = [];
+      const forfeits: number[] = [];
+      for (let i = 0; i < 8; i += 1) {
+        const p = granted(await w.clock.run(w.limiter.acquire([use('forty')], `t${i}`, { waitForStart: false })));
+        w.clock.advance(300); // the claim write and the message hold
+        await w.clock.run(w.limiter.waitForStart(p));
+        expect(p.startAt).toBe(w.clock.now()); // used at its time, never late
+        starts.push(p.startAt);
+        forfeits.push(w.limiter.lateStarts);
+      }
+      // The first task forfeits twice (its take came late, then its claim made it miss the
+      // retaken start); with the whole path learnt, none after it.
+      expect(forfeits).toEqual([2, 2, 2, 2, 2, 2, 2, 2]);
+      // The path: 120 ms take + 300 ms claim = 420 ms, asked 525 ms ahead.
+      expect(w.limiter.leadMs).toBeGreaterThanOrEqual(420);
+      expect(w.limiter.leadMs).toBeLessThanOrEqual(525);
+      const gaps = starts.slice(1).map((t, i) => t - (starts[i] as number));
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(25);
     });
 
     it('a start missed while the caller claimed is taken again after the next worker’s, never used late', async () => {
