@@ -333,7 +333,15 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
     it('its outbox query fails twice while a send is owed; a later run sends it', async () => {
       await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
-      const q = await inject({ command: 'Query', error: 'internal', times: 2 });
+      // The task table's Queries only: the runtime's scheduler queries its own table every second,
+      // and a fault it took instead would leave the sweep unharmed (a flaky pass or failure).
+      const tasksTable = bench.runtime.resources.tableName;
+      const q = await inject({
+        command: 'Query',
+        match: (input) => input.TableName === tasksTable,
+        error: 'internal',
+        times: 2,
+      });
       const id = await submitOne('sleep', { ms: 0 });
       expect((await bench.record(id))?.outbox_pk).toBe(outboxKey('queue', 'normal', id));
       await bench.until(id, ['succeeded'], 15_000);
