@@ -1,34 +1,33 @@
 /**
- * How far ahead of "now" a rate start is asked for: the limiter's measure of the path from
- * asking to starting. Pure.
+ * How far ahead of "now" a rate start is asked for: the configured lead, or more when the
+ * limits store answers slowly. Pure.
  *
  * @module
  */
 
-/** The lead asked with is the estimate times this (a path a little slower than the last still fits). */
-const HEADROOM = 1.25;
-/** Weight of a shorter path in the estimate: it comes down over about 1 / DECAY paths. */
-const DECAY = 0.05;
-
 /**
- * A start is granted for a time the store decides, and used only after the rest of the path:
- * the take's round trip, the slots, the claim write and the message hold. A start already past
- * when the task gets there is forfeited (used late it would sit closer than T to the next start,
- * which another worker uses on time), so asking with a lead shorter than that path wastes the
- * rate: on a store answering in 200 ms, a fixed 50 ms lead forfeited nearly every start and a
- * 20/s limit ran 0.3 tasks a second (moto, flow-control suite).
+ * A start is granted for a time the store picks, and its answer comes one round trip later; a
+ * start already past when the answer comes is forfeited (used late it would sit closer than T to
+ * the next start, which another worker uses on time). So a lead shorter than the store's round
+ * trip wastes the rate: on a store answering in ~200 ms, a fixed 50 ms lead forfeited nearly
+ * every start, retakes 50 and 100 ms ahead were late too, and a 20/s limit ran 0.3 tasks a second
+ * (moto under the flow-control suite's three workers).
  *
- * The estimate follows the measured path: up at once to a longer one, down slowly towards
- * shorter ones (so one fast path after a slow spell does not bring the forfeits back). The lead
- * is `max(floor, estimate · 1.25)`, at most `cap`.
+ * The round trip of each rate take is measured and smoothed as TCP smooths its round-trip time
+ * (RFC 6298: `srtt`, `rttvar`, gains 1/8 and 1/4); the lead is `max(floor, srtt + 4 · rttvar)`,
+ * at most `cap`. Only the store's answer is learnt, not the rest of the path to the start (the
+ * claim write, the hold): a longer lead makes the task hold its concurrency slots longer before
+ * the start (slots in use = rate × (lead + duration)), and a start missed after the claim is
+ * taken again, ahead by this same lead (`Limiter.waitForStart`).
  *
  * @example
  * const lead = new StartLead(50, 15_000);
- * lead.observe(180); // a path from asking to starting took 180 ms
- * lead.ms;           // 225
+ * lead.observe(180); // a take answered in 180 ms
+ * lead.ms;           // 180 + 4 · 90 = 540
  */
 export class StartLead {
-  private estimateMs = 0;
+  private srtt: number | undefined;
+  private rttvar = 0;
 
   /**
    * @param floorMs the configured lead: never less (0 when nothing can be waited for)
@@ -45,12 +44,19 @@ export class StartLead {
 
   /** The lead to ask with now, ms. */
   get ms(): number {
-    return Math.min(this.capMs, Math.max(this.floorMs, this.estimateMs * HEADROOM));
+    const learnt = this.srtt === undefined ? 0 : this.srtt + 4 * this.rttvar;
+    return Math.min(this.capMs, Math.max(this.floorMs, learnt));
   }
 
-  /** One measured path from asking for a start to being ready to use it, ms. */
-  observe(pathMs: number): void {
-    if (!Number.isFinite(pathMs) || pathMs < 0) return;
-    this.estimateMs = pathMs >= this.estimateMs ? pathMs : this.estimateMs + (pathMs - this.estimateMs) * DECAY;
+  /** One rate take's round trip to the store, ms. */
+  observe(rttMs: number): void {
+    if (!Number.isFinite(rttMs) || rttMs < 0) return;
+    if (this.srtt === undefined) {
+      this.srtt = rttMs;
+      this.rttvar = rttMs / 2;
+      return;
+    }
+    this.rttvar = 0.75 * this.rttvar + 0.25 * Math.abs(this.srtt - rttMs);
+    this.srtt = 0.875 * this.srtt + 0.125 * rttMs;
   }
 }

@@ -13,8 +13,8 @@
  *
  * @module
  */
-import { StartLead } from './lead.js';
 import { DEFAULTS } from '../config/resources.js';
+import { StartLead } from './lead.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
@@ -71,7 +71,7 @@ export interface LimiterDeps {
    * so, and its answer comes a round trip later: a start used late sits closer than T to the next
    * one, which another worker may use on time. Asked ahead by more than the round trip, a start
    * is waited for instead, and kept exactly. The floor of the lead: the limiter asks further
-   * ahead when it measures a longer path to the start (`StartLead`). @default DEFAULTS.limitStartLeadMs
+   * ahead when the store's measured round trip is longer (`StartLead`). @default DEFAULTS.limitStartLeadMs
    */
   readonly leadMs?: number;
   /** Items of keyed uses expire this long after their last use. @default DEFAULTS.limitKeyTtlSeconds */
@@ -130,10 +130,6 @@ class HeldPermit implements Permit {
     public slots: Slot[],
     /** The rate uses the start was taken for (a start missed is taken again for them). */
     readonly rates: readonly PlannedUse[],
-    /** When the start was asked for (ms): the path to `waitForStart` is measured from here... */
-    public askedAt: number,
-    /** ...less what the limiter slept on purpose meanwhile (ms). */
-    public sleptMs: number,
   ) {}
 }
 
@@ -160,7 +156,7 @@ export class Limiter {
   private readonly localWaitMs: number;
   private readonly horizonUs: number;
   private readonly leaseUs: number;
-  /** How far ahead starts are asked for: the configured lead, or the measured path if longer. */
+  /** How far ahead starts are asked for: the configured lead, or the store's learnt round trip if longer. */
   private readonly lead: StartLead;
   /** Starts forfeited because they were past when granted (see `acquire`); for tests and benchmarks. */
   lateStarts = 0;
@@ -233,25 +229,17 @@ export class Limiter {
     const { rates, slots } = plan(uses);
     const taken: Slot[] = [];
     try {
-      let askedAt = this.clock.now();
       const leadUs = rates.length > 0 ? this.leadUs() : 0;
-      let starts = await this.takeStarts(rates, micros(askedAt) + leadUs);
+      let starts = await this.takeStarts(rates, micros(this.clock.now()) + leadUs);
       if (starts.kind === 'refused') return await this.refuse(starts.refusal, starts.use);
       // A slot counts a running task, not one waiting for its start: the rate start is waited for
       // (all but the lead) before the slots are taken. Held through the wait, a slot would cap
       // the rate at concurrency ÷ (wait + duration): 45 slots, 1 s waits, 1.2 s calls = 20/s.
       const early = starts.atUs - leadUs - micros(this.clock.now());
-      let sleptMs = 0;
-      if (slots.length > 0 && early > 0 && this.clock.sleep !== undefined) {
-        sleptMs = early / 1000;
-        await this.clock.sleep(sleptMs);
-      }
+      if (slots.length > 0 && early > 0) await this.clock.sleep?.(early / 1000);
       let waited = false;
       for (const use of slots) {
-        const asked = this.clock.now();
         const slot = await this.takeSlot(use);
-        // A wait for a slot of this process to come free is a queue, not the path's latency.
-        if (slot.kind === 'granted' && slot.value.waited) sleptMs += this.clock.now() - asked;
         if (slot.kind === 'refused') {
           this.giveBack(starts.tokens);
           await this.letGoAll(taken);
@@ -270,21 +258,15 @@ export class Limiter {
           return await this.refuse(refusalOf(use, 'rate', this.clock.now()), use);
         }
         this.lateStarts += 1;
-        // The path took longer than the lead: ask further ahead from now on.
-        this.lead.observe(this.clock.now() - askedAt - sleptMs);
-        askedAt = this.clock.now();
-        sleptMs = 0;
-        starts = await this.takeStarts(rates, micros(askedAt) + this.leadUs() * 2 ** (retry - 1));
+        starts = await this.takeStarts(rates, micros(this.clock.now()) + this.leadUs() * 2 ** (retry - 1));
         if (starts.kind === 'refused') {
           await this.letGoAll(taken);
           return await this.refuse(starts.refusal, starts.use);
         }
       }
       if (waited) this.localWaits += 1;
-      // A caller that lets this call wait for the start reaches it here: the path ends now.
-      if (rates.length > 0 && options.waitForStart !== false) this.lead.observe(this.clock.now() - askedAt - sleptMs);
       const startAt = Math.max(starts.atUs / 1000, this.clock.now());
-      const permit = new HeldPermit(this, taskId, startAt, taken, rates, askedAt, sleptMs);
+      const permit = new HeldPermit(this, taskId, startAt, taken, rates);
       const wait = starts.atUs / 1000 - this.clock.now();
       if (wait > 0 && options.waitForStart !== false) await this.clock.sleep?.(wait);
       return { kind: 'granted', permit };
@@ -320,8 +302,6 @@ export class Limiter {
       const pausedOver = permit.rates.some((u) => (this.pausedUntil.get(u.pk) ?? 0) > permit.startAt);
       // Lateness is judged before the wait only: a timer firing a little late is not a missed start.
       const late = !slept && micros(this.clock.now() - permit.startAt) > LATE_TOLERANCE_US;
-      // The path from asking for this start to here (the claim write and the hold included).
-      if (!slept && !refused) this.lead.observe(this.clock.now() - permit.askedAt - permit.sleptMs);
       if (!refused && !pausedOver && !late) {
         const wait = permit.startAt - this.clock.now();
         if (slept || wait <= 0 || this.clock.sleep === undefined) return;
@@ -333,10 +313,8 @@ export class Limiter {
       if (!refused && pausedOver) this.pausedStarts += 1;
       else if (!refused && late) this.lateStarts += 1;
       let starts: Starts;
-      permit.askedAt = this.clock.now();
-      permit.sleptMs = 0;
       try {
-        starts = await this.takeStarts(permit.rates, micros(permit.askedAt) + this.leadUs() * attempt, this.leaseUs);
+        starts = await this.takeStarts(permit.rates, micros(this.clock.now()) + this.leadUs() * attempt, this.leaseUs);
       } catch (err) {
         throw new LimitUnavailableError(
           `the limits store failed: ${err instanceof Error ? err.message : String(err)}`,
@@ -358,13 +336,21 @@ export class Limiter {
     }
   }
 
-  /** The lead starts are asked with now (ms): the configured one, or the measured path if longer. */
+  /** The lead starts are asked with now (ms): the configured one, or the store's learnt round trip if longer. */
   get leadMs(): number {
     return this.lead.ms;
   }
 
   private leadUs(): number {
     return micros(this.lead.ms);
+  }
+
+  /** A rate take, its round trip learnt for the lead. */
+  private async timed<T>(take: () => Promise<T>): Promise<T> {
+    const asked = this.clock.now();
+    const answer = await take();
+    this.lead.observe(this.clock.now() - asked);
+    return answer;
   }
 
   /**
@@ -494,15 +480,17 @@ export class Limiter {
 
     const now = this.clock.now();
     const lastTat = this.lastTat.get(use.pk);
-    const answer = await this.store.takeRate(use.pk, {
-      now: notBeforeUs / 1000,
-      count: this.reserve,
-      intervalMs: T / 1000,
-      toleranceMs: tau / 1000,
-      horizonMs: Math.max(0, latestUs - notBeforeUs) / 1000,
-      ...(lastTat === undefined ? {} : { lastTat }),
-      ...optional('expiresAt', this.expiresAt(use, now)),
-    });
+    const answer = await this.timed(() =>
+      this.store.takeRate(use.pk, {
+        now: notBeforeUs / 1000,
+        count: this.reserve,
+        intervalMs: T / 1000,
+        toleranceMs: tau / 1000,
+        horizonMs: Math.max(0, latestUs - notBeforeUs) / 1000,
+        ...(lastTat === undefined ? {} : { lastTat }),
+        ...optional('expiresAt', this.expiresAt(use, now)),
+      }),
+    );
     if (answer.tat !== undefined) remember(this.lastTat, use.pk, answer.tat);
     if (answer.kind === 'wait') {
       if (answer.pausedUntil !== undefined && micros(answer.pausedUntil) > notBeforeUs) {

@@ -2,32 +2,35 @@ import { describe, expect, it } from 'vitest';
 import { StartLead } from '../../../shared/limit/lead.js';
 
 describe('Class: StartLead', () => {
-  it('is the floor until a path longer than it is measured', () => {
+  it('is the floor until a round trip is measured, and while the learnt lead is below it', () => {
     const lead = new StartLead(50, 15_000);
     expect(lead.ms).toBe(50);
-    lead.observe(20);
+    lead.observe(5); // 5 + 4 · 2.5 = 15
     expect(lead.ms).toBe(50);
   });
 
-  it('rises at once to a longer path, with 25 % headroom, and never past the cap', () => {
+  it('a first round trip R gives R + 4 · R/2 (RFC 6298), never past the cap', () => {
     const lead = new StartLead(50, 1_000);
-    lead.observe(200);
-    expect(lead.ms).toBe(250);
-    lead.observe(900);
-    expect(lead.ms).toBe(1_000);
+    lead.observe(180);
+    expect(lead.ms).toBe(540);
+    const capped = new StartLead(50, 1_000);
+    capped.observe(400);
+    expect(capped.ms).toBe(1_000);
   });
 
-  it('comes down slowly: one fast path after a slow spell keeps most of the lead', () => {
+  it('steady round trips bring the lead down towards them; a spike raises it by a fraction, not to the spike', () => {
     const lead = new StartLead(0, 15_000);
-    lead.observe(400);
-    lead.observe(0);
-    expect(lead.ms).toBeCloseTo(400 * 0.95 * 1.25, 6);
-    for (let i = 0; i < 200; i += 1) lead.observe(10);
-    expect(lead.ms).toBeLessThan(13);
-    expect(lead.ms).toBeGreaterThanOrEqual(12.5);
+    for (let i = 0; i < 100; i += 1) lead.observe(20);
+    expect(lead.ms).toBeGreaterThanOrEqual(20);
+    expect(lead.ms).toBeLessThan(21);
+    lead.observe(600);
+    // srtt 20 + (600 − 20) / 8 = 92.5; rttvar (580) / 4 = 145: lead 92.5 + 580 = 672.5
+    expect(lead.ms).toBeCloseTo(672.5, 1);
+    for (let i = 0; i < 40; i += 1) lead.observe(20);
+    expect(lead.ms).toBeLessThan(25);
   });
 
-  it('ignores what cannot be a path (negative, NaN, Infinity)', () => {
+  it('ignores what cannot be a round trip (negative, NaN, Infinity)', () => {
     const lead = new StartLead(5, 100);
     for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) lead.observe(bad);
     expect(lead.ms).toBe(5);
