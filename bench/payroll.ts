@@ -27,7 +27,6 @@
  *
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +39,7 @@ import { PRIORITIES } from '../shared/config/resources.js';
 import { EmailProvider, type ProviderReport } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { uniquePrefix } from './fixtures/wait.js';
+import { spawnWorker, type WorkerProcess, waitWorkerReady } from './fixtures/worker-process.js';
 
 /** The payroll's real figures; `--time-scale N` divides the rate and multiplies the durations by N. */
 let RATE_PER_SECOND = 40;
@@ -98,33 +98,21 @@ function args() {
   };
 }
 
-interface Worker {
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-function startWorker(o: {
+/** Spawns a worker with the payroll's task types and waits until it is ready. */
+async function startWorker(o: {
+  label: string;
   rt: Awaited<ReturnType<typeof startLocalRuntime>>;
   env: Record<string, string>;
   lease: number;
   countsFile: string;
-}): Promise<Worker> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'local/worker.ts',
-      '--sqs',
-      o.rt.endpoints.sqs,
-      '--dynamodb',
-      o.rt.endpoints.dynamodb,
-      '--prefix',
-      o.rt.resources.prefix,
-      '--lease',
-      String(o.lease),
-      '--registry-module',
-      'bench/payroll/tasks.ts',
+}): Promise<WorkerProcess> {
+  const worker = spawnWorker({
+    label: o.label,
+    endpoints: o.rt.endpoints,
+    prefix: o.rt.resources.prefix,
+    lease: o.lease,
+    registryModule: 'bench/payroll/tasks.ts',
+    args: [
       '--registry-export',
       'createRegistry',
       '--wait-seconds',
@@ -136,21 +124,10 @@ function startWorker(o: {
       '--counts-file',
       o.countsFile,
     ],
-    { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (b: Buffer) => {
-      out += b.toString();
-      if (out.includes('kaj-worker ready')) resolve({ child, exited });
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (b: Buffer) => {
-      out += b.toString();
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before ready:\n${out}`)));
+    env: o.env,
   });
+  await waitWorkerReady(worker);
+  return worker;
 }
 
 function addCounts(into: RequestCounts, from: RequestCounts): void {
@@ -190,7 +167,7 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     seq += 1;
     const file = join(dir, `w${seq}.json`);
     files.push(file);
-    return startWorker({ rt, env, lease: o.lease, countsFile: file });
+    return startWorker({ label: `w${seq}`, rt, env, lease: o.lease, countsFile: file });
   };
   const workers = await Promise.all(Array.from({ length: o.workers }, () => spawnOne()));
 
@@ -220,8 +197,8 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     for (let k = 0; k < kills; k += 1) {
       await new Promise((r) => setTimeout(r, (floorS * 1000) / (kills + 1)));
       const victim = Math.floor(Math.random() * workers.length);
-      const w = workers[victim] as Worker;
-      w.child.kill('SIGKILL');
+      const w = workers[victim] as WorkerProcess;
+      w.kill('SIGKILL');
       await w.exited;
       killed += 1;
       workers[victim] = await spawnOne();
@@ -242,7 +219,7 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
   const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
   // Let the last outcomes land, then stop the workers and read every count.
   await new Promise((r) => setTimeout(r, EMAIL_MS + 1500));
-  for (const w of workers) w.child.kill('SIGTERM');
+  for (const w of workers) w.kill('SIGTERM');
   await Promise.all(workers.map((w) => w.exited));
 
   const counts: RequestCounts = { requests: {}, failed: {}, metrics: {} };

@@ -11,14 +11,13 @@
  *
  * @module
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { queueDepth } from '../../bench/fixtures/harness.js';
+import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../../bench/fixtures/worker-process.js';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { deleteResources } from '../../local/bootstrap.js';
 import { startLocalRuntime, type LocalRuntime } from '../../local/runtime.js';
@@ -32,7 +31,6 @@ import type { SubmitRequest } from '../../shared/task/submit.js';
 import { createRegistry, LANES, type LimitExecution, readLimitLog } from './limit-tasks.js';
 import { uniquePrefix, waitFor } from './wait.js';
 
-export const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const LIMIT_TASKS_MODULE = 'test/support/limit-tasks.ts';
 /** Long-poll wait of the workers' receives (`--wait-seconds`). */
 export const WORKER_WAIT_SECONDS = 1;
@@ -67,16 +65,9 @@ export interface FlowWorkerOptions {
   readonly providerUrl?: string;
 }
 
-export interface FlowWorker {
-  readonly label: string;
-  readonly child: ChildProcess;
+export interface FlowWorker extends WorkerProcess {
   /** The `--counts-file` it writes (AWS requests made, metrics emitted) every second and at exit. */
   readonly countsFile: string;
-  /** stdout + stderr so far (the last 2 MB). */
-  output(): string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  alive(): boolean;
-  kill(signal?: NodeJS.Signals): void;
   /** Its `--counts-file`, read now ({} before the first write). */
   counts(): { requests: Record<string, number>; metrics: Record<string, number> };
 }
@@ -135,22 +126,13 @@ export class FlowBench {
     this.seq += 1;
     const label = o.label ?? `w${this.seq}`;
     const countsFile = join(this.tmp, `counts-${label}.json`);
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'local/worker.ts',
-        '--sqs',
-        this.runtime.endpoints.sqs,
-        '--dynamodb',
-        this.runtime.endpoints.dynamodb,
-        '--prefix',
-        this.prefix,
-        '--lease',
-        String(this.lease),
-        '--registry-module',
-        LIMIT_TASKS_MODULE,
+    const proc = spawnWorker({
+      label,
+      endpoints: this.runtime.endpoints,
+      prefix: this.prefix,
+      lease: this.lease,
+      registryModule: LIMIT_TASKS_MODULE,
+      args: [
         '--concurrency',
         String(o.concurrency ?? 20),
         '--lane',
@@ -165,36 +147,16 @@ export class FlowBench {
         countsFile,
         ...(o.maxReceiveCount === undefined ? [] : ['--max-receive-count', String(o.maxReceiveCount)]),
       ],
-      {
-        cwd: REPO_ROOT,
-        env: {
-          ...process.env,
-          KAJ_LIMIT_LOG: this.execLogPath,
-          KAJ_WORKER_LABEL: label,
-          ...(o.providerUrl === undefined ? {} : { KAJ_PROVIDER_URL: o.providerUrl }),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        KAJ_LIMIT_LOG: this.execLogPath,
+        KAJ_WORKER_LABEL: label,
+        ...(o.providerUrl === undefined ? {} : { KAJ_PROVIDER_URL: o.providerUrl }),
       },
-    );
-    let out = '';
-    const append = (chunk: Buffer) => {
-      out = (out + chunk.toString()).slice(-2_000_000);
-    };
-    child.stdout?.on('data', append);
-    child.stderr?.on('data', append);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
-      child.once('exit', (code, signal) => done({ code, signal }));
+      keepOutputChars: 2_000_000,
     });
     const worker: FlowWorker = {
-      label,
-      child,
+      ...proc,
       countsFile,
-      output: () => out,
-      exited,
-      alive: () => child.exitCode === null && child.signalCode === null,
-      kill: (signal = 'SIGKILL') => {
-        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      },
       counts: () => {
         try {
           return JSON.parse(readFileSync(countsFile, 'utf8')) as ReturnType<FlowWorker['counts']>;
@@ -204,14 +166,7 @@ export class FlowBench {
       },
     };
     this.workers.push(worker);
-    await waitFor(
-      `worker ${label} to be ready`,
-      () => {
-        if (!worker.alive()) throw new Error(`worker ${label} exited during start-up:\n${out}`);
-        return out.includes('worker ready') ? true : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 50 },
-    );
+    await waitWorkerReady(worker, 90_000);
     return worker;
   }
 
