@@ -10,22 +10,16 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   DescribeTableCommand,
-  DynamoDBClient,
+  type DynamoDBClient,
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
-import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { LIMIT_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
+import { startTableOnTarget, type TableOnTarget } from './table-on-target.js';
 import type { Target } from './targets.js';
 import { uniquePrefix } from './wait.js';
 
 /** A limits table made by {@link startLimitsTable}. */
-export interface LimitsTableOnTarget {
-  /** A client of the target's DynamoDB (one attempt per request: a test sees every error). */
-  readonly dynamodb: DynamoDBClient;
-  readonly tableName: string;
-  /** Deletes the table, closes the client, stops what was started. Idempotent. */
-  stop(): Promise<void>;
-}
+export type LimitsTableOnTarget = TableOnTarget;
 
 /** Creates the limits table `tableName` (on demand) unless it exists, and waits until it is ACTIVE. */
 export async function createLimitsTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
@@ -54,40 +48,13 @@ export async function createLimitsTable(dynamodb: DynamoDBClient, tableName: str
  * Starts `target` (for the embedded target: dynalite in this process) and makes a limits table
  * with a unique name on it (`<tag>-<pid>-<random>-limits`).
  */
-export async function startLimitsTable(target: Target, tag = 'limits'): Promise<LimitsTableOnTarget> {
-  const t = await target.start();
-  const embedded = t.endpoints === undefined ? await startEmulators().catch(stopAnd(t.stop)) : undefined;
-  const endpoint = t.endpoints?.dynamodb ?? embedded?.dynamoEndpoint ?? '';
-  const dynamodb = new DynamoDBClient({
-    region: EMULATOR_REGION,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    endpoint,
-    maxAttempts: 1,
+export function startLimitsTable(target: Target, tag = 'limits'): Promise<LimitsTableOnTarget> {
+  return startTableOnTarget(target, resourceNames(uniquePrefix(tag)).limits, {
+    create: createLimitsTable,
+    remove: async (dynamodb, tableName) => {
+      await dynamodb.send(new DeleteTableCommand({ TableName: tableName })).catch((err: unknown) => {
+        if (!(err instanceof ResourceNotFoundException)) throw err;
+      });
+    },
   });
-  const tableName = resourceNames(uniquePrefix(tag)).limits;
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      try {
-        await dynamodb.send(new DeleteTableCommand({ TableName: tableName })).catch((err: unknown) => {
-          if (!(err instanceof ResourceNotFoundException)) throw err;
-        });
-      } finally {
-        dynamodb.destroy();
-        await embedded?.stop();
-        await t.stop();
-      }
-    })();
-    return stopping;
-  };
-  await createLimitsTable(dynamodb, tableName).catch(stopAnd(stop));
-  return { dynamodb, tableName, stop };
-}
-
-/** A rejection handler that stops what was started, then rethrows. */
-function stopAnd(stop: () => Promise<void>): (err: unknown) => Promise<never> {
-  return async (err) => {
-    await stop().catch(() => undefined);
-    throw err;
-  };
 }
