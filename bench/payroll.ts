@@ -36,6 +36,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
+import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/claim.js';
 import { EmailProvider, type ProviderReport } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { uniquePrefix } from './fixtures/wait.js';
@@ -65,6 +66,13 @@ interface RunResult {
   readonly unfinished: Record<string, number>;
   /** Up to 10 DLQ messages per priority: their receive counts and whether Kaj or SQS put them there. */
   readonly letters: string[];
+  /** Up to 10 failed or unfinished tasks: their attempts' outcomes and last error (why they are not `succeeded`). */
+  readonly stories: string[];
+  /** From the first submit until no task was left unfinished (or the bench's limit). */
+  readonly settledS: number;
+  /** Crashed attempts of tasks that ran beside others, and tasks that became suspects (ran alone). */
+  readonly sharedCrashes: number;
+  readonly suspects: number;
   readonly maxAttemptsSeen: number;
   readonly deferrals: number;
   readonly pauses: number;
@@ -217,8 +225,31 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
   await killer;
   const p = provider.report();
   const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
-  // Let the last outcomes land, then stop the workers and read every count.
+  // Every email accepted is not every task finished: a task whose worker died after its email
+  // was accepted runs again (the provider absorbs the replay). Wait for the outcomes to land.
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
+  const unfinishedNow = async (): Promise<number> => {
+    let n = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await doc.send(
+        new ScanCommand({
+          TableName: rt.resources.tableName,
+          Select: 'COUNT',
+          FilterExpression: 'NOT (#s IN (:ok, :failed, :cancelled))',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':ok': 'succeeded', ':failed': 'failed', ':cancelled': 'cancelled' },
+          ExclusiveStartKey: start,
+        }),
+      );
+      n += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return n;
+  };
   await new Promise((r) => setTimeout(r, EMAIL_MS + 1500));
+  while (Date.now() - started < limitMs && (await unfinishedNow()) > 0) await new Promise((r) => setTimeout(r, 2000));
+  const settledS = (Date.now() - started) / 1000;
   for (const w of workers) w.kill('SIGTERM');
   await Promise.all(workers.map((w) => w.exited));
 
@@ -232,11 +263,13 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
   }
   addCounts(counts, apiCounter.counts);
 
-  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   let succeeded = 0;
   let failed = 0;
   let maxAttemptsSeen = 0;
   const unfinished: Record<string, number> = {};
+  const stories: string[] = [];
+  let sharedCrashes = 0;
+  let suspects = 0;
   let key: Record<string, unknown> | undefined;
   do {
     const page = await doc.send(new ScanCommand({ TableName: rt.resources.tableName, ExclusiveStartKey: key }));
@@ -247,6 +280,9 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
         const k = `${String(item.type)}:${String(item.status)}:attempts ${String(item.attempts)}`;
         unfinished[k] = (unfinished[k] ?? 0) + 1;
       }
+      if (item.status !== 'succeeded' && stories.length < 10) stories.push(storyOf(item));
+      sharedCrashes += Number(item.unattributed_crashes ?? 0);
+      if (Number(item.crashes ?? 0) > 0 || Number(item.unattributed_crashes ?? 0) >= SHARED_CRASHES_BEFORE_SOLO) suspects += 1;
       if (item.type === 'send_slip') maxAttemptsSeen = Math.max(maxAttemptsSeen, Number(item.attempts));
     }
     key = page.LastEvaluatedKey;
@@ -296,6 +332,10 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     dlq,
     unfinished,
     letters,
+    stories,
+    settledS,
+    sharedCrashes,
+    suspects,
     maxAttemptsSeen,
     deferrals: counts.metrics.LimitDeferrals ?? 0,
     pauses: counts.metrics.LimitPauses ?? 0,
@@ -335,10 +375,23 @@ function line(r: RunResult, slips: number): string {
     `peak in flight ${pr.peakInFlight}`,
     `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms)`,
     `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
-    `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}`,
+    `all settled +${r.settledS.toFixed(1)} s, shared crashes ${r.sharedCrashes}, suspects ${r.suspects}`,
+    `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}${r.stories.length > 0 ? ` (not succeeded: ${r.stories.join('; ')})` : ''}`,
     `deferrals ${(r.deferrals / slips).toFixed(2)}/slip pauses ${r.pauses}`,
     `per slip: SQS ${q.sqs.toFixed(1)} (CMV ${q.changeVisibility.toFixed(2)}), DDB reads ${q.dynamodbReads.toFixed(2)}, writes ${q.dynamodbWrites.toFixed(2)} (limits table ${q.limitsTableWrites.toFixed(2)}, of which refused ${q.limitsTableRefused.toFixed(2)})`,
   ].join(' | ');
+}
+
+/** One task that did not succeed, as its record tells it: attempts, crash counters, each attempt's outcome and error code, the last error. */
+function storyOf(item: Record<string, unknown>): string {
+  const history = (item.history ?? []) as { outcome?: string; error?: { code?: string } }[];
+  const error = item.error as { code?: string; message?: string } | undefined;
+  return (
+    `${String(item.task_id)} ${String(item.type)} ${String(item.status)} attempts ${String(item.attempts)}/${String(item.max_attempts)} ` +
+    `crashes ${String(item.crashes ?? 0)} shared ${String(item.unattributed_crashes ?? 0)} ` +
+    `history [${history.map((h) => `${h.outcome}${h.error?.code === undefined ? '' : `:${h.error.code}`}`).join(' ')}]` +
+    (error === undefined ? '' : ` error ${error.code ?? ''} ${error.message ?? ''}`)
+  );
 }
 
 async function main(): Promise<void> {

@@ -36,6 +36,19 @@ export interface Deferral {
 }
 
 /**
+ * The receive count from which a deferred message is re-sent as a fresh copy instead of being
+ * made visible later: half of `maxReceiveCount` (at least 2, at most `maxReceiveCount`). Not `maxReceiveCount − 1`: a receive
+ * the consumer never sees — a worker killed, or an invocation that timed out, while holding the
+ * message — counts too, and several can come in a row after a deploy or a run of kills; from
+ * half-way, the message reaches the DLQ only if the rest of its receives are all lost that way
+ * (5 in a row at the default 10). The price: one `SendMessage` every few deferrals instead of
+ * every nine (docs/flow-control.md §5).
+ */
+export function refreshAtReceive(maxReceiveCount: number): number {
+  return Math.min(maxReceiveCount, Math.max(2, Math.ceil(maxReceiveCount / 2)));
+}
+
+/**
  * The consumer's side of the flow-control limits (`shared/limit/`): which limits a task holds
  * (its type's `uses`, keyed by its payload or tenant), asking the process's limiter for them
  * right before the claim, how long a refused task waits, giving the limits back when the
@@ -88,8 +101,7 @@ export class FlowControl {
       reason: refusal.reason,
       seconds,
     });
-    // The receive that brought it counts already; one more and SQS would dead-letter it.
-    return { seconds, refresh: receiveCount >= this.d.maxReceiveCount - 1 };
+    return { seconds, refresh: receiveCount >= refreshAtReceive(this.d.maxReceiveCount) };
   }
 
   /**

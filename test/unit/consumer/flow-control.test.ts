@@ -16,6 +16,7 @@ import { METRICS } from '../../../shared/config/metrics.js';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
 import { MissingLimiterError } from '../../../shared/consumer/errors.js';
+import { refreshAtReceive } from '../../../shared/consumer/flow-control.js';
 import { Limiter, type LimitUse } from '../../../shared/limit/limiter.js';
 import { type Metrics, RecordingLogger } from '../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../shared/runtime/random.js';
@@ -34,6 +35,8 @@ import { MemoryLimitStore } from '../../support/memory-limit-store.js';
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const LEASE_SECONDS = 60;
 const MAX_RECEIVE_COUNT = 5;
+/** Written out, not computed with refreshAtReceive: the test says what the rule is. */
+const REFRESH_AT = 3;
 /** The io lane's queues, as the consumer is told them (`laneQueueNames`). */
 const IO_QUEUE_NAMES = { high: 'unit-io-lane-high', normal: 'unit-io-lane-normal', low: 'unit-io-lane-low' } as const;
 
@@ -193,8 +196,11 @@ describe('a task its limits refuse', () => {
       [3, 2_000],
     ] as const) {
       await vi.advanceTimersByTimeAsync(afterMs);
+      const [changed, sent] = [queue.visibility.length, queue.sent.length];
       await kaj.processBatch(sqsEvent(sqsRecord(message, 'normal', receiveCount)), lambdaContext());
-      deferrals.push(queue.visibility.at(-1)?.seconds ?? -1);
+      // The third receive is past half of maxReceiveCount (5): a fresh copy, delayed by the deferral.
+      if (queue.sent.length > sent) deferrals.push(queue.sent.at(-1)?.delaySeconds ?? -1);
+      else if (queue.visibility.length > changed) deferrals.push(queue.visibility.at(-1)?.seconds ?? -1);
     }
     expect(deferrals).toEqual([1, 2, 3]);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0 });
@@ -207,7 +213,7 @@ describe('a task its limits refuse', () => {
     expect(store.items.get(record.task_id)?.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
   });
 
-  it(`at ApproximateReceiveCount = maxReceiveCount − 1 (${MAX_RECEIVE_COUNT - 1}) is re-sent to its lane with the deferral as DelaySeconds (same task_id and dispatch_id) and the old message acknowledged`, async () => {
+  it(`from ApproximateReceiveCount = half of maxReceiveCount (${REFRESH_AT} of ${MAX_RECEIVE_COUNT}) is re-sent to its lane with the deferral as DelaySeconds (same task_id and dispatch_id) and the old message acknowledged`, async () => {
     const { kaj, store, queue, other, usesOf, submit } = setup();
     await other.acquire(usesOf('io_slotted'), 'a-task-of-another-worker');
     const { record, message } = await submit('io_slotted');
@@ -216,7 +222,7 @@ describe('a task its limits refuse', () => {
     const writesBefore = store.updates;
 
     // One receive short of the refresh: still a visibility change, on the io lane's queue.
-    const early = ioRecord(message, MAX_RECEIVE_COUNT - 2);
+    const early = ioRecord(message, REFRESH_AT - 1);
     expect((await kaj.processBatch(sqsEvent(early), lambdaContext())).batchItemFailures).toEqual([
       { itemIdentifier: early.messageId },
     ]);
@@ -224,7 +230,7 @@ describe('a task its limits refuse', () => {
     expect(changeVisibility.mock.calls[0]).toEqual(['normal', early.receiptHandle, expect.any(Number), 'io']);
     expect(send).not.toHaveBeenCalled();
 
-    for (const receiveCount of [MAX_RECEIVE_COUNT - 1, MAX_RECEIVE_COUNT + 3]) {
+    for (const receiveCount of [REFRESH_AT, MAX_RECEIVE_COUNT - 1, MAX_RECEIVE_COUNT + 3]) {
       send.mockClear();
       changeVisibility.mockClear();
       const late = ioRecord(message, receiveCount);
@@ -248,6 +254,20 @@ describe('a task its limits refuse', () => {
     expect(store.updates).toBe(writesBefore);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0, lane: 'io' });
     expect(runs).toBe(0);
+  });
+});
+
+describe('refreshAtReceive', () => {
+  it('re-sends from half of maxReceiveCount: 5 unseen receives in a row tolerated at the default 10; never later than the last receive SQS delivers', () => {
+    expect([1, 2, 3, 4, 5, 10, 11].map((max) => [max, refreshAtReceive(max)])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 2],
+      [4, 2],
+      [5, 3],
+      [10, 5],
+      [11, 6],
+    ]);
   });
 });
 
