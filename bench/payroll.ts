@@ -282,7 +282,8 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
       }
       if (item.status !== 'succeeded' && stories.length < 10) stories.push(storyOf(item));
       sharedCrashes += Number(item.unattributed_crashes ?? 0);
-      if (Number(item.crashes ?? 0) > 0 || Number(item.unattributed_crashes ?? 0) >= SHARED_CRASHES_BEFORE_SOLO) suspects += 1;
+      if (Number(item.crashes ?? 0) > 0 || Number(item.unattributed_crashes ?? 0) >= SHARED_CRASHES_BEFORE_SOLO)
+        suspects += 1;
       if (item.type === 'send_slip') maxAttemptsSeen = Math.max(maxAttemptsSeen, Number(item.attempts));
     }
     key = page.LastEvaluatedKey;
