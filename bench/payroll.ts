@@ -12,7 +12,7 @@
  * `--slips` salary slips: each a `render_slip` task (cpu lane, 0.8 s, holds a `database`
  * connection) that submits a `send_slip` task (io lane, `email_provider`) through Kaj's API with
  * the idempotency key `slip:2026-11:emp-N`; the email goes to a simulated provider that takes
- * 1.2 s and refuses more than 40 emails in any sliding second with 429 (bench/payroll/provider.ts).
+ * 1.2 s and refuses more than 40 emails in any sliding second with 429 (bench/payroll/email-provider.ts, in a process of its own).
  * The provider's real numbers (40/s, 1.2 s, 45 and 60 connections) are kept: the scale-down is
  * in the number of slips, so every ratio of the 50,000-slip run holds and the limits and counts
  * are the real ones. Workers are separate processes (`local/worker.ts`, as Lambda instances are):
@@ -37,7 +37,7 @@ import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
 import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/claim.js';
-import { EmailProvider, type ProviderReport } from './payroll/email-provider.js';
+import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { uniquePrefix } from './fixtures/wait.js';
 import { spawnWorker, type WorkerProcess, waitWorkerReady } from './fixtures/worker-process.js';
@@ -145,8 +145,7 @@ function addCounts(into: RequestCounts, from: RequestCounts): void {
 }
 
 async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills: number): Promise<RunResult> {
-  const provider = new EmailProvider({ perSecond: RATE_PER_SECOND, latencyMs: EMAIL_MS });
-  await provider.start();
+  const provider = await spawnProvider({ perSecond: RATE_PER_SECOND, latencyMs: EMAIL_MS });
   const dir = mkdtempSync(join(tmpdir(), 'kaj-payroll-'));
   const env = {
     PAYROLL_CONFIG: config,
@@ -217,13 +216,13 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
   // A kill run waits longer: what matters there is that every slip gets through, and when.
   const limitMs = (kills > 0 ? floorS * 10 + 300 : floorS * 4 + 120) * 1000;
   for (;;) {
-    const p = provider.report();
+    const p = await provider.report();
     if (p.sent >= o.slips && killed >= kills) break;
     if (Date.now() - started > limitMs) break;
     await new Promise((r) => setTimeout(r, 250));
   }
   await killer;
-  const p = provider.report();
+  const p = await provider.report();
   const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
   // Every email accepted is not every task finished: a task whose worker died after its email
   // was accepted runs again (the provider absorbs the replay). Wait for the outcomes to land.

@@ -11,8 +11,10 @@
  *
  * @module
  */
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { REPO_ROOT } from '../fixtures/worker-process.js';
 
 export interface ProviderOptions {
   /** Emails accepted per sliding second before a 429. */
@@ -76,6 +78,10 @@ export class EmailProvider {
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/report') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.report()));
+        return;
+      }
       const key = String(req.headers['idempotency-key'] ?? '');
       const started = Number(req.headers['x-started-at']);
       req.resume();
@@ -134,4 +140,45 @@ export class EmailProvider {
   async stop(): Promise<void> {
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
   }
+}
+
+/** The provider in a process of its own: what the payroll bench drives. */
+export interface ProviderProcess {
+  /** Where tasks send their emails. */
+  readonly url: string;
+  report(): Promise<ProviderReport>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the provider as a child process (`bench/payroll/provider-process.ts`). Not in the
+ * bench's own process: that one hosts the embedded emulators, whose event loop (hundreds of
+ * writes a second) would delay every arrival — the provider's clock — by up to 0.3 s, and a
+ * delayed arrival is a 429 no real provider would have sent.
+ */
+export async function spawnProvider(o: ProviderOptions): Promise<ProviderProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/payroll/provider-process.ts', String(o.perSecond), String(o.latencyMs)],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const ready = /READY (\S+)/.exec(out);
+      if (ready?.[1] !== undefined) resolve(ready[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the provider process exited (${code}) before it was ready`)));
+  });
+  const reportUrl = url.replace(/\/send$/, '/report');
+  return {
+    url,
+    report: async () => (await (await fetch(reportUrl)).json()) as ProviderReport,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
