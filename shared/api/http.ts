@@ -13,7 +13,7 @@ import {
 } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';
 import { toView, type TaskRecord } from '../task/model.js';
-import type { Caller, TaskSubmitter } from '../task/submit.js';
+import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
 import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
 import type { ScheduleService } from '../schedule/service.js';
 import { HttpError } from './errors.js';
@@ -58,6 +58,8 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
     switch (match.route.name) {
       case 'submit':
         return await submit(event, d, caller);
+      case 'submit_batch':
+        return await submitBatch(event, d, caller);
       case 'get':
         return json(200, toView(await find(d.lifecycle, id, caller)));
       case 'cancel':
@@ -100,14 +102,37 @@ async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller)
   return json(replayed ? 200 : 202, accepted(record), headers);
 }
 
+/**
+ * `POST /api/v1/tasks/batch`: `207` with one result per item, in request order — each the HTTP
+ * status (`http_status`) and body a single submit of that item would have had (`202`, `200` replay, `409`, `413`,
+ * `422`, `503`). The request itself fails (`400`/`413`/`415`/`422`) only when it is not a batch.
+ */
+async function submitBatch(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller): Promise<HttpResult> {
+  const parsed = submitBatchRequestSchema.safeParse(jsonBody(event, DEFAULTS.maxBatchRequestBytes));
+  if (!parsed.success) throw validationErrorOf(parsed.error);
+  const results = await d.submitter.submitMany(parsed.data.tasks, caller);
+  const items = results.map((r, index) => {
+    if (r.kind === 'accepted') return { index, http_status: r.replayed ? 200 : 202, ...accepted(r.record) };
+    const p = problemOf(r.error, d.logger, { method: 'POST', path: event.rawPath, item: index });
+    return { index, http_status: p.status, error: p.error };
+  });
+  const count = (f: (s: number) => boolean) => items.filter((i) => f(i.http_status)).length;
+  return json(207, {
+    accepted: count((s) => s === 202),
+    replayed: count((s) => s === 200),
+    rejected: count((s) => s >= 400),
+    results: items,
+  });
+}
+
 /** A body that may be absent (an action without options): `undefined` then. */
 function optionalJsonBody(event: APIGatewayProxyEventV2): unknown {
   if (event.body === undefined || event.body === '') return undefined;
   return jsonBody(event);
 }
 
-/** The request's JSON body: 415 unless JSON, 413 above the limit, 400 when empty or malformed. */
-function jsonBody(event: APIGatewayProxyEventV2): unknown {
+/** The request's JSON body: 415 unless JSON, 413 above `maxBytes`, 400 when empty or malformed. */
+function jsonBody(event: APIGatewayProxyEventV2, maxBytes: number = DEFAULTS.maxRequestBytes): unknown {
   const contentType = header(event, 'content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
     throw new HttpError(415, 'unsupported_media_type', 'Content-Type must be application/json');
@@ -119,11 +144,8 @@ function jsonBody(event: APIGatewayProxyEventV2): unknown {
         ? Buffer.from(event.body, 'base64').toString('utf8')
         : event.body;
   const bytes = Buffer.byteLength(raw);
-  if (bytes > DEFAULTS.maxRequestBytes) {
-    throw new PayloadTooLargeError(
-      'body',
-      `request body of ${bytes} bytes exceeds the limit of ${DEFAULTS.maxRequestBytes}`,
-    );
+  if (bytes > maxBytes) {
+    throw new PayloadTooLargeError('body', `request body of ${bytes} bytes exceeds the limit of ${maxBytes}`);
   }
   if (raw.trim() === '') throw new HttpError(400, 'invalid_json', 'request body is empty; send a JSON object');
   try {
@@ -178,28 +200,48 @@ function json(statusCode: number, body: unknown, headers: Record<string, string>
   };
 }
 
-function problem(statusCode: number, code: string, message: string, field?: string, headers?: Record<string, string>) {
-  return json(statusCode, { error: field === undefined ? { code, message } : { code, message, field } }, headers);
+/** An error as the API answers it: status, the `error` body, and headers. */
+export interface Problem {
+  readonly status: number;
+  readonly error: { readonly code: string; readonly message: string; readonly field?: string };
+  readonly headers?: Record<string, string>;
 }
 
-/** Maps domain errors to responses. Anything unexpected is a 500 with no internals leaked. */
-export function errorResponse(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): HttpResult {
+function problemWith(
+  status: number,
+  code: string,
+  message: string,
+  field?: string,
+  headers?: Record<string, string>,
+): Problem {
+  return {
+    status,
+    error: field === undefined ? { code, message } : { code, message, field },
+    ...(headers === undefined ? {} : { headers }),
+  };
+}
+
+/**
+ * Maps domain errors to what the API answers (the whole response, or one item of a batch).
+ * Anything unexpected is a 500 with no internals leaked.
+ */
+export function problemOf(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): Problem {
   if (err instanceof HttpError) {
-    return problem(err.status, err.code, err.message, undefined, err.allow ? { allow: err.allow } : undefined);
+    return problemWith(err.status, err.code, err.message, undefined, err.allow ? { allow: err.allow } : undefined);
   }
-  if (err instanceof PayloadTooLargeError) return problem(413, 'payload_too_large', err.message, err.field);
-  if (err instanceof ValidationError) return problem(422, 'validation_error', err.message, err.field);
-  if (err instanceof UnknownTaskTypeError) return problem(422, 'unknown_type', err.message, 'type');
+  if (err instanceof PayloadTooLargeError) return problemWith(413, 'payload_too_large', err.message, err.field);
+  if (err instanceof ValidationError) return problemWith(422, 'validation_error', err.message, err.field);
+  if (err instanceof UnknownTaskTypeError) return problemWith(422, 'unknown_type', err.message, 'type');
   if (err instanceof IdempotencyConflictError)
-    return problem(409, 'idempotency_conflict', err.message, 'idempotency_key');
-  if (err instanceof TaskNotFoundError) return problem(404, 'not_found', err.message);
-  if (err instanceof TaskNotCancellableError) return problem(409, 'not_cancellable', err.message);
-  if (err instanceof ScheduleValidationError) return problem(422, 'validation_error', err.message, err.field);
-  if (err instanceof ScheduleNotFoundError) return problem(404, 'not_found', err.message);
-  if (err instanceof ScheduleConflictError) return problem(409, err.reason, err.message);
+    return problemWith(409, 'idempotency_conflict', err.message, 'idempotency_key');
+  if (err instanceof TaskNotFoundError) return problemWith(404, 'not_found', err.message);
+  if (err instanceof TaskNotCancellableError) return problemWith(409, 'not_cancellable', err.message);
+  if (err instanceof ScheduleValidationError) return problemWith(422, 'validation_error', err.message, err.field);
+  if (err instanceof ScheduleNotFoundError) return problemWith(404, 'not_found', err.message);
+  if (err instanceof ScheduleConflictError) return problemWith(409, err.reason, err.message);
   if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {
     logger.warn('dependency unavailable', { ...fields, error: err.message, task_id: err.taskId });
-    return problem(503, 'unavailable', 'a dependency is unavailable; retry later', undefined, {
+    return problemWith(503, 'unavailable', 'a dependency is unavailable; retry later', undefined, {
       'retry-after': RETRY_AFTER_SECONDS,
     });
   }
@@ -207,5 +249,11 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
     ...fields,
     error: err instanceof Error ? (err.stack ?? err.message) : String(err),
   });
-  return problem(500, 'internal', 'internal error');
+  return problemWith(500, 'internal', 'internal error');
+}
+
+/** {@link problemOf} as the whole response. */
+export function errorResponse(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): HttpResult {
+  const p = problemOf(err, logger, fields);
+  return json(p.status, { error: p.error }, p.headers);
 }

@@ -126,6 +126,8 @@ export const DEFAULTS = {
   maxPayloadBytes: 32 * 1024,
   maxResultBytes: 32 * 1024,
   maxRequestBytes: 64 * 1024,
+  /** A batch submit's body (up to 100 tasks): 1 MiB, well under API Gateway's 10 MB and Lambda's 6 MB. */
+  maxBatchRequestBytes: 1024 * 1024,
   /** Attempts kept in a task's history. */
   historyLength: 10,
   /** SQS event source mapping. */

@@ -1,6 +1,7 @@
 import { METRICS } from '../config/metrics.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
 import { outboxPartitions, type TaskRecord } from '../task/model.js';
+import { forEachBounded } from '../runtime/bounded.js';
 
 export interface SweepReport {
   /** Messages (and dead letters) sent. */
@@ -85,19 +86,6 @@ export class OutboxSweeper {
       return undefined;
     }
   }
-}
-
-/** Runs `work` over `items`, at most `limit` at a time. */
-async function forEachBounded<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }
 
 function stillDue(current: TaskRecord | undefined, partition: string, now: number): current is TaskRecord {

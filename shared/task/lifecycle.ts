@@ -52,6 +52,10 @@ export class TaskLifecycle {
   sendAhead(record: TaskRecord): Promise<Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>> {
     return this.outboxes.sendAhead(record);
   }
+  /** {@link TaskOutbox.sendAheadMany}. */
+  sendAheadMany(records: readonly TaskRecord[]): Promise<Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>[]> {
+    return this.outboxes.sendAheadMany(records);
+  }
   dispatch(record: TaskRecord): Promise<'sent' | 'deferred' | 'none'> {
     return this.outboxes.dispatch(record);
   }

@@ -1,5 +1,6 @@
 import type { Priority } from '../config/resources.js';
 import type { DeadLetter } from '../queue/message.js';
+import type { OutgoingMessage } from '../queue/task-queue.js';
 import { ConditionFailedError } from '../store/errors.js';
 import { CLAIMABLE_FRESH, outboxFields, sendableNow } from './changes.js';
 import { ignoreConflict } from './fence.js';
@@ -48,6 +49,48 @@ export class TaskOutbox {
       });
       return owed();
     }
+  }
+
+  /**
+   * `sendAhead` for many records at once (a batch submit): the messages that can go now are
+   * sent with as few requests as the queue allows (SQS: `SendMessageBatch`, 10 a request, per
+   * priority and lane), entry by entry. Returns, in the records' order, the fields each record
+   * must carry: none when its message went out, an outbox entry when it could not.
+   */
+  async sendAheadMany(records: readonly TaskRecord[]): Promise<Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>[]> {
+    const now = this.d.clock.now();
+    const owed = (r: TaskRecord) => this.fields(r.task_id, 'queue', r.priority, Date.parse(r.run_at));
+    const out: Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>[] = records.map(() => ({}));
+    const byPriority = new Map<Priority, { index: number; entry: OutgoingMessage }[]>();
+    records.forEach((r, index) => {
+      const runAt = Date.parse(r.run_at);
+      if (!sendableNow(runAt, now)) {
+        out[index] = owed(r);
+        return;
+      }
+      const list = byPriority.get(r.priority) ?? [];
+      list.push({ index, entry: this.outgoing(r, Math.max(0, runAt - now) / 1000) });
+      byPriority.set(r.priority, list);
+    });
+    await Promise.all(
+      [...byPriority].map(async ([priority, list]) => {
+        const failed = await this.d.queue.sendMany(
+          priority,
+          list.map((l) => l.entry),
+        );
+        const indexOf = new Map(list.map((l) => [l.entry, l.index]));
+        for (const f of failed) {
+          const index = indexOf.get(f.entry) as number;
+          const record = records[index] as TaskRecord;
+          out[index] = owed(record);
+          this.d.logger.warn('send failed; the task waits in the outbox for the sweeper', {
+            task_id: record.task_id,
+            error: f.error.name,
+          });
+        }
+      }),
+    );
+    return out;
   }
 
   /**
@@ -151,17 +194,24 @@ export class TaskOutbox {
 
   /** The task's message (its current dispatch) to its priority queue. */
   private sendMessage(record: TaskRecord, delaySeconds: number, priority: Priority = record.priority): Promise<void> {
-    return this.d.queue.send(
-      priority,
-      {
+    const { message, ...options } = this.outgoing(record, delaySeconds);
+    return this.d.queue.send(priority, message, options);
+  }
+
+  /** The message of a record's current dispatch, as the queue takes it. */
+  private outgoing(record: TaskRecord, delaySeconds: number): OutgoingMessage {
+    return {
+      message: {
         task_id: record.task_id,
         dispatch_id: record.dispatch_id,
         timeout_seconds: record.timeout_seconds,
         sent_at: this.d.clock.now(),
         ...(record.tenant === undefined ? {} : { tenant: record.tenant }),
       },
-      { delaySeconds, type: record.type, ...(record.lane === undefined ? {} : { lane: record.lane }) },
-    );
+      delaySeconds,
+      type: record.type,
+      ...(record.lane === undefined ? {} : { lane: record.lane }),
+    };
   }
 
   /** Removes the entry whose message went out, unless the task moved on to another dispatch meanwhile. */

@@ -2,9 +2,10 @@ import { createHash, createHmac } from 'node:crypto';
 import * as z from 'zod';
 import { DEFAULTS, PRIORITIES, type Priority } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
-import { TaskAlreadyExistsError } from '../store/errors.js';
+import { StoreRejectedError, StoreUnavailableError, TaskAlreadyExistsError } from '../store/errors.js';
 import type { TaskRegistry } from './define.js';
 import { DEFAULT_LANE } from '../config/lanes.js';
+import { forEachBounded } from '../runtime/bounded.js';
 import { TENANT_PATTERN } from '../queue/message.js';
 import { nextDispatchId } from './changes.js';
 import { resolvePolicy } from './define.js';
@@ -91,6 +92,75 @@ export class TaskSubmitter {
 
   /** @throws ValidationError, UnknownTaskTypeError, IdempotencyConflictError, StoreUnavailableError */
   async submit(body: unknown, caller: Caller): Promise<SubmitResult> {
+    const record = this.prepare(body, caller);
+    return this.accept(record, replayCheck(caller, record));
+  }
+
+  /**
+   * Accepts up to {@link MAX_BATCH_TASKS} tasks, each as `submit` would take it, and answers each
+   * in the order given: one bad item never rejects the others. The messages that can go now are
+   * sent first, with `SendMessageBatch` (10 a request); then each record is put with the same
+   * conditional write as a single submit (`attribute_not_exists`), so "send first, then put"
+   * holds item by item: an item answered as accepted has its record, and its message or outbox
+   * entry. The same idempotency key twice in one batch is one task: the later items answer as
+   * replays of the first (or as conflicts, when they ask for something else).
+   *
+   * @throws ValidationError for more than {@link MAX_BATCH_TASKS} items (field `tasks`)
+   */
+  async submitMany(bodies: readonly unknown[], caller: Caller): Promise<BatchItemResult[]> {
+    if (bodies.length > MAX_BATCH_TASKS) {
+      throw new ValidationError('tasks', `tasks: at most ${MAX_BATCH_TASKS} tasks per request, got ${bodies.length}`);
+    }
+    const results: BatchItemResult[] = [];
+    const firsts: TaskRecord[] = [];
+    /** Items whose task id an earlier item of the batch has: [position, the earlier one's record, this one's]. */
+    const repeats: [number, TaskRecord, TaskRecord][] = [];
+    const firstById = new Map<string, TaskRecord>();
+    const positionOf = new Map<TaskRecord, number>();
+    bodies.forEach((body, index) => {
+      let record: TaskRecord;
+      try {
+        record = this.prepare(body, caller);
+      } catch (err) {
+        if (!(err instanceof TaskError)) throw err;
+        results[index] = { kind: 'rejected', error: err };
+        return;
+      }
+      const first = firstById.get(record.task_id);
+      if (first !== undefined) {
+        repeats.push([index, first, record]);
+        return;
+      }
+      firstById.set(record.task_id, record);
+      positionOf.set(record, index);
+      firsts.push(record);
+    });
+    const owed = await this.lifecycle.sendAheadMany(firsts);
+    for (const [i, r] of firsts.entries()) Object.assign(r, owed[i]);
+    await forEachBounded(firsts, BATCH_PUT_CONCURRENCY, async (record) => {
+      const index = positionOf.get(record) as number;
+      try {
+        results[index] = { kind: 'accepted', ...(await this.commit(record, replayCheck(caller, record))) };
+      } catch (err) {
+        if (!(err instanceof TaskError || err instanceof StoreUnavailableError || err instanceof StoreRejectedError))
+          throw err;
+        results[index] = { kind: 'rejected', error: err };
+      }
+    });
+    for (const [index, first, record] of repeats) {
+      const outcome = results[positionOf.get(first) as number] as BatchItemResult;
+      results[index] =
+        outcome.kind === 'rejected'
+          ? outcome
+          : first.fingerprint === record.fingerprint
+            ? { kind: 'accepted', record: outcome.record, replayed: true }
+            : { kind: 'rejected', error: new IdempotencyConflictError(first.task_id) };
+    }
+    return results;
+  }
+
+  /** Validates a submit's body and builds the task it asks for (nothing written or sent). */
+  private prepare(body: unknown, caller: Caller): TaskRecord {
     const parsed = submitRequestSchema.safeParse(body);
     if (!parsed.success) throw validationErrorOf(parsed.error);
     const req = parsed.data;
@@ -149,12 +219,7 @@ export class TaskSubmitter {
     if (lane !== DEFAULT_LANE) record.lane = lane;
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
 
-    return this.accept(record, (existing) => {
-      // Ids are per owner already; the check stands guard should two owners ever meet on one id.
-      if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
-        throw new IdempotencyConflictError(existing.task_id);
-      }
-    });
+    return record;
   }
 
   /**
@@ -206,6 +271,11 @@ export class TaskSubmitter {
    */
   private async accept(record: TaskRecord, checkReplay: (existing: TaskRecord) => void): Promise<SubmitResult> {
     Object.assign(record, await this.lifecycle.sendAhead(record));
+    return this.commit(record, checkReplay);
+  }
+
+  /** The put of "send first, then put": the commit point of an accepted task. */
+  private async commit(record: TaskRecord, checkReplay: (existing: TaskRecord) => void): Promise<SubmitResult> {
     try {
       await this.d.store.create(record);
     } catch (err) {
@@ -219,6 +289,35 @@ export class TaskSubmitter {
     this.d.metrics.count(METRICS.submitted, record.type);
     return { record, replayed: false };
   }
+}
+
+/** Tasks per batch submit (`POST /api/v1/tasks/batch`). */
+export const MAX_BATCH_TASKS = 100;
+/** Conditional puts of one batch in flight at once: ten, like the sends. */
+const BATCH_PUT_CONCURRENCY = 10;
+
+/** `POST /api/v1/tasks/batch` body: `tasks`, each item what `POST /api/v1/tasks` takes. */
+export const submitBatchRequestSchema = z.strictObject({
+  tasks: z.array(z.unknown()).min(1, 'must hold at least one task').max(MAX_BATCH_TASKS),
+});
+
+/** What one item of a batch submit came to. */
+export type BatchItemResult =
+  | ({ readonly kind: 'accepted' } & SubmitResult)
+  | {
+      readonly kind: 'rejected';
+      /** A TaskError (validation, unknown type, conflict) or a store error (unavailable: retry the item). */
+      readonly error: TaskError | StoreUnavailableError | StoreRejectedError;
+    };
+
+/** The replay check of a client's submit: same owner and same request, or a conflict. */
+function replayCheck(caller: Caller, record: TaskRecord): (existing: TaskRecord) => void {
+  return (existing) => {
+    // Ids are per owner already; the check stands guard should two owners ever meet on one id.
+    if (existing.owner !== caller.owner || existing.fingerprint !== record.fingerprint) {
+      throw new IdempotencyConflictError(existing.task_id);
+    }
+  };
 }
 
 /** One run of a schedule, as the scheduler hands it to the task domain. */

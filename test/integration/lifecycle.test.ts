@@ -188,6 +188,40 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
     expect(Date.parse(done.started_at ?? '')).toBeGreaterThanOrEqual(runAt - 50);
   });
 
+  it('a batch of 25 across three priorities, with a bad item, a replay and a delayed item: per-item answers in order, every accepted task runs once', async () => {
+    const key = `batch-${Math.random()}`;
+    const earlier = await post({ type: 'echo', payload: { value: 'k' }, idempotency_key: key });
+    const tasks = [
+      ...Array.from({ length: 21 }, (_, i) => ({
+        type: 'echo',
+        payload: { value: i },
+        priority: (['high', 'normal', 'low'] as const)[i % 3],
+      })),
+      { type: 'flaky', payload: { fail_times: 'two' } },
+      { type: 'echo', payload: { value: 'k' }, idempotency_key: key },
+      { type: 'echo', payload: { value: 'later' }, delay_seconds: 2 },
+      { type: 'nope' },
+    ];
+    const res = await fetch(`${runtime.url}/api/v1/tasks/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tasks }),
+    });
+    expect(res.status).toBe(207);
+    const b = (await res.json()) as { accepted: number; replayed: number; rejected: number; results: any[] };
+    expect(b.results.map((r) => r.index)).toEqual(tasks.map((_, i) => i));
+    expect(b.results.map((r) => r.http_status)).toEqual([...Array(21).fill(202), 422, 200, 202, 422]);
+    expect([b.accepted, b.replayed, b.rejected]).toEqual([22, 1, 2]);
+    expect(b.results[21].error).toMatchObject({ code: 'validation_error', field: 'payload.fail_times' });
+    expect(b.results[22].task_id).toBe(earlier.json.task_id);
+    const ids: string[] = b.results.filter((r) => r.http_status === 202).map((r) => r.task_id);
+    for (const id of ids) await until(id, ['succeeded']);
+    for (const id of ids) expect(probe.runs(id)).toBe(1);
+    const delayed = b.results[23];
+    expect((probe.starts.get(delayed.task_id)?.[0] ?? 0) >= Date.parse(delayed.run_at) - 50).toBe(true);
+    expect((await get(ids[0] as string)).json).toMatchObject({ priority: 'high', result: { echoed: 0, attempt: 1 } });
+  });
+
   it('rejects an unknown type and a bad payload, naming the field', async () => {
     const unknown = await post({ type: 'nope', payload: {} });
     expect(unknown.status).toBe(422);

@@ -144,3 +144,94 @@ describe('Function: handleHttp', () => {
     expect(logger.entries.some((e) => e.level === 'error')).toBe(true);
   });
 });
+
+describe('POST /api/v1/tasks/batch', () => {
+  const batch = (tasks: unknown) => event('POST', '/api/v1/tasks/batch', JSON.stringify({ tasks }));
+
+  it('answers 207 with one result per item in request order, each with the status a single submit would have had', async () => {
+    const { kaj, store } = unitKaj(registry);
+    await kaj.handleHttp(event('POST', '/api/v1/tasks', '{"type":"job","payload":{"n":0},"idempotency_key":"a"}'));
+    const r = await kaj.handleHttp(
+      batch([
+        { type: 'job', payload: { n: 1 } },
+        { type: 'job', payload: { n: 'one' } },
+        { type: 'job', payload: { n: 0 }, idempotency_key: 'a' },
+        { type: 'job', payload: { n: 2 }, idempotency_key: 'a' },
+        { type: 'nope' },
+        { type: 'job', payload: { n: 1 }, colour: 'blue' },
+      ]),
+    );
+    expect(r.statusCode).toBe(207);
+    const b = body(r);
+    expect(b.results.map((i: { index: number; http_status: number }) => [i.index, i.http_status])).toEqual([
+      [0, 202],
+      [1, 422],
+      [2, 200],
+      [3, 409],
+      [4, 422],
+      [5, 422],
+    ]);
+    expect({ accepted: b.accepted, replayed: b.replayed, rejected: b.rejected }).toEqual({
+      accepted: 1,
+      replayed: 1,
+      rejected: 4,
+    });
+    expect(Object.keys(b.results[0]).sort()).toEqual([
+      'created_at',
+      'http_status',
+      'index',
+      'priority',
+      'run_at',
+      'status',
+      'task_id',
+    ]);
+    expect(b.results[1].error).toMatchObject({ code: 'validation_error', field: 'payload.n' });
+    expect(b.results[3].error).toMatchObject({ code: 'idempotency_conflict', field: 'idempotency_key' });
+    expect(b.results[4].error).toMatchObject({ code: 'unknown_type', field: 'type' });
+    expect(b.results[5].error).toMatchObject({ code: 'validation_error', field: 'colour' });
+    expect(store.items.size).toBe(2);
+  });
+
+  it('an item whose put the store refused answers 503 (retry that item); the rest are accepted', async () => {
+    const { kaj, store } = unitKaj(registry);
+    store.failNext.create = new StoreUnavailableError('throttled');
+    const b = body(
+      await kaj.handleHttp(
+        batch([
+          { type: 'job', payload: { n: 1 } },
+          { type: 'job', payload: { n: 2 } },
+        ]),
+      ),
+    );
+    expect(b.results.map((i: { http_status: number }) => i.http_status).sort()).toEqual([202, 503]);
+    expect(b.results.find((i: { http_status: number }) => i.http_status === 503).error.code).toBe('unavailable');
+  });
+
+  it.each([
+    ['no tasks field', JSON.stringify({}), 422, 'tasks'],
+    ['an empty list', JSON.stringify({ tasks: [] }), 422, 'tasks'],
+    [
+      '101 tasks',
+      JSON.stringify({ tasks: Array.from({ length: 101 }, () => ({ type: 'job', payload: { n: 1 } })) }),
+      422,
+      'tasks',
+    ],
+    ['an unknown field', JSON.stringify({ tasks: [{ type: 'job', payload: { n: 1 } }], all: true }), 422, 'all'],
+    ['a list, not an object', JSON.stringify([{ type: 'job', payload: { n: 1 } }]), 422, 'body'],
+    ['over 1 MiB', JSON.stringify({ tasks: [{ type: 'job', payload: { s: 'x'.repeat(1_100_000) } }] }), 413, 'body'],
+  ])('refuses a request that is not a batch (%s): %i naming %s, nothing accepted', async (_, raw, status, field) => {
+    const { kaj, store, queue } = unitKaj(registry);
+    const r = await kaj.handleHttp(event('POST', '/api/v1/tasks/batch', raw));
+    expect(r.statusCode).toBe(status);
+    expect(body(r).error.field).toBe(field);
+    expect(store.items.size).toBe(0);
+    expect(queue.sent).toHaveLength(0);
+  });
+
+  it('is POST only, and does not shadow a task id route (GET answers 405 with Allow: POST)', async () => {
+    const { kaj } = unitKaj(registry);
+    const r = await kaj.handleHttp(event('GET', '/api/v1/tasks/batch'));
+    expect(r.statusCode).toBe(405);
+    expect(r.headers.allow).toBe('POST');
+  });
+});

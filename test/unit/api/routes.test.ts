@@ -5,6 +5,7 @@ describe('API_ROUTES', () => {
   it('is the task API (submit, read, cancel) and the schedule API', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
+      'POST /api/v1/tasks/batch',
       'GET /api/v1/tasks/{id}',
       'DELETE /api/v1/tasks/{id}',
       'GET /api/v1/schedules',

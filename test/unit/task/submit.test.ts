@@ -173,6 +173,132 @@ describe('Class: TaskSubmitter', () => {
   });
 });
 
+describe('Class: TaskSubmitter, Method: submitMany', () => {
+  const email = (n: number, extra: Record<string, unknown> = {}) => ({
+    type: 'send_email',
+    payload: { to: `u${n}@b.co`, subject: 'hi' },
+    ...extra,
+  });
+
+  it('answers each item in request order; one bad item never rejects the others', async () => {
+    const { kaj, store } = unitKaj(registry);
+    const earlier = await kaj.submitter.submit(email(0, { idempotency_key: 'old' }), OWNER);
+    const results = await kaj.submitter.submitMany(
+      [
+        email(1),
+        { ...email(2), payload: { to: 'not-an-email', subject: 'x' } },
+        { type: 'nope' },
+        email(0, { idempotency_key: 'old' }),
+        email(9, { idempotency_key: 'old' }),
+        'not an object',
+        email(3, { priority: 'high' }),
+      ],
+      OWNER,
+    );
+    expect(results.map((r) => (r.kind === 'accepted' ? (r.replayed ? 'replayed' : 'accepted') : r.error.name))).toEqual(
+      [
+        'accepted',
+        'ValidationError',
+        'UnknownTaskTypeError',
+        'replayed',
+        'IdempotencyConflictError',
+        'ValidationError',
+        'accepted',
+      ],
+    );
+    const [first, badPayload, , replay, , , high] = results;
+    expect(badPayload?.kind === 'rejected' && (badPayload.error as ValidationError).field).toBe('payload.to');
+    expect(replay?.kind === 'accepted' && replay.record.task_id).toBe(earlier.record.task_id);
+    // The accepted items are stored, as a single submit would store them.
+    for (const r of [first, high]) {
+      if (r?.kind !== 'accepted') throw new Error('expected accepted');
+      expect(store.items.get(r.record.task_id)).toMatchObject({ status: 'queued', attempts: 0, max_attempts: 7 });
+    }
+    expect(store.items.size).toBe(3);
+  });
+
+  it('sends with SendMessageBatch, 10 entries a request per priority; puts one record per item', async () => {
+    const { kaj, queue, store } = unitKaj(registry);
+    const bodies = [
+      ...Array.from({ length: 23 }, (_, i) => email(i)),
+      ...Array.from({ length: 4 }, (_, i) => email(100 + i, { priority: 'low' })),
+    ];
+    const results = await kaj.submitter.submitMany(bodies, OWNER);
+    expect(results.every((r) => r.kind === 'accepted' && !r.replayed)).toBe(true);
+    expect(queue.batches).toEqual([
+      { priority: 'normal', size: 10 },
+      { priority: 'normal', size: 10 },
+      { priority: 'normal', size: 3 },
+      { priority: 'low', size: 4 },
+    ]);
+    // Sent first, then written: no item owes a message.
+    expect([...store.items.values()].filter((r) => r.outbox_pk !== undefined)).toEqual([]);
+    const ids = results.map((r) => (r.kind === 'accepted' ? r.record.task_id : ''));
+    expect(new Set(ids).size).toBe(27);
+    expect(queue.sent.map((m) => m.message.task_id).sort()).toEqual([...ids].sort());
+  });
+
+  it('the same idempotency key twice in one batch is one task: a replay, or a conflict when the request differs', async () => {
+    const { kaj, store, queue } = unitKaj(registry);
+    const results = await kaj.submitter.submitMany(
+      [email(1, { idempotency_key: 'k' }), email(1, { idempotency_key: 'k' }), email(2, { idempotency_key: 'k' })],
+      OWNER,
+    );
+    expect(results.map((r) => (r.kind === 'accepted' ? r.replayed : r.error.name))).toEqual([
+      false,
+      true,
+      'IdempotencyConflictError',
+    ]);
+    expect(store.items.size).toBe(1);
+    expect(queue.sent).toHaveLength(1);
+  });
+
+  it('an entry SQS did not take and a delay beyond 15 minutes wait in the outbox; both are accepted and swept', async () => {
+    const { kaj, queue, store, clock } = unitKaj(registry);
+    // The id of an idempotent item is known before the send: reject exactly that one.
+    const target = kaj.submitter.idempotentTaskId(OWNER.owner, 'send_email', 'flaky');
+    queue.rejectEntry = (e) => (e.message.task_id === target ? new QueueUnavailableError('throttled') : undefined);
+    const results = await kaj.submitter.submitMany(
+      [email(1, { idempotency_key: 'flaky' }), email(2, { delay_seconds: 3600 }), email(3)],
+      OWNER,
+    );
+    expect(results.every((r) => r.kind === 'accepted')).toBe(true);
+    const [flaky, later, now] = results.map((r) => (r.kind === 'accepted' ? r.record.task_id : ''));
+    expect(store.items.get(flaky as string)?.outbox_due).toBe(clock.now() + 30_000);
+    expect(store.items.get(later as string)?.outbox_due).toBe(clock.now() + (3600 - 900) * 1000);
+    expect(store.items.get(now as string)?.outbox_pk).toBeUndefined();
+    expect(queue.sent.map((m) => m.message.task_id)).toEqual([now]);
+    queue.rejectEntry = undefined;
+    clock.advance(30_000);
+    expect((await kaj.sweep()).sent).toBe(1);
+    expect(queue.sent.map((m) => m.message.task_id)).toEqual([now, flaky]);
+  });
+
+  it('a put the store refuses for one item answers that item with the store error (retry it); the others stand', async () => {
+    const { kaj, store } = unitKaj(registry);
+    store.failNext.create = new StoreUnavailableError('throttled');
+    const results = await kaj.submitter.submitMany([email(1), email(2), email(3)], OWNER);
+    expect(results.filter((r) => r.kind === 'rejected').map((r) => r.kind === 'rejected' && r.error)).toEqual([
+      expect.any(StoreUnavailableError),
+    ]);
+    expect(results.filter((r) => r.kind === 'accepted')).toHaveLength(2);
+    expect(store.items.size).toBe(2);
+  });
+
+  it('refuses more than 100 items, naming the field tasks', async () => {
+    const { kaj, queue } = unitKaj(registry);
+    await expect(
+      fieldOf(
+        kaj.submitter.submitMany(
+          Array.from({ length: 101 }, (_, i) => email(i)),
+          OWNER,
+        ),
+      ),
+    ).resolves.toBe('tasks');
+    expect(queue.sent).toHaveLength(0);
+  });
+});
+
 describe('Function: fingerprint', () => {
   const parse = (b: unknown) => submitRequestSchema.parse(b);
   it('ignores key order and the idempotency key itself', () => {
