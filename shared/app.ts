@@ -118,6 +118,7 @@ export function createKaj(deps: KajDeps): Kaj {
     handleHttp: (event) =>
       handleHttp(event, {
         submitter,
+        registry: deps.registry,
         lifecycle,
         logger: d.logger,
         defaultOwner: deps.defaultOwner ?? 'anonymous',

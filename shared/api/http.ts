@@ -16,12 +16,16 @@ import { toView, type TaskRecord } from '../task/model.js';
 import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
 import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
 import type { ScheduleService } from '../schedule/service.js';
+import type { TaskRegistry } from '../task/define.js';
 import { HttpError } from './errors.js';
+import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
+  /** The deployment's task types: `GET /api/v1/openapi.json` documents their payloads. */
+  readonly registry: TaskRegistry;
   /** Schedule management (`/api/v1/schedules…`); absent where the deployment has no schedules table. */
   readonly schedules?: ScheduleService;
   readonly lifecycle: TaskLifecycle;
@@ -60,6 +64,8 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
         return await submit(event, d, caller);
       case 'submit_batch':
         return await submitBatch(event, d, caller);
+      case 'openapi':
+        return json(200, documentOf(d));
       case 'get':
         return json(200, toView(await find(d.lifecycle, id, caller)));
       case 'cancel':
@@ -123,6 +129,18 @@ async function submitBatch(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Ca
     rejected: count((s) => s >= 400),
     results: items,
   });
+}
+
+const documents = new WeakMap<TaskRegistry, Record<string, unknown>>();
+
+/** The OpenAPI document of the deployment, built once per registry. */
+function documentOf(d: ApiDeps): Record<string, unknown> {
+  let doc = documents.get(d.registry);
+  if (doc === undefined) {
+    doc = openApiDocument(d.registry, { schedules: d.schedules !== undefined });
+    documents.set(d.registry, doc);
+  }
+  return doc;
 }
 
 /** A body that may be absent (an action without options): `undefined` then. */

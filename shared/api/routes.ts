@@ -32,6 +32,7 @@ export const API_ROUTES = [
   { name: 'schedule_resume', method: 'POST', path: '/api/v1/schedules/{name}/resume' },
   { name: 'schedule_trigger', method: 'POST', path: '/api/v1/schedules/{name}/trigger' },
   { name: 'schedule_backfill', method: 'POST', path: '/api/v1/schedules/{name}/backfill' },
+  { name: 'openapi', method: 'GET', path: '/api/v1/openapi.json' },
 ] as const satisfies readonly ApiRoute[];
 
 export type TaskApiRoute = (typeof API_ROUTES)[number];

@@ -46,6 +46,7 @@ export function createApiFunction(
         });
   const api = {
     submitter,
+    registry,
     lifecycle,
     logger: d.logger,
     defaultOwner: options.defaultOwner ?? 'anonymous',

@@ -624,10 +624,19 @@ describe('a stack without lanes', () => {
   const CONSUMER_POLICY = 'ConsumerHandlerRoleDefaultPolicyB013E4BD';
   const DASHBOARD = 'ObservabilityDashboard9A1D08B3';
 
-  it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table only', () => {
+  it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
     const added = Object.keys(plain.resources).filter((id) => !(id in BEFORE) && id !== 'CDKMetadata');
-    expect(added).toEqual([plain.logicalId(plain.stack.limitTable.table)]);
+    // Issue 15's routes (batch submit, the OpenAPI document): a route and its invoke permission each.
+    expect(added.sort()).toEqual(
+      [
+        plain.logicalId(plain.stack.limitTable.table),
+        'ApiHttpApiPOSTapiv1tasksbatchD1262B09',
+        'ApiHttpApiPOSTapiv1tasksbatchHandlerPermissionFF7169D8',
+        'ApiHttpApiGETapiv1openapijsonFC7BB767',
+        'ApiHttpApiGETapiv1openapijsonHandlerPermissionF9BAC9A6',
+      ].sort(),
+    );
     // The default lane through the stack's own handles.
     expect(plain.logicalId(plain.stack.taskQueues.queues.high)).toBe('QueuesHighQueueA74530F4');
     expect(plain.logicalId(plain.stack.taskQueues.deadLetterQueues.low)).toBe('QueuesLowDlq6C242E06');

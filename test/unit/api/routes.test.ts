@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/api/routes.js';
 
 describe('API_ROUTES', () => {
-  it('is the task API (submit, read, cancel) and the schedule API', () => {
+  it('is the task API (submit, batch, read, cancel), the schedule API and the OpenAPI document', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
       'POST /api/v1/tasks/batch',
@@ -16,6 +16,7 @@ describe('API_ROUTES', () => {
       'POST /api/v1/schedules/{name}/resume',
       'POST /api/v1/schedules/{name}/trigger',
       'POST /api/v1/schedules/{name}/backfill',
+      'GET /api/v1/openapi.json',
     ]);
   });
 

@@ -1,0 +1,307 @@
+/**
+ * The task API's OpenAPI 3.1 document, generated from the zod schemas that validate requests
+ * (`submitRequestSchema`, `submitBatchRequestSchema`, `scheduleRequestSchema`, every task type's
+ * payload schema) and from the response schemas below, which the contract test
+ * (`test/integration/openapi.test.ts`) checks real responses against. Served at
+ * `GET /api/v1/openapi.json`; `npm run openapi` writes `docs/openapi.json`.
+ *
+ * @module
+ */
+import * as z from 'zod';
+import { PRIORITIES } from '../config/resources.js';
+import { scheduleRequestSchema } from '../schedule/spec.js';
+import type { TaskRegistry } from '../task/define.js';
+import { TASK_STATUSES } from '../task/model.js';
+import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '../task/submit.js';
+import { API_ROUTES, type TaskApiRoute } from './routes.js';
+
+const iso = z.string().describe('ISO-8601 UTC time');
+
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.string().describe('machine-readable: validation_error, unknown_type, idempotency_conflict, not_found…'),
+    message: z.string(),
+    field: z.string().optional().describe('the offending field, as a dotted path (payload.to)'),
+  }),
+});
+
+export const acceptedSchema = z.object({
+  task_id: z.string(),
+  status: z.enum(TASK_STATUSES),
+  priority: z.enum(PRIORITIES),
+  run_at: iso,
+  created_at: iso,
+});
+
+const errorInfoSchema = z.object({
+  name: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+  code: z.string().optional(),
+});
+
+export const taskViewSchema = z.object({
+  task_id: z.string(),
+  type: z.string(),
+  status: z.enum(TASK_STATUSES),
+  priority: z.enum(PRIORITIES),
+  tenant: z.string().optional(),
+  attempts: z.number().int(),
+  max_attempts: z.number().int(),
+  run_at: iso,
+  created_at: iso,
+  updated_at: iso,
+  started_at: iso.optional(),
+  finished_at: iso.optional(),
+  result: z.unknown().optional(),
+  last_error: errorInfoSchema.optional(),
+  cancel_requested: z.literal(true).optional(),
+  history: z.array(
+    z.object({
+      attempt: z.number().int(),
+      outcome: z.enum(['succeeded', 'retrying', 'failed', 'cancelled', 'crashed']),
+      started_at: iso.optional(),
+      finished_at: iso,
+      duration_ms: z.number().optional(),
+      error: errorInfoSchema.optional(),
+    }),
+  ),
+});
+
+export const cancelResultSchema = z.object({
+  task_id: z.string(),
+  status: z.enum(TASK_STATUSES),
+  cancel_requested: z.literal(true).optional(),
+});
+
+export const batchResultSchema = z.object({
+  accepted: z.number().int(),
+  replayed: z.number().int(),
+  rejected: z.number().int(),
+  results: z.array(
+    z.union([
+      acceptedSchema.extend({ index: z.number().int(), http_status: z.union([z.literal(202), z.literal(200)]) }),
+      errorBodySchema.extend({ index: z.number().int(), http_status: z.number().int().min(400) }),
+    ]),
+  ),
+});
+
+const lastRunSchema = z.object({}).passthrough();
+
+export const scheduleViewSchema = z.object({
+  name: z.string(),
+  owner: z.string(),
+  source: z.enum(['code', 'api']),
+  state: z.enum(['active', 'paused']),
+  pause_note: z.string().optional(),
+  paused_at: iso.optional(),
+  spec: z.record(z.string(), z.unknown()),
+  next_times: z.array(iso),
+  next_fire_times: z.array(iso),
+  jitter_offset_seconds: z.number(),
+  buffered: z.string().optional(),
+  fired: z.number().int(),
+  missed: z.number().int(),
+  last_run: lastRunSchema.optional(),
+  recent_runs: z.array(z.object({}).passthrough()),
+  created_at: iso,
+  updated_at: iso,
+  changed: z.boolean().optional().describe('PUT only: whether the definition changed'),
+});
+
+export const schedulePageSchema = z.object({
+  items: z.array(
+    z
+      .object({
+        name: z.string(),
+        owner: z.string(),
+        source: z.enum(['code', 'api']),
+        state: z.enum(['active', 'paused']),
+        type: z.string(),
+        when: z.string(),
+        timezone: z.string(),
+        next_fire_time: iso.optional(),
+      })
+      .passthrough(),
+  ),
+  cursor: z.string().optional(),
+});
+
+/** The response schemas with a name of their own under `components.schemas`. */
+const NAMED = new Map<z.ZodType, string>([
+  [errorBodySchema, 'Error'],
+  [acceptedSchema, 'Accepted'],
+  [taskViewSchema, 'Task'],
+  [cancelResultSchema, 'CancelResult'],
+  [batchResultSchema, 'BatchResult'],
+  [scheduleViewSchema, 'Schedule'],
+  [schedulePageSchema, 'SchedulePage'],
+]);
+
+/** Any JSON object: the replies of schedule actions whose shape is documented in the README. */
+const objectSchema = z.object({}).passthrough();
+
+/** The responses of each route: status → body schema (errors share the Error schema). */
+export const ROUTE_RESPONSES: Record<TaskApiRoute['name'], Record<number, z.ZodType>> = {
+  submit: {
+    202: acceptedSchema,
+    200: acceptedSchema,
+    409: errorBodySchema,
+    413: errorBodySchema,
+    422: errorBodySchema,
+  },
+  submit_batch: { 207: batchResultSchema, 413: errorBodySchema, 422: errorBodySchema },
+  get: { 200: taskViewSchema, 404: errorBodySchema },
+  cancel: { 200: cancelResultSchema, 202: cancelResultSchema, 404: errorBodySchema, 409: errorBodySchema },
+  schedule_list: { 200: schedulePageSchema },
+  schedule_put: { 201: scheduleViewSchema, 200: scheduleViewSchema, 409: errorBodySchema, 422: errorBodySchema },
+  schedule_get: { 200: scheduleViewSchema, 404: errorBodySchema },
+  schedule_delete: { 200: z.object({ name: z.string(), deleted: z.literal(true) }), 404: errorBodySchema },
+  schedule_pause: { 200: scheduleViewSchema, 404: errorBodySchema },
+  schedule_resume: { 200: scheduleViewSchema, 404: errorBodySchema },
+  schedule_trigger: { 202: objectSchema, 200: objectSchema, 404: errorBodySchema },
+  schedule_backfill: { 202: objectSchema, 404: errorBodySchema, 422: errorBodySchema },
+  openapi: { 200: objectSchema },
+};
+
+/** Responses every route may give. */
+const COMMON_RESPONSES: Record<number, string> = {
+  400: 'malformed request (bad JSON, bad path)',
+  403: 'not signed, or the signature is refused (API Gateway, IAM auth)',
+  415: 'Content-Type is not application/json',
+  500: 'internal error (nothing internal is shown)',
+  503: 'a dependency is unavailable; retry after Retry-After',
+};
+
+const REQUEST_BODIES: Partial<Record<TaskApiRoute['name'], string>> = {
+  submit: 'SubmitRequest',
+  submit_batch: 'BatchRequest',
+  schedule_put: 'ScheduleRequest',
+};
+
+const SUMMARIES: Record<TaskApiRoute['name'], string> = {
+  submit: 'Submit a task',
+  submit_batch: `Submit up to ${MAX_BATCH_TASKS} tasks; one result per item, in order`,
+  get: 'Read a task',
+  cancel: 'Cancel a task',
+  schedule_list: 'List schedules (paged)',
+  schedule_put: 'Create or replace a schedule',
+  schedule_get: 'Read a schedule',
+  schedule_delete: 'Delete a schedule',
+  schedule_pause: 'Pause a schedule',
+  schedule_resume: 'Resume a schedule',
+  schedule_trigger: 'Run a schedule now',
+  schedule_backfill: 'Create the runs of a past time range',
+  openapi: 'This document',
+};
+
+/** JSON Schema (2020-12, OpenAPI 3.1's dialect) of a zod schema as a request would be read. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  delete out.$schema;
+  return out;
+}
+
+/**
+ * The document for a deployment with `registry`'s task types. `SubmitRequest` is a union
+ * discriminated on `type`: each member has the type's own payload schema.
+ */
+export function openApiDocument(registry: TaskRegistry, o: { readonly schedules: boolean }): Record<string, unknown> {
+  const base = jsonSchema(submitRequestSchema, 'input');
+  const baseProps = (base.properties ?? {}) as Record<string, unknown>;
+  const perType = registry.types().map((type) => {
+    const def = registry.get(type);
+    return {
+      ...base,
+      title: type,
+      properties: { ...baseProps, type: { const: type }, payload: jsonSchema(def.schema, 'input') },
+      required: ['type'],
+    };
+  });
+  const schemas: Record<string, unknown> = {
+    SubmitRequest: { oneOf: perType, discriminator: { propertyName: 'type' } },
+    BatchRequest: {
+      ...jsonSchema(submitBatchRequestSchema, 'input'),
+      properties: {
+        tasks: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_BATCH_TASKS,
+          items: { $ref: '#/components/schemas/SubmitRequest' },
+        },
+      },
+    },
+    ScheduleRequest: jsonSchema(scheduleRequestSchema, 'input'),
+  };
+  for (const [schema, name] of NAMED) schemas[name] = jsonSchema(schema, 'output');
+  const refOf = (schema: z.ZodType): Record<string, unknown> => {
+    const name = NAMED.get(schema);
+    return name === undefined ? jsonSchema(schema, 'output') : { $ref: `#/components/schemas/${name}` };
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of API_ROUTES) {
+    if (!o.schedules && route.name.startsWith('schedule_')) continue;
+    const params = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const query =
+      route.name === 'schedule_list'
+        ? [
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+            { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'opaque, from the previous page' },
+          ]
+        : [];
+    const responses: Record<string, unknown> = {};
+    for (const [status, schema] of Object.entries(ROUTE_RESPONSES[route.name])) {
+      responses[status] = { description: `HTTP ${status}`, content: { 'application/json': { schema: refOf(schema) } } };
+    }
+    for (const [status, description] of Object.entries(COMMON_RESPONSES)) {
+      responses[status] ??= { description, content: { 'application/json': { schema: refOf(errorBodySchema) } } };
+    }
+    const body = REQUEST_BODIES[route.name];
+    const operation: Record<string, unknown> = {
+      operationId: route.name,
+      summary: SUMMARIES[route.name],
+      ...(params.length + query.length > 0 ? { parameters: [...params, ...query] } : {}),
+      ...(body === undefined
+        ? {}
+        : {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: { $ref: `#/components/schemas/${body}` } } },
+            },
+          }),
+      responses,
+    };
+    paths[route.path] = { ...(paths[route.path] ?? {}), [route.method.toLowerCase()]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Kaj task API',
+      version: '1',
+      description:
+        'Background tasks on AWS. Every request is signed with AWS SigV4 (service execute-api); a task belongs to the IAM principal that submitted it.',
+    },
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        sigv4: {
+          type: 'apiKey',
+          name: 'Authorization',
+          in: 'header',
+          description: 'AWS Signature Version 4 (service execute-api), verified by API Gateway (IAM authorization)',
+          'x-amazon-apigateway-authtype': 'awsSigv4',
+        },
+      },
+    },
+    security: [{ sigv4: [] }],
+  };
+}
