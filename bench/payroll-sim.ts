@@ -238,7 +238,7 @@ if (values.json) {
     console.log(
       `- ${name}: ${fmt(d)} deferrals (${[...reasons].map(([k, vs]) => `${k} ${fmt(median(vs))}`).join(', ')}); each: ` +
         `${fmt(median(runs.map((r) => r.sqs.perDeferral)), 2)} SQS requests (its ChangeMessageVisibility — or SendMessage when ` +
-        `refreshed near maxReceiveCount — and 0.1 ReceiveMessage), ` +
+        `refreshed from half of maxReceiveCount — and 0.1 ReceiveMessage), ` +
         `${fmt(median(runs.map((r) => r.acquires.perRefusal.calls)), 2)} limiter store calls ` +
         `(${fmt(median(runs.map((r) => r.acquires.perRefusal.updateItems)), 2)} UpdateItems, ` +
         `${fmt(median(runs.map((r) => r.acquires.perRefusal.writeUnits)), 2)} write units), and 1 consistent read of the task ` +

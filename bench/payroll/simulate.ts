@@ -194,7 +194,7 @@ export interface PayrollReport {
     readonly render: number;
     readonly email: number;
     readonly byReason: Readonly<Record<string, number>>;
-    /** Deferrals that sent a fresh copy instead (the message was near maxReceiveCount). */
+    /** Deferrals that sent a fresh copy instead (from half of maxReceiveCount: refreshAtReceive). */
     readonly refreshed: number;
     readonly perTask: number;
   };
