@@ -16,7 +16,6 @@
  *   KAJ_REHEARSAL_PYTHON   python interpreter (default python3)
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -38,6 +37,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { Sha256 } from '../shared/client/sha256.js';
 import { DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
@@ -188,28 +188,6 @@ function clients(endpoint: string): Clients {
     sqs: new SQSClient({ ...common, useQueueUrlAsEndpoint: false }),
     ddb: new DynamoDBClient(common),
   };
-}
-
-type SourceData = string | ArrayBuffer | ArrayBufferView;
-const bytes = (d: SourceData): Buffer =>
-  typeof d === 'string'
-    ? Buffer.from(d, 'utf8')
-    : ArrayBuffer.isView(d)
-      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
-      : Buffer.from(d);
-
-/** SHA-256 (HMAC-SHA256 with a secret) from node:crypto, in the shape SignatureV4 takes. */
-class Sha256 {
-  private readonly hash: Hash | Hmac;
-  constructor(secret?: SourceData) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: SourceData): void {
-    this.hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
 }
 
 /**

@@ -49,9 +49,10 @@ export interface TaskPolicy {
   readonly crashLimit?: number;
 }
 
-export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown> extends TaskPolicy {
-  /** Type name used in `POST /api/v1/tasks` `{type}`: lower snake case. */
-  readonly type: string;
+export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown, T extends string = string>
+  extends TaskPolicy {
+  /** Type name used in `POST /api/v1/tasks` `{type}`: lower snake case (kept as a literal type, for `KajClient`). */
+  readonly type: T;
   /** Payload schema; a request whose payload fails it is rejected with 422 naming the field. */
   readonly schema: S;
   /** Does the work. Return a JSON-serializable result (≤ 32 KiB). Throw PermanentError / RetryableError to steer retries. */
@@ -93,7 +94,9 @@ const TYPE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
  *   handler: async (payload, ctx) => ({ messageId: await provider.send(payload, ctx.signal) }),
  * });
  */
-export function defineTask<S extends z.ZodType, R>(def: TaskDefinition<S, R>): TaskDefinition<S, R> {
+export function defineTask<S extends z.ZodType, R, const T extends string = string>(
+  def: TaskDefinition<S, R, T>,
+): TaskDefinition<S, R, T> {
   const where = `task type "${def.type}"`;
   if (!TYPE_NAME.test(def.type)) {
     throw new TaskDefinitionError(`type "${def.type}" must match ${TYPE_NAME} (lower snake case, ≤ 64 chars)`);
@@ -138,6 +141,12 @@ export function resolvePolicy(def: TaskPolicy): ResolvedPolicy {
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds every payload schema; handlers get parsed payloads
 export type AnyTaskDefinition = TaskDefinition<any, unknown>;
 
+/** What `submit` takes for each type of a registry: type name → payload as sent (the schema's input). */
+export type PayloadsOf<R> =
+  R extends TaskRegistry<infer D>
+    ? { [K in D as K['type']]: K['schema'] extends z.ZodType ? z.input<K['schema']> : unknown }
+    : never;
+
 /** What a deployment declares besides its task types (`tasks/index.ts`). */
 export interface RegistryOptions {
   /** `tasks/lanes.ts`. @default no lanes but the default one */
@@ -146,14 +155,17 @@ export interface RegistryOptions {
   readonly limits?: LimitDeclarations;
 }
 
-/** The set of task types a deployment knows. Built once from `tasks/index.ts`. */
-export class TaskRegistry {
+/**
+ * The set of task types a deployment knows. Built once from `tasks/index.ts`. Its type parameter
+ * keeps each definition's type name and schema, so `KajClient<typeof registry>` can type payloads.
+ */
+export class TaskRegistry<D extends AnyTaskDefinition = AnyTaskDefinition> {
   private readonly byType = new Map<string, AnyTaskDefinition>();
   readonly lanes: LaneDeclarations;
   /** The limits, resolved (rates parsed), by name. */
   readonly limits: ReadonlyMap<string, LimitSpec>;
 
-  constructor(definitions: readonly AnyTaskDefinition[], options: RegistryOptions = {}) {
+  constructor(definitions: readonly D[], options: RegistryOptions = {}) {
     this.lanes = options.lanes ?? {};
     this.limits = resolveLimits(options.limits ?? {});
     for (const def of definitions) {
