@@ -301,6 +301,29 @@ export class FlowBench {
     return Object.fromEntries(Object.entries(raw).map(([id, until]) => [id, Number(until)]));
   }
 
+  /**
+   * Resolves once the concurrency item holds no slot, within `timeoutMs`; else rejects naming
+   * the holders left. A worker gives its slots back right after its outcome write, which the
+   * records show first, so a test that saw every task finished waits for the releases here.
+   */
+  async slotsGivenBack(pk: string, timeoutMs = 10_000): Promise<void> {
+    let left: Record<string, number> = {};
+    try {
+      await waitFor(
+        `every slot of ${pk} given back`,
+        async () => {
+          left = await this.holders(pk);
+          return Object.keys(left).length === 0 ? true : undefined;
+        },
+        { timeoutMs, intervalMs: 100 },
+      );
+    } catch (err) {
+      throw new Error(`${pk} still holds ${JSON.stringify(left)} ${timeoutMs} ms after the tasks finished`, {
+        cause: err,
+      });
+    }
+  }
+
   /** Visible + in flight + delayed messages of one queue. */
   depth(queueUrl: string): Promise<number> {
     return queueDepth(this.runtime.clients.sqs, queueUrl);
