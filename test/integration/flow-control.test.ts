@@ -187,7 +187,9 @@ describe.each(targets())('flow control across worker processes on $name', (targe
   it('deferred tasks never reach the DLQ and keep attempts = 1, even deferred more often than maxReceiveCount (3)', async () => {
     bench = await FlowBench.start(endpoints, { tag: 'fc-dlq', lease: LEASE, maxReceiveCount: 3 });
     const workers = await bench.startWorkers(3, { concurrency: 5, maxReceiveCount: 3, logLevel: 'debug' });
-    const ids = await bench.submitMany(6, () => ({ type: 'single', payload: { ms: 1_500 } }));
+    // Twelve behind one slot: the last waits ≥ 16 s, so some task is deferred more than 3 times
+    // whatever the deferral draws (six were not always enough: one run's most was 3).
+    const ids = await bench.submitMany(12, () => ({ type: 'single', payload: { ms: 1_500 } }));
     const records = await bench.succeeded(ids, 180_000);
 
     const deferrals = new Map(ids.map((id) => [id, 0]));
