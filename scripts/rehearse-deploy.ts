@@ -37,7 +37,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { Sha256 } from '../shared/client/sha256.js';
+import { Sha256, signedHeaders } from '../shared/client/sign.js';
 import { DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
@@ -202,22 +202,7 @@ async function signed(
   body = '',
 ): Promise<Record<string, string>> {
   const signer = new SignatureV4({ service, region: REGION, credentials: { ...EMULATOR_CREDENTIALS }, sha256: Sha256 });
-  const query: Record<string, string[]> = {};
-  for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
-  const request = await signer.sign({
-    method,
-    protocol: url.protocol,
-    hostname: url.hostname,
-    ...(url.port === '' ? {} : { port: Number(url.port) }),
-    path: url.pathname,
-    query,
-    headers: { ...headers, host: url.host },
-    body,
-  });
-  // fetch sends `host` itself (the same value).
-  const out: Record<string, string> = { ...request.headers };
-  delete out.host;
-  return out;
+  return signedHeaders(signer, method, url, headers, body);
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Priority } from '../config/resources.js';
 import type { PayloadsOf, TaskRegistry } from '../task/define.js';
 import type { TaskStatus, TaskView } from '../task/model.js';
 import { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
-import { Sha256 } from './sha256.js';
+import { Sha256, signedHeaders } from './sign.js';
 
 export interface KajClientOptions {
   /** The API's base URL: the stack's `ApiUrl` output, or `http://localhost:3000` for `npm start`. */
@@ -290,19 +290,7 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     };
     if (this.signer === undefined) return headers;
-    const query: Record<string, string[]> = {};
-    for (const [k, v] of url.searchParams) (query[k] ??= []).push(v);
-    const signed = await this.signer.sign({
-      method,
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port === '' ? {} : { port: Number(url.port) }),
-      path: url.pathname,
-      query,
-      headers: { ...headers, host: url.host },
-      ...(body === undefined ? {} : { body }),
-    });
-    return signed.headers as Record<string, string>;
+    return signedHeaders(this.signer, method, url, headers, body);
   }
 }
 

@@ -3,12 +3,13 @@
  * signer's signature of every request is the one a fresh SigV4 signer computes for it, request
  * after request (a request handler records what would go on the wire).
  */
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Sha256 } from '../../../shared/client/sign.js';
 import { createDynamoDbClient, createSqsClient, reuseSigner } from '../../../shared/config/clients.js';
 
 const BASE = {
@@ -56,26 +57,6 @@ function recordingHandler(sent: Sent[]) {
 }
 
 /** SHA-256 / HMAC-SHA-256 in the shape SigV4 signers take (`new (secret?) => { update, digest }`). */
-type SourceData = string | ArrayBuffer | ArrayBufferView;
-const bytes = (d: SourceData): string | Uint8Array =>
-  typeof d === 'string'
-    ? d
-    : d instanceof ArrayBuffer
-      ? new Uint8Array(d)
-      : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-
-class NodeSha256 {
-  private readonly h: Hash | Hmac;
-  constructor(secret?: SourceData) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: SourceData): void {
-    this.h.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.h.digest());
-  }
-}
 
 /** The Authorization a fresh signer computes for a recorded request, at its own x-amz-date. */
 async function expectedAuthorization(s: Sent, service: string): Promise<string | undefined> {
@@ -84,7 +65,7 @@ async function expectedAuthorization(s: Sent, service: string): Promise<string |
   const signingDate = new Date(
     `${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`,
   );
-  const signer = new SignatureV4({ credentials: BASE.credentials, region: BASE.region, service, sha256: NodeSha256 });
+  const signer = new SignatureV4({ credentials: BASE.credentials, region: BASE.region, service, sha256: Sha256 });
   const signed = await signer.sign({ ...s, headers }, { signingDate });
   return (signed as { headers: Record<string, string> }).headers.authorization;
 }
