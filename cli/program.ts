@@ -4,6 +4,7 @@ import { registerSchedules } from './commands/schedules.js';
 import { registerStats } from './commands/stats.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerTask } from './commands/task.js';
+import { registerTasks } from './commands/tasks.js';
 import { defaultContext, type CliContext, type RunState } from './context.js';
 import { EXIT, UsageError, explain } from './errors.js';
 import { TARGET_HELP } from './target.js';
@@ -34,6 +35,7 @@ export function buildProgram(ctx: CliContext, state: RunState): Command {
   registerStats(program, ctx, state);
   registerDlq(program, ctx, state);
   registerTask(program, ctx, state);
+  registerTasks(program, ctx, state);
   registerSubmit(program, ctx, state);
   registerSchedules(program, ctx, state);
   return program;

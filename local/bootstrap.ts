@@ -108,6 +108,7 @@ async function createTable(dynamodb: DynamoDBClient, tableName: string): Promise
   await createKeyedTable(dynamodb, tableName, {
     partitionKey: TABLE_SCHEMA.partitionKey,
     index: TABLE_SCHEMA.outboxIndex,
+    moreIndexes: [{ ...TABLE_SCHEMA.listIndex, sortKeyType: 'S' }],
   });
 }
 

@@ -188,8 +188,16 @@ function toEvent(req: IncomingMessage, body: string): APIGatewayProxyEventV2 {
       ...(identityOf(headers) === undefined ? {} : { authorizer: { iam: { userArn: identityOf(headers) } } }),
     } as APIGatewayProxyEventV2['requestContext'],
     ...(body === '' ? {} : { body }),
+    ...queryOf(url),
     isBase64Encoded: false,
   };
+}
+
+/** `queryStringParameters` as API Gateway (payload 2.0) gives them: absent when none, repeats joined by commas. */
+function queryOf(url: URL): { queryStringParameters?: Record<string, string> } {
+  const q: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) q[k] = q[k] === undefined ? v : `${q[k]},${v}`;
+  return Object.keys(q).length === 0 ? {} : { queryStringParameters: q };
 }
 
 /** The local stand-in for a caller's IAM identity: printable ASCII, at most 256 characters. */

@@ -11,24 +11,55 @@ import {
   DescribeTableCommand,
   type DynamoDBClient,
   ResourceNotFoundException,
+  UpdateTableCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LIMIT_TABLE_SCHEMA, SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
 
-/** A table keyed by one string attribute, with (or without) one GSI on a string / number key pair. */
+/** A GSI of a keyed table: a string partition key, a string or number sort key. */
+export interface KeyedIndexSchema {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  /** @default 'N' */
+  readonly sortKeyType?: 'S' | 'N';
+  readonly projection: 'ALL' | 'KEYS_ONLY' | 'INCLUDE';
+  readonly nonKeyAttributes?: readonly string[];
+}
+
+/** A table keyed by one string attribute, with GSIs (or none). */
 export interface KeyedTableSchema {
   readonly partitionKey: string;
-  readonly index?: {
-    readonly name: string;
-    readonly partitionKey: string;
-    readonly sortKey: string;
-    readonly projection: 'ALL' | 'KEYS_ONLY';
+  readonly index?: KeyedIndexSchema;
+  /** More GSIs besides `index`. */
+  readonly moreIndexes?: readonly KeyedIndexSchema[];
+}
+
+function gsiOf(index: KeyedIndexSchema) {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+      { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+    ],
+    Projection:
+      index.projection === 'INCLUDE'
+        ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...(index.nonKeyAttributes ?? [])] }
+        : { ProjectionType: index.projection },
   };
+}
+
+function attributesOf(indexes: readonly KeyedIndexSchema[]) {
+  return indexes.flatMap((i) => [
+    { AttributeName: i.partitionKey, AttributeType: 'S' as const },
+    { AttributeName: i.sortKey, AttributeType: i.sortKeyType ?? ('N' as const) },
+  ]);
 }
 
 /**
  * Creates `tableName` with `schema` (on demand) unless it exists, and waits until it and its
- * index are ACTIVE. Idempotent. Both of Kaj's tables are made by it (the task table in
- * ./bootstrap.ts, the schedules table below).
+ * indexes are ACTIVE. Idempotent; a table made before an index existed (a persisted local store)
+ * gets the missing index added (UpdateTable). Kaj's tables are made by it (the task table in
+ * ./bootstrap.ts, the schedules and limits tables below).
  *
  * @throws if the endpoint refuses, or the table is not ACTIVE after about 5 s.
  */
@@ -37,40 +68,21 @@ export async function createKeyedTable(
   tableName: string,
   schema: KeyedTableSchema,
 ): Promise<void> {
-  const { partitionKey, index } = schema;
+  const { partitionKey } = schema;
+  const indexes = [...(schema.index === undefined ? [] : [schema.index]), ...(schema.moreIndexes ?? [])];
   try {
     await dynamodb.send(
       new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-        AttributeDefinitions: [
-          { AttributeName: partitionKey, AttributeType: 'S' },
-          ...(index === undefined
-            ? []
-            : [
-                { AttributeName: index.partitionKey, AttributeType: 'S' as const },
-                { AttributeName: index.sortKey, AttributeType: 'N' as const },
-              ]),
-        ],
-        ...(index === undefined
-          ? {}
-          : {
-              GlobalSecondaryIndexes: [
-                {
-                  IndexName: index.name,
-                  KeySchema: [
-                    { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
-                    { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
-                  ],
-                  Projection: { ProjectionType: index.projection },
-                },
-              ],
-            }),
+        AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }, ...attributesOf(indexes)],
+        ...(indexes.length === 0 ? {} : { GlobalSecondaryIndexes: indexes.map(gsiOf) }),
       }),
     );
   } catch (err) {
     if (!(err instanceof Error && err.name === 'ResourceInUseException')) throw err;
+    await addMissingIndexes(dynamodb, tableName, indexes);
   }
   for (let i = 0; i < 100; i += 1) {
     const out = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
@@ -79,6 +91,32 @@ export async function createKeyedTable(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`table ${tableName} did not become ACTIVE`);
+}
+
+async function addMissingIndexes(
+  dynamodb: DynamoDBClient,
+  tableName: string,
+  indexes: readonly KeyedIndexSchema[],
+): Promise<void> {
+  const out = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+  const present = new Set((out.Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName));
+  for (const index of indexes) {
+    if (present.has(index.name)) continue;
+    // One index per UpdateTable (DynamoDB's rule); wait for it before the next.
+    await dynamodb.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: attributesOf([index]),
+        GlobalSecondaryIndexUpdates: [{ Create: gsiOf(index) }],
+      }),
+    );
+    for (let i = 0; i < 100; i += 1) {
+      const d = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+      const g = d.Table?.GlobalSecondaryIndexes?.find((x) => x.IndexName === index.name);
+      if (g?.IndexStatus === 'ACTIVE') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 /**

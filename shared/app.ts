@@ -21,6 +21,7 @@ import type { TaskStore } from './store/task-store.js';
 import { OutboxSweeper, type SweepReport } from './sweeper/sweeper.js';
 import type { TaskRegistry } from './task/define.js';
 import { TaskLifecycle } from './task/lifecycle.js';
+import { listingField, type TaskListing } from './task/listing.js';
 import { TaskSubmitter } from './task/submit.js';
 
 export interface KajDeps {
@@ -71,6 +72,8 @@ export interface Kaj {
   /** Present when the deployment has a schedules store. */
   readonly schedules?: ScheduleService;
   readonly ticker?: ScheduleTicker;
+  /** The listing index's reader (`GET /api/v1/tasks?status=…`), when the store has it. */
+  readonly listing?: TaskListing;
   handleHttp(event: APIGatewayProxyEventV2): Promise<HttpResult>;
   processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
   sweep(budgetMs?: number): Promise<SweepReport>;
@@ -106,7 +109,9 @@ export function createKaj(deps: KajDeps): Kaj {
       : { ...d, lifecycle, submitter, schedules: deps.schedules, scheduling: schedulerSettings(deps.scheduling) };
   const schedules = sd === undefined ? undefined : new ScheduleService(sd);
   const ticker = sd === undefined ? undefined : new ScheduleTicker(sd);
+  const listed = listingField(d.store, d.idSecret);
   return {
+    ...listed,
     lifecycle,
     submitter,
     consumer,
@@ -123,6 +128,7 @@ export function createKaj(deps: KajDeps): Kaj {
         logger: d.logger,
         defaultOwner: deps.defaultOwner ?? 'anonymous',
         ...(schedules === undefined ? {} : { schedules }),
+        ...listed,
       }),
     processBatch: (event, context) => consumer.processBatch(event, context),
     sweep: (budgetMs) => sweeper.sweep(budgetMs),

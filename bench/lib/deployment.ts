@@ -167,6 +167,12 @@ export function schemaDeployment(source: string): DeploymentModel {
       partitionKey: TABLE_SCHEMA.partitionKey,
       indexes: [
         { name: schema.name, partitionKey: schema.partitionKey, sortKey: schema.sortKey, projection: fromSchema },
+        {
+          name: TABLE_SCHEMA.listIndex.name,
+          partitionKey: TABLE_SCHEMA.listIndex.partitionKey,
+          sortKey: TABLE_SCHEMA.listIndex.sortKey,
+          projection: { type: 'INCLUDE', nonKeyAttributes: [...TABLE_SCHEMA.listIndex.nonKeyAttributes] },
+        },
       ],
     },
     functions: { api: fn, consumer: fn, sweeper: fn },

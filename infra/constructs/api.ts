@@ -57,6 +57,12 @@ export interface TaskApiProps {
    * @default - no schedules: no permission on a schedules table and no `KAJ_SCHEDULES_TABLE_NAME`
    */
   readonly schedulesTable?: dynamodb.ITable;
+  /**
+   * ARN of the task table's listing GSI (`TaskTable.listIndexArn`): `GET /api/v1/tasks?status=…`
+   * queries it, so the function may Query that index (and no other, nor the table).
+   * @default - no Query permission: the listing route answers 503 on AWS
+   */
+  readonly listIndexArn?: string;
   /** The main queues the API submits to: the three priority queues of every lane. */
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
@@ -138,6 +144,15 @@ export class TaskApi extends Construct {
         resources: [props.table.tableArn],
       }),
     );
+    if (props.listIndexArn !== undefined) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'TaskListingQuery',
+          actions: ['dynamodb:Query'],
+          resources: [props.listIndexArn],
+        }),
+      );
+    }
     if (props.schedulesTable !== undefined) {
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({

@@ -43,6 +43,8 @@ export class TaskTable extends Construct {
   public readonly table: dynamodb.Table;
   /** ARN of the outbox GSI (for a Query grant scoped to that index only). */
   public readonly outboxIndexArn: string;
+  /** ARN of the listing GSI (`GET /api/v1/tasks?status=…`): the API's Query grant is scoped to it. */
+  public readonly listIndexArn: string;
 
   constructor(scope: Construct, id: string, props: TaskTableProps) {
     super(scope, id);
@@ -66,5 +68,14 @@ export class TaskTable extends Construct {
           : dynamodb.ProjectionType.KEYS_ONLY,
     });
     this.outboxIndexArn = `${this.table.tableArn}/index/${TABLE_SCHEMA.outboxIndex.name}`;
+    const list = TABLE_SCHEMA.listIndex;
+    this.table.addGlobalSecondaryIndex({
+      indexName: list.name,
+      partitionKey: { name: list.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: list.sortKey, type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.INCLUDE,
+      nonKeyAttributes: [...list.nonKeyAttributes],
+    });
+    this.listIndexArn = `${this.table.tableArn}/index/${list.name}`;
   }
 }

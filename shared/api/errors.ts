@@ -6,11 +6,15 @@ export class HttpError extends KajError {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly options: { allow?: string; cause?: unknown } = {},
+    readonly options: { allow?: string; field?: string; cause?: unknown } = {},
   ) {
     super(message, options);
   }
   get allow(): string | undefined {
     return this.options.allow;
+  }
+  /** The request field at fault (a query parameter), when there is one. */
+  get field(): string | undefined {
+    return this.options.field;
   }
 }

@@ -18,6 +18,8 @@ import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError }
 import type { ScheduleService } from '../schedule/service.js';
 import type { TaskRegistry } from '../task/define.js';
 import { HttpError } from './errors.js';
+import { listRoute } from './listing.js';
+import type { TaskListing } from '../task/listing.js';
 import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
@@ -29,6 +31,8 @@ export interface ApiDeps {
   /** Schedule management (`/api/v1/schedules…`); absent where the deployment has no schedules table. */
   readonly schedules?: ScheduleService;
   readonly lifecycle: TaskLifecycle;
+  /** `GET /api/v1/tasks?status=…`; absent where the store has no listing index (the route answers 404). */
+  readonly listing?: TaskListing;
   readonly logger: Logger;
   /** The owner of requests that carry no IAM identity: the local identity, or `anonymous` with auth off. */
   readonly defaultOwner: string;
@@ -66,6 +70,8 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
         return await submitBatch(event, d, caller);
       case 'openapi':
         return json(200, documentOf(d));
+      case 'list':
+        return json(200, await listRoute(event, d.listing, caller));
       case 'get':
         return json(200, toView(await find(d.lifecycle, id, caller)));
       case 'cancel':
@@ -245,7 +251,7 @@ function problemWith(
  */
 export function problemOf(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): Problem {
   if (err instanceof HttpError) {
-    return problemWith(err.status, err.code, err.message, undefined, err.allow ? { allow: err.allow } : undefined);
+    return problemWith(err.status, err.code, err.message, err.field, err.allow ? { allow: err.allow } : undefined);
   }
   if (err instanceof PayloadTooLargeError) return problemWith(413, 'payload_too_large', err.message, err.field);
   if (err instanceof ValidationError) return problemWith(422, 'validation_error', err.message, err.field);

@@ -11,7 +11,7 @@ import * as z from 'zod';
 import { PRIORITIES } from '../config/resources.js';
 import { scheduleRequestSchema } from '../schedule/spec.js';
 import type { TaskRegistry } from '../task/define.js';
-import { TASK_STATUSES } from '../task/model.js';
+import { LISTED_STATUSES, TASK_STATUSES } from '../task/model.js';
 import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '../task/submit.js';
 import { API_ROUTES, type TaskApiRoute } from './routes.js';
 
@@ -86,6 +86,29 @@ export const batchResultSchema = z.object({
   ),
 });
 
+export const taskPageSchema = z.object({
+  items: z.array(
+    z.object({
+      task_id: z.string(),
+      type: z.string(),
+      status: z.enum(TASK_STATUSES).describe('as the index last saw it: GET the task for the current record'),
+      priority: z.enum(PRIORITIES),
+      tenant: z.string().optional(),
+      attempts: z.number().int(),
+      max_attempts: z.number().int(),
+      run_at: iso,
+      created_at: iso,
+      updated_at: iso,
+      started_at: iso.optional(),
+      finished_at: iso.optional(),
+      last_error: errorInfoSchema.optional(),
+      cancel_requested: z.boolean().optional(),
+      listed_at: iso.describe('when the task entered the listed status (the order of the listing, newest first)'),
+    }),
+  ),
+  cursor: z.string().optional().describe('present when more may follow: pass it back with the same filters'),
+});
+
 const lastRunSchema = z.object({}).passthrough();
 
 export const scheduleViewSchema = z.object({
@@ -134,6 +157,7 @@ const NAMED = new Map<z.ZodType, string>([
   [taskViewSchema, 'Task'],
   [cancelResultSchema, 'CancelResult'],
   [batchResultSchema, 'BatchResult'],
+  [taskPageSchema, 'TaskPage'],
   [scheduleViewSchema, 'Schedule'],
   [schedulePageSchema, 'SchedulePage'],
 ]);
@@ -151,6 +175,7 @@ export const ROUTE_RESPONSES: Record<TaskApiRoute['name'], Record<number, z.ZodT
     422: errorBodySchema,
   },
   submit_batch: { 207: batchResultSchema, 413: errorBodySchema, 422: errorBodySchema },
+  list: { 200: taskPageSchema, 400: errorBodySchema },
   get: { 200: taskViewSchema, 404: errorBodySchema },
   cancel: { 200: cancelResultSchema, 202: cancelResultSchema, 404: errorBodySchema, 409: errorBodySchema },
   schedule_list: { 200: schedulePageSchema },
@@ -182,6 +207,7 @@ const REQUEST_BODIES: Partial<Record<TaskApiRoute['name'], string>> = {
 const SUMMARIES: Record<TaskApiRoute['name'], string> = {
   submit: 'Submit a task',
   submit_batch: `Submit up to ${MAX_BATCH_TASKS} tasks; one result per item, in order`,
+  list: 'List your tasks of one status (retrying, failed, cancelled, running past a heartbeat), newest first',
   get: 'Read a task',
   cancel: 'Cancel a task',
   schedule_list: 'List schedules (paged)',
@@ -251,12 +277,31 @@ export function openApiDocument(registry: TaskRegistry, o: { readonly schedules:
       schema: { type: 'string' },
     }));
     const query =
-      route.name === 'schedule_list'
+      route.name === 'list'
         ? [
-            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+            {
+              name: 'status',
+              in: 'query',
+              required: true,
+              schema: { type: 'string', enum: [...LISTED_STATUSES] },
+              description:
+                'queued tasks are counted by queue depth, succeeded ones are not listed (README, "Listing tasks")',
+            },
+            { name: 'type', in: 'query', schema: { type: 'string', maxLength: 64 } },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
             { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'opaque, from the previous page' },
           ]
-        : [];
+        : route.name === 'schedule_list'
+          ? [
+              { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+              {
+                name: 'cursor',
+                in: 'query',
+                schema: { type: 'string' },
+                description: 'opaque, from the previous page',
+              },
+            ]
+          : [];
     const responses: Record<string, unknown> = {};
     for (const [status, schema] of Object.entries(ROUTE_RESPONSES[route.name])) {
       responses[status] = { description: `HTTP ${status}`, content: { 'application/json': { schema: refOf(schema) } } };

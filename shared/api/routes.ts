@@ -20,6 +20,7 @@ export interface ApiRoute {
 /** Every route of the task API (payload format 2.0). */
 export const API_ROUTES = [
   { name: 'submit', method: 'POST', path: '/api/v1/tasks' },
+  { name: 'list', method: 'GET', path: '/api/v1/tasks' },
   // Before `/api/v1/tasks/{id}`: the first path that matches decides (as API Gateway prefers a literal segment).
   { name: 'submit_batch', method: 'POST', path: '/api/v1/tasks/batch' },
   { name: 'get', method: 'GET', path: '/api/v1/tasks/{id}' },

@@ -32,6 +32,39 @@ export const TABLE_SCHEMA = {
     projection: 'KEYS_ONLY',
     shards: 8,
   },
+  /**
+   * Sparse GSI: the listing (`GET /api/v1/tasks?status=…`, `kaj tasks list`). An item carries
+   * `list_pk` (its listed status) / `list_sk` (`<ISO time it entered that status>#<task id>`)
+   * only while it is `retrying`, `failed`, `cancelled`, or `running` past its first heartbeat
+   * (docs/architecture.md, "Listing"). Every write that puts it there or takes it out already
+   * changes the task's status, so a task that succeeds at its first attempt and within
+   * one heartbeat period never enters it: the success path costs no index write. The heartbeat
+   * and the other writes of a listed task change no projected attribute (`lease_until` is not
+   * projected), so they cost no index write either.
+   */
+  listIndex: {
+    name: 'list',
+    partitionKey: 'list_pk',
+    sortKey: 'list_sk',
+    projection: 'INCLUDE',
+    /** What a list row shows: small, fixed-size attributes (no payload, result or history). */
+    nonKeyAttributes: [
+      'type',
+      'status',
+      'owner',
+      'priority',
+      'tenant',
+      'attempts',
+      'max_attempts',
+      'created_at',
+      'updated_at',
+      'run_at',
+      'started_at',
+      'finished_at',
+      'last_error',
+      'cancel_requested',
+    ],
+  },
 } as const;
 
 /**

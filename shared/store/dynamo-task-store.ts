@@ -11,7 +11,17 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { TABLE_SCHEMA } from '../config/resources.js';
 import type { TaskRecord } from '../task/model.js';
 import { ConditionFailedError, StoreRejectedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
-import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from './task-store.js';
+import type {
+  ListedTask,
+  ListingPage,
+  ListingRequest,
+  OutboxEntry,
+  ReadOptions,
+  TaskChanges,
+  TaskCondition,
+  TaskListingReader,
+  TaskStore,
+} from './task-store.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
 
@@ -28,7 +38,7 @@ const MARSHALL = { removeUndefinedValues: true, convertClassInstanceToMap: false
  * costs a second middleware stack and a second pass over every input and output per request,
  * and cannot be combined with `cacheMiddleware` (bench/cpu.ts measures the difference).
  */
-export class DynamoTaskStore implements TaskStore {
+export class DynamoTaskStore implements TaskStore, TaskListingReader {
   constructor(
     private readonly client: DynamoDBClient,
     private readonly tableName: string,
@@ -137,6 +147,59 @@ export class DynamoTaskStore implements TaskStore {
         outbox_pk,
         outbox_due,
       }));
+    } catch (err) {
+      throw unavailable(err, 'Query', undefined);
+    }
+  }
+
+  async listTasks(request: ListingRequest): Promise<ListingPage> {
+    const { name, partitionKey, sortKey } = TABLE_SCHEMA.listIndex;
+    const names: Record<string, string> = { '#pk': partitionKey };
+    const values: Record<string, AttributeValue> = { ':pk': { S: request.status } };
+    const filters: string[] = [];
+    if (request.type !== undefined) {
+      names['#type'] = 'type';
+      values[':type'] = { S: request.type };
+      filters.push('#type = :type');
+    }
+    if (request.owner !== undefined) {
+      names['#owner'] = 'owner';
+      values[':owner'] = { S: request.owner };
+      filters.push('#owner = :owner');
+    }
+    try {
+      const out = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: name,
+          KeyConditionExpression: '#pk = :pk',
+          ...(filters.length === 0 ? {} : { FilterExpression: filters.join(' AND ') }),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          Limit: request.limit,
+          ScanIndexForward: false,
+          ...(request.after === undefined
+            ? {}
+            : {
+                ExclusiveStartKey: {
+                  [PK]: { S: request.after.task_id },
+                  [partitionKey]: { S: request.status },
+                  [sortKey]: { S: request.after.list_sk },
+                },
+              }),
+        }),
+      );
+      const last = out.LastEvaluatedKey;
+      const lastSk = last?.[sortKey]?.S;
+      const lastId = last?.[PK]?.S;
+      return {
+        items: (out.Items ?? []).map((item) => {
+          const { list_pk: _pk, ...row } = unmarshall(item) as TaskRecord & { list_sk: string };
+          return row as ListedTask;
+        }),
+        read: out.ScannedCount ?? out.Count ?? 0,
+        ...(lastSk === undefined || lastId === undefined ? {} : { last: { list_sk: lastSk, task_id: lastId } }),
+      };
     } catch (err) {
       throw unavailable(err, 'Query', undefined);
     }

@@ -1,4 +1,4 @@
-import type { AuditEntry, TaskRecord, TaskStatus } from '../task/model.js';
+import type { AuditEntry, ListedStatus, TaskRecord, TaskStatus } from '../task/model.js';
 
 /**
  * A precondition for an update. All given parts must hold (AND); `status` and
@@ -58,4 +58,57 @@ export interface TaskStore {
    * (the index projects nothing else; the sweeper reads each item itself before acting).
    */
   listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]>;
+}
+
+/** A row of the listing index: the attributes it projects (`TABLE_SCHEMA.listIndex`). */
+export type ListedTask = Pick<
+  TaskRecord,
+  | 'task_id'
+  | 'type'
+  | 'status'
+  | 'priority'
+  | 'attempts'
+  | 'max_attempts'
+  | 'created_at'
+  | 'updated_at'
+  | 'run_at'
+  | 'owner'
+  | 'tenant'
+  | 'started_at'
+  | 'finished_at'
+  | 'last_error'
+  | 'cancel_requested'
+> & { readonly list_sk: string };
+
+/** Where a listing page ended: the index key of its last entry. */
+export interface ListingPosition {
+  readonly list_sk: string;
+  readonly task_id: string;
+}
+
+export interface ListingRequest {
+  readonly status: ListedStatus;
+  readonly type?: string;
+  readonly owner?: string;
+  /** Index entries to read (before the filter), 1–100. */
+  readonly limit: number;
+  /** Continue after this entry. */
+  readonly after?: ListingPosition;
+}
+
+export interface ListingPage {
+  /** The entries read that match the filter, newest first. */
+  readonly items: ListedTask[];
+  /** Entries read (before the filter). */
+  readonly read: number;
+  /** Present when the index may hold more entries after these. */
+  readonly last?: ListingPosition;
+}
+
+/**
+ * Reads the sparse listing index: one request per call (a Query newest first, the filter applied
+ * by the store). The paging and its budget are the domain's (`shared/task/listing.ts`).
+ */
+export interface TaskListingReader {
+  listTasks(request: ListingRequest): Promise<ListingPage>;
 }

@@ -11,6 +11,7 @@ import {
   iso,
   withAttempt,
 } from './changes.js';
+import { runningListing } from './listing.js';
 import { LeaseLostError } from './errors.js';
 import { fencedUpdate } from './fence.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
@@ -133,7 +134,11 @@ export class TaskClaims {
   async heartbeat(record: TaskRecord): Promise<TaskRecord> {
     const now = this.d.clock.now();
     const leaseUntil = now + this.d.settings.leaseSeconds * 1000;
-    if (claimWritten(record)) return fencedUpdate(this.d, record, { set: { lease_until: leaseUntil } });
+    // A task still running at a heartbeat enters the listing (`running`) with the write the
+    // heartbeat makes anyway; later heartbeats leave its entry alone (listing.ts).
+    if (claimWritten(record)) {
+      return fencedUpdate(this.d, record, { set: { lease_until: leaseUntil, ...runningListing(record, now) } });
+    }
     try {
       return await this.d.store.update(
         record.task_id,
@@ -144,6 +149,7 @@ export class TaskClaims {
             attempts: record.attempts,
             ...(record.started_at === undefined ? {} : { started_at: record.started_at }),
             updated_at: iso(now),
+            ...runningListing(record, now),
           },
           add: { lease_token: 1 },
           remove: ['solo'],

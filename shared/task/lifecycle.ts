@@ -3,8 +3,9 @@ import type { Classification } from '../retry/classify.js';
 import { type Admissions, TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
+import { listedStore } from './listing.js';
 import type { OutboxTarget, TaskRecord } from './model.js';
-import { OperatorActions } from './operations.js';
+import { type Operator, OperatorActions } from './operations.js';
 import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
@@ -22,6 +23,7 @@ export { deadLetterOf } from './outbox.js';
  * - where does an attempt end (success, retry, death, cancel)? `outcome.ts`
  * - where are GET and DELETE answered for an owner? `requests.ts`
  * - what do the writes change? `changes.ts` (pure); the fence: `fence.ts`
+ * - which tasks can be listed, and how is the listing read? `listing.ts`
  * - is it retried, and when? `shared/retry/decide.ts`
  * Operator actions (redrive, purge, local recovery) are `operations.ts`.
  */
@@ -32,7 +34,9 @@ export class TaskLifecycle {
   readonly requests: TaskRequests;
   readonly operations: OperatorActions;
 
-  constructor(d: LifecycleDeps) {
+  constructor(deps: LifecycleDeps) {
+    // Every status change keeps the listing index right (listing.ts): applied here, once.
+    const d: LifecycleDeps = { ...deps, store: listedStore(deps.store, deps.clock) };
     this.outboxes = new TaskOutbox(d);
     this.claims = new TaskClaims(d, this.outboxes);
     this.outcomes = new AttemptOutcomes(d, this.outboxes);
@@ -106,7 +110,7 @@ export class TaskLifecycle {
   find(taskId: string, owner?: string): Promise<TaskRecord> {
     return this.requests.find(taskId, owner);
   }
-  cancel(taskId: string, owner?: string): Promise<TaskRecord> {
-    return this.requests.cancel(taskId, owner);
+  cancel(taskId: string, owner?: string, operator?: Operator): Promise<TaskRecord> {
+    return this.requests.cancel(taskId, owner, operator);
   }
 }

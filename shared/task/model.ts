@@ -4,6 +4,15 @@ import { PRIORITIES, type Priority, TABLE_SCHEMA } from '../config/resources.js'
 export const TASK_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
+/**
+ * The statuses the listing index holds (`GET /api/v1/tasks?status=…`). `queued` tasks wait in
+ * SQS (their count is the queue depth) and `succeeded` ones are the ordinary case: indexing
+ * either would cost a write per task. `running` holds the tasks running past their first
+ * heartbeat (lease/3), whose claim write puts them there.
+ */
+export const LISTED_STATUSES = ['retrying', 'failed', 'cancelled', 'running'] as const;
+export type ListedStatus = (typeof LISTED_STATUSES)[number];
+
 /** What went wrong in an attempt, as stored and shown. Never contains the payload. */
 export interface ErrorInfo {
   readonly name: string;
@@ -88,6 +97,10 @@ export interface TaskRecord {
   outbox_pk?: string;
   /** Epoch ms at which the sweeper sends the owed message if nobody confirmed sending it. */
   outbox_due?: number;
+  /** Listing index partition (`TABLE_SCHEMA.listIndex`): the listed status, while the task is listable. */
+  list_pk?: ListedStatus;
+  /** Listing index sort key: `<ISO time it entered the listed status>#<task id>` (newest first). */
+  list_sk?: string;
   /** TTL (epoch seconds), set when the task finishes. */
   expires_at?: number;
   /** Times an operator redrove the task from a DLQ. */

@@ -4,6 +4,7 @@ import { cancelChanges, iso } from './changes.js';
 import { TaskNotCancellableError, TaskNotFoundError } from './errors.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { TaskRecord } from './model.js';
+import type { Operator } from './operations.js';
 import { isFinished } from './state-machine.js';
 
 /**
@@ -29,26 +30,46 @@ export class TaskRequests {
    * be dropped at claim); a running one gets a cancel request its worker acts on within
    * `cancelPollSeconds`, and whatever its handler does, it ends `cancelled`.
    * @param owner the caller; omitted for an operator
+   * @param operator who cancels, for the task's audit trail (the CLI's bulk cancel); API cancels are not audited
    * @throws TaskNotFoundError, TaskNotCancellableError
    */
-  async cancel(taskId: string, owner?: string): Promise<TaskRecord> {
+  async cancel(taskId: string, owner?: string, operator?: Operator): Promise<TaskRecord> {
     for (let round = 0; round < 3; round += 1) {
       const current = await this.find(taskId, owner);
       if (current.status === 'cancelled') return current;
       if (isFinished(current.status)) throw new TaskNotCancellableError(taskId, current.status);
       const now = this.d.clock.now();
+      const audit =
+        operator === undefined
+          ? {}
+          : {
+              append: {
+                audit: [
+                  {
+                    action: 'cancel',
+                    at: iso(now),
+                    by: operator.actor,
+                    ...(operator.reason === undefined ? {} : { reason: operator.reason }),
+                  },
+                ],
+              },
+            };
       try {
         if (current.status === 'running') {
           return await this.d.store.update(
             taskId,
-            { set: { cancel_requested: true, updated_at: iso(now) } },
+            { set: { cancel_requested: true, updated_at: iso(now) }, ...audit },
             { status: ['running'], leaseToken: current.lease_token },
           );
         }
-        const done = await this.d.store.update(taskId, cancelChanges(current, now, this.d.settings), {
-          status: [current.status],
-          dispatchId: current.dispatch_id,
-        });
+        const done = await this.d.store.update(
+          taskId,
+          { ...cancelChanges(current, now, this.d.settings), ...audit },
+          {
+            status: [current.status],
+            dispatchId: current.dispatch_id,
+          },
+        );
         this.d.metrics.count(METRICS.cancelled, current.type);
         return done;
       } catch (err) {

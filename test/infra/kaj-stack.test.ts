@@ -231,6 +231,14 @@ describe('task table', () => {
           ],
           Projection: { ProjectionType: 'KEYS_ONLY' },
         },
+        {
+          IndexName: TABLE_SCHEMA.listIndex.name,
+          KeySchema: [
+            { AttributeName: TABLE_SCHEMA.listIndex.partitionKey, KeyType: 'HASH' },
+            { AttributeName: TABLE_SCHEMA.listIndex.sortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...TABLE_SCHEMA.listIndex.nonKeyAttributes] },
+        },
       ],
     });
     expect(table.Properties.AttributeDefinitions).toEqual(
@@ -238,6 +246,8 @@ describe('task table', () => {
         { AttributeName: TABLE_SCHEMA.partitionKey, AttributeType: 'S' },
         { AttributeName: TABLE_SCHEMA.outboxIndex.partitionKey, AttributeType: 'S' },
         { AttributeName: TABLE_SCHEMA.outboxIndex.sortKey, AttributeType: 'N' },
+        { AttributeName: TABLE_SCHEMA.listIndex.partitionKey, AttributeType: 'S' },
+        { AttributeName: TABLE_SCHEMA.listIndex.sortKey, AttributeType: 'S' },
       ]),
     );
   });
@@ -253,7 +263,7 @@ describe('task table', () => {
 describe('least privilege', () => {
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
-  it("the API can read/write single task items and schedules, list schedules and send to every lane's priority queues, nothing else", () => {
+  it("the API can read/write single task items and schedules, query the listing index, list schedules and send to every lane's priority queues, nothing else", () => {
     const id = base.logicalId(base.stack.api.handler);
     expect(grantedActions(base, id)).toEqual(
       [
@@ -261,6 +271,7 @@ describe('least privilege', () => {
         'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
+        'dynamodb:Query',
         'dynamodb:Scan',
         'dynamodb:UpdateItem',
         'sqs:SendMessage',
@@ -321,8 +332,11 @@ describe('least privilege', () => {
     );
   });
 
-  it('the API cannot Query; only the API and the scheduler can Scan, and only the schedules table', () => {
-    expect(grantedActions(base, base.logicalId(base.stack.api.handler))).not.toContain('dynamodb:Query');
+  it('the API can Query the listing index only; only the API and the scheduler can Scan, and only the schedules table', () => {
+    const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
+    expect(resourcesOf(base, base.logicalId(base.stack.api.handler), 'dynamodb:Query')).toEqual([
+      { 'Fn::Join': ['', [tableArn, `/index/${TABLE_SCHEMA.listIndex.name}`]] },
+    ]);
     for (const fn of [...consumers(base).map((c) => c.handler), base.stack.sweeper.handler]) {
       expect(grantedActions(base, base.logicalId(fn))).not.toContain('dynamodb:Scan');
     }

@@ -31,7 +31,14 @@ import { KajStack, type KajStackProps } from '../../infra/kaj-stack.js';
 import { OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
 import { type LaneDeclarations, laneQueueNames } from '../../shared/config/lanes.js';
 import { METRICS } from '../../shared/config/metrics.js';
-import { DEFAULTS, ENV, LIMIT_TABLE_SCHEMA, PRIORITIES, resourceNames } from '../../shared/config/resources.js';
+import {
+  DEFAULTS,
+  ENV,
+  LIMIT_TABLE_SCHEMA,
+  PRIORITIES,
+  resourceNames,
+  TABLE_SCHEMA,
+} from '../../shared/config/resources.js';
 import type { LimitDeclarations } from '../../shared/limit/declaration.js';
 import { createMetrics } from '../../shared/observability.js';
 import { lanes as exampleLanes } from '../../tasks/lanes.js';
@@ -623,14 +630,18 @@ describe('a stack without lanes', () => {
   const CONSUMER = 'ConsumerHandler5D2FFBD7';
   const CONSUMER_POLICY = 'ConsumerHandlerRoleDefaultPolicyB013E4BD';
   const DASHBOARD = 'ObservabilityDashboard9A1D08B3';
+  const TASK_TABLE = 'TasksTable45D1B62D';
+  const API_POLICY = Object.keys(BEFORE).find((id) => id.startsWith('ApiHandlerRoleDefaultPolicy')) as string;
 
   it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
     const added = Object.keys(plain.resources).filter((id) => !(id in BEFORE) && id !== 'CDKMetadata');
-    // Issue 15's routes (batch submit, the OpenAPI document): a route and its invoke permission each.
+    // Issue 15's routes (batch submit, listing, the OpenAPI document): a route and its invoke permission each.
     expect(added.sort()).toEqual(
       [
         plain.logicalId(plain.stack.limitTable.table),
+        'ApiHttpApiGETapiv1tasks6C16210F',
+        'ApiHttpApiGETapiv1tasksHandlerPermission158F9F99',
         'ApiHttpApiPOSTapiv1tasksbatchD1262B09',
         'ApiHttpApiPOSTapiv1tasksbatchHandlerPermissionFF7169D8',
         'ApiHttpApiGETapiv1openapijsonFC7BB767',
@@ -646,7 +657,7 @@ describe('a stack without lanes', () => {
 
   it('leaves every one of them exactly as it was (queues, DLQs, mappings, every function, policy and alarm) but three', () => {
     for (const [id, before] of Object.entries(BEFORE)) {
-      if ([CONSUMER, CONSUMER_POLICY, DASHBOARD].includes(id)) continue;
+      if ([CONSUMER, CONSUMER_POLICY, DASHBOARD, TASK_TABLE, API_POLICY].includes(id)) continue;
       const now = structuredClone(plain.resources[id]) as CfnResourceJson & { Metadata?: unknown };
       if (now.Type === 'AWS::Lambda::Function') delete now.Properties.Code;
       delete now.Metadata;
@@ -669,6 +680,26 @@ describe('a stack without lanes', () => {
     const { DashboardBody: body, ...dashboard } = plain.resources[DASHBOARD]!.Properties;
     expect(dashboard).toEqual(BEFORE[DASHBOARD]!.Properties);
     expect(JSON.stringify(body)).toContain(METRICS.limitDeferrals);
+  });
+
+  it("issue 15's listing: the task table gains the listing GSI (nothing else changes), the API one Query statement on it", () => {
+    const table = structuredClone(plain.resources[TASK_TABLE]) as CfnResourceJson;
+    const list = TABLE_SCHEMA.listIndex;
+    const p = table.Properties as {
+      GlobalSecondaryIndexes: { IndexName: string }[];
+      AttributeDefinitions: { AttributeName: string }[];
+    };
+    expect(p.GlobalSecondaryIndexes.map((g) => g.IndexName)).toContain(list.name);
+    p.GlobalSecondaryIndexes = p.GlobalSecondaryIndexes.filter((g) => g.IndexName !== list.name);
+    p.AttributeDefinitions = p.AttributeDefinitions.filter(
+      (a) => a.AttributeName !== list.partitionKey && a.AttributeName !== list.sortKey,
+    );
+    delete (table as { Metadata?: unknown }).Metadata;
+    expect(table).toEqual(BEFORE[TASK_TABLE]);
+    const statements = plain.resources[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
+    const before = BEFORE[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
+    expect(statements.filter((st) => st.Sid !== 'TaskListingQuery')).toEqual(before);
+    expect(statements.filter((st) => st.Sid === 'TaskListingQuery')).toHaveLength(1);
   });
 
   it('no function gets KAJ_LANE_QUEUE_URLS', () => {

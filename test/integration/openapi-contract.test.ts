@@ -122,6 +122,9 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     const delayed = await call('POST', T, T, { type: 'echo', payload: { value: 4 }, delay_seconds: 600 });
     expect((await call('DELETE', I, `${T}/${delayed.json.task_id}`)).status).toBe(200);
     expect((await call('DELETE', I, `${T}/t_0123456789abcdef0123456789abcdef`)).status).toBe(404);
+    const listed = await call('GET', T, `${T}?status=cancelled&limit=10`);
+    expect(listed.json.items.map((t: { task_id: string }) => t.task_id)).toContain(delayed.json.task_id);
+    expect((await call('GET', T, `${T}?status=queued`)).status).toBe(400);
     const done = await (async () => {
       for (let i = 0; i < 100; i += 1) {
         const view = (await (await fetch(`${runtime.url}${T}/${id}`)).json()) as { status: string };

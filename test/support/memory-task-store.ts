@@ -1,5 +1,16 @@
 import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import { TABLE_SCHEMA } from '../../shared/config/resources.js';
+import type {
+  ListedTask,
+  ListingPage,
+  ListingRequest,
+  OutboxEntry,
+  ReadOptions,
+  TaskChanges,
+  TaskCondition,
+  TaskListingReader,
+  TaskStore,
+} from '../../shared/store/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 export interface MemoryTaskStoreOptions {
@@ -36,10 +47,10 @@ const PK = 'task_id';
  *   `outbox_due`; a limit below 1 is a `StoreRejectedError`.
  * Everything handed in or out is a copy.
  */
-export class MemoryTaskStore implements TaskStore {
+export class MemoryTaskStore implements TaskStore, TaskListingReader {
   readonly items = new Map<string, TaskRecord>();
   /** Make the next call(s) of an operation throw. */
-  failNext: Partial<Record<'create' | 'get' | 'update' | 'listOutboxDue', Error>> = {};
+  failNext: Partial<Record<'create' | 'get' | 'update' | 'listOutboxDue' | 'listTasks', Error>> = {};
   /** Updates applied so far. */
   updates = 0;
   /** Runs before each update (to inject a concurrent change or a failure). */
@@ -101,6 +112,42 @@ export class MemoryTaskStore implements TaskStore {
       .sort((a, b) => (a.outbox_due as number) - (b.outbox_due as number))
       .slice(0, limit)
       .map((r) => ({ task_id: r.task_id, outbox_pk: r.outbox_pk, outbox_due: r.outbox_due }));
+  }
+
+  /** The listing index: items with string `list_pk` and `list_sk`, newest first, the projected attributes only. */
+  async listTasks(request: ListingRequest): Promise<ListingPage> {
+    this.maybeFail('listTasks');
+    if (!Number.isInteger(request.limit) || request.limit < 1) {
+      throw new StoreRejectedError(
+        `memory store Query rejected: ValidationException: limit must be >= 1, got ${request.limit}`,
+      );
+    }
+    const after = request.after;
+    const entries = [...this.items.values()]
+      .filter((r) => r.list_pk === request.status && typeof r.list_sk === 'string')
+      .sort((a, b) => ((a.list_sk as string) < (b.list_sk as string) ? 1 : -1))
+      .filter((r) => after === undefined || (r.list_sk as string) < after.list_sk);
+    const read = entries.slice(0, request.limit);
+    const lastRead = read[read.length - 1];
+    const items = read
+      .filter(
+        (r) =>
+          (request.type === undefined || r.type === request.type) &&
+          (request.owner === undefined || r.owner === request.owner),
+      )
+      .map((r) => {
+        const row: Record<string, unknown> = { task_id: r.task_id, list_sk: r.list_sk };
+        for (const k of TABLE_SCHEMA.listIndex.nonKeyAttributes) if (r[k] !== undefined) row[k] = clone(r[k]);
+        return row as unknown as ListedTask;
+      });
+    return {
+      items,
+      read: read.length,
+      // DynamoDB returns LastEvaluatedKey whenever the Limit was reached.
+      ...(lastRead !== undefined && read.length === request.limit
+        ? { last: { list_sk: lastRead.list_sk as string, task_id: lastRead.task_id } }
+        : {}),
+    };
   }
 
   private maybeFail(op: keyof MemoryTaskStore['failNext']): void {

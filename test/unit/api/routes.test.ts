@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/api/routes.js';
 
 describe('API_ROUTES', () => {
-  it('is the task API (submit, batch, read, cancel), the schedule API and the OpenAPI document', () => {
+  it('is the task API (submit, list, batch, read, cancel), the schedule API and the OpenAPI document', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
+      'GET /api/v1/tasks',
       'POST /api/v1/tasks/batch',
       'GET /api/v1/tasks/{id}',
       'DELETE /api/v1/tasks/{id}',
@@ -72,6 +73,8 @@ describe('matchRoute', () => {
     ['GET', '/api/v1/tasks/t_1/', 'get', { id: 't_1' }],
     ['GET', '/prod/api/v1/tasks/t%5F1', 'get', { id: 't%5F1' }],
     ['DELETE', '/api/v1/tasks/t_1', 'cancel', { id: 't_1' }],
+    ['GET', '/api/v1/tasks', 'list', {}],
+    ['GET', '/prod/api/v1/tasks/', 'list', {}],
     // The collection is tried first: a stage named like the API still reaches it.
     ['POST', '/api/v1/tasks/api/v1/tasks', 'submit', {}],
     ['GET', '/api/v1/tasks/tasks', 'get', { id: 'tasks' }],
@@ -84,8 +87,8 @@ describe('matchRoute', () => {
   });
 
   it.each([
-    ['PUT', '/api/v1/tasks', 'POST', {}],
-    ['GET', '/api/v1/tasks', 'POST', {}],
+    ['PUT', '/api/v1/tasks', 'POST, GET', {}],
+    ['DELETE', '/api/v1/tasks', 'POST, GET', {}],
     ['POST', '/api/v1/tasks/t_1', 'GET, DELETE', { id: 't_1' }],
     ['PATCH', '/api/v1/tasks/%ff', 'GET, DELETE', { id: '%ff' }],
   ])('%s %s → 405, allow %s', (method, path, allow, params) => {

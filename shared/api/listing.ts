@@ -1,0 +1,98 @@
+/**
+ * `GET /api/v1/tasks?status=…&type=…&limit=…&cursor=…`: the caller's tasks of one listable
+ * status, newest first, from the sparse listing index (`shared/task/listing.ts`).
+ *
+ * @module
+ */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import * as z from 'zod';
+import type { ListedTask } from '../store/task-store.js';
+import { MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
+import { LISTED_STATUSES } from '../task/model.js';
+import type { Caller } from '../task/submit.js';
+import { validationErrorOf } from '../task/submit.js';
+import { ValidationError } from '../task/errors.js';
+import { HttpError } from './errors.js';
+
+/** Rows per page when the request names no `limit`. */
+export const DEFAULT_LIST_LIMIT = 50;
+
+const NOT_LISTED: Readonly<Record<string, string>> = {
+  queued:
+    'queued tasks wait in SQS, not in the listing index (an index entry per task would cost a write each): their count is the queue depth (`kaj stats`)',
+  succeeded:
+    'succeeded tasks are not listed (the ordinary case: listing them would cost a write per task); GET one by id',
+};
+
+/** The query string of the listing route. Unknown parameters are refused, so a typo is not a silent "no filter". */
+export const listQuerySchema = z.strictObject({
+  status: z.string().superRefine((s, ctx) => {
+    if ((LISTED_STATUSES as readonly string[]).includes(s)) return;
+    ctx.addIssue({
+      code: 'custom',
+      message: NOT_LISTED[s] ?? `must be one of ${LISTED_STATUSES.join(', ')}`,
+    });
+  }),
+  type: z.string().min(1).max(64).optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, `must be an integer from 1 to ${MAX_LIST_LIMIT}`)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(1, `must be an integer from 1 to ${MAX_LIST_LIMIT}`)
+        .max(MAX_LIST_LIMIT, `must be an integer from 1 to ${MAX_LIST_LIMIT}`),
+    )
+    .optional(),
+  cursor: z.string().min(1).max(2048).optional(),
+});
+
+/** A row of the listing, as the API answers it. */
+export type ListedTaskView = Omit<ListedTask, 'list_sk' | 'owner'> & {
+  /** When the task entered the listed status (ISO). */
+  readonly listed_at: string;
+};
+
+export function toListedView(row: ListedTask): ListedTaskView {
+  const { list_sk, owner: _owner, ...rest } = row;
+  return { ...rest, listed_at: list_sk.slice(0, list_sk.lastIndexOf('#')) };
+}
+
+export async function listRoute(
+  event: APIGatewayProxyEventV2,
+  listing: TaskListing | undefined,
+  caller: Caller,
+): Promise<{ items: ListedTaskView[]; cursor?: string }> {
+  if (listing === undefined) throw new HttpError(404, 'not_found', 'listing is not available in this deployment');
+  const raw = event.queryStringParameters ?? {};
+  if (raw.status === undefined)
+    throw badQuery(new ValidationError('status', `status: required (one of ${LISTED_STATUSES.join(', ')})`));
+  const parsed = listQuerySchema.safeParse(raw);
+  if (!parsed.success) throw badQuery(validationErrorOf(parsed.error));
+  const q = parsed.data;
+  const page = await catchingBadQuery(() =>
+    listing.list({
+      status: q.status as (typeof LISTED_STATUSES)[number],
+      owner: caller.owner,
+      limit: q.limit ?? DEFAULT_LIST_LIMIT,
+      ...(q.type === undefined ? {} : { type: q.type }),
+      ...(q.cursor === undefined ? {} : { cursor: q.cursor }),
+    }),
+  );
+  return { items: page.items.map(toListedView), ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
+}
+
+/** A bad query parameter (a tampered cursor included) is a 400 naming it, not a 422: there is no body. */
+function badQuery(err: ValidationError): HttpError {
+  return new HttpError(400, 'invalid_query', err.message, { field: err.field, cause: err });
+}
+
+async function catchingBadQuery<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw err instanceof ValidationError ? badQuery(err) : err;
+  }
+}

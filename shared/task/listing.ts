@@ -1,0 +1,198 @@
+/**
+ * The listing index (`TABLE_SCHEMA.listIndex`): which tasks it holds, and how it is read.
+ *
+ * Which: a task is listed while it is `retrying`, `failed` or `cancelled`, and while it runs past
+ * its first heartbeat. The rule follows the status a write sets, so it is applied once, to every
+ * update the lifecycle makes ({@link listedStore}); the heartbeat that writes a lazy claim adds
+ * the `running` entry itself ({@link runningListing}). Each of those writes changes the task's
+ * status anyway: a task that succeeds at its first attempt within one heartbeat period never
+ * enters the index, and the others pay one index write per listed status they enter or leave.
+ *
+ * How: newest first within one status, filtered by owner and type, paged by an opaque cursor
+ * that is signed (a tampered or foreign cursor is refused) and bound to the query it continues.
+ *
+ * @module
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type {
+  ListingPage,
+  ListingPosition,
+  ListedTask,
+  TaskChanges,
+  TaskListingReader,
+  TaskStore,
+} from '../store/task-store.js';
+import { ValidationError } from './errors.js';
+import { LISTED_STATUSES, type ListedStatus, type TaskRecord, type TaskStatus } from './model.js';
+
+const LISTED: readonly TaskStatus[] = LISTED_STATUSES;
+
+/** The listing key of a task entering `status` at `atIso`. */
+export function listingKey(
+  status: ListedStatus,
+  atIso: string,
+  taskId: string,
+): Pick<TaskRecord, 'list_pk' | 'list_sk'> {
+  return { list_pk: status, list_sk: `${atIso}#${taskId}` };
+}
+
+/**
+ * `changes` with the listing fields the status it sets implies: a listed status puts the task in
+ * the index (at the write's `updated_at`), any other status takes it out. A write that sets no
+ * status, or sets the listing fields itself, is left as it is. Removing absent fields is free:
+ * DynamoDB writes an index only for items in it before or after the write.
+ */
+export function withListing(taskId: string, changes: TaskChanges, now: number): TaskChanges {
+  const status = changes.set?.status;
+  if (status === undefined || changes.set?.list_pk !== undefined) return changes;
+  if (LISTED.includes(status) && status !== 'running') {
+    const at = changes.set?.updated_at ?? new Date(now).toISOString();
+    return { ...changes, set: { ...changes.set, ...listingKey(status as ListedStatus, at, taskId) } };
+  }
+  const remove = changes.remove ?? [];
+  return {
+    ...changes,
+    remove: [...remove, ...(['list_pk', 'list_sk'] as const).filter((k) => !remove.includes(k))],
+  };
+}
+
+/**
+ * The listing fields of a running task's heartbeat: the `running` entry when the task is not in
+ * the index yet (its first heartbeat), nothing after that (the entry stays where it is, so later
+ * heartbeats write no index).
+ */
+export function runningListing(record: TaskRecord, now: number): Partial<Pick<TaskRecord, 'list_pk' | 'list_sk'>> {
+  if (record.list_pk === 'running') return {};
+  return listingKey('running', record.started_at ?? new Date(now).toISOString(), record.task_id);
+}
+
+/** The store the lifecycle writes through: every update gets the listing fields its status implies. */
+export function listedStore(store: TaskStore, clock: { now(): number }): TaskStore {
+  return {
+    create: (record) => store.create(record),
+    get: (taskId, options) => store.get(taskId, options),
+    update: (taskId, changes, condition) => store.update(taskId, withListing(taskId, changes, clock.now()), condition),
+    listOutboxDue: (partition, dueBy, limit) => store.listOutboxDue(partition, dueBy, limit),
+  };
+}
+
+/** A listing query: one status, optionally one type; `owner` restricts it to one owner's tasks. */
+export interface ListingQuery {
+  readonly status: ListedStatus;
+  readonly type?: string;
+  readonly owner?: string;
+  /** Rows per page (1–100). */
+  readonly limit: number;
+  readonly cursor?: string;
+}
+
+export interface ListingResult {
+  readonly items: readonly ListedTask[];
+  /** Present when more may follow: pass it back as `cursor` for the next page. */
+  readonly cursor?: string;
+}
+
+export const MAX_LIST_LIMIT = 100;
+/**
+ * Index entries one page reads at most. A filter (type, owner) is applied by DynamoDB after
+ * the read, so a rare type among many entries is found over several pages: each page answers
+ * within this budget, with a cursor, instead of reading the whole status.
+ */
+export const LIST_READ_BUDGET = 1_000;
+
+/**
+ * Reads the listing index. The cursor is `<position>.<signature>`, both base64url: the position
+ * (last row's key), the query it belongs to, and an HMAC over both under the deployment's key.
+ */
+export class TaskListing {
+  constructor(
+    private readonly reader: TaskListingReader,
+    private readonly cursorKey: string,
+  ) {}
+
+  /** @throws ValidationError (field `cursor` or `limit`), StoreUnavailableError */
+  async list(query: ListingQuery): Promise<ListingResult> {
+    if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_LIST_LIMIT) {
+      throw new ValidationError('limit', `limit: must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+    }
+    let after = query.cursor === undefined ? undefined : this.decode(query.cursor, query);
+    const items: ListedTask[] = [];
+    let read = 0;
+    for (;;) {
+      const want = query.limit - items.length;
+      const page: ListingPage = await this.reader.listTasks({
+        status: query.status,
+        ...(query.type === undefined ? {} : { type: query.type }),
+        ...(query.owner === undefined ? {} : { owner: query.owner }),
+        // Without a filter every entry read is a row; with one, read more per request.
+        limit: query.type === undefined && query.owner === undefined ? want : Math.min(LIST_READ_BUDGET - read, 100),
+        ...(after === undefined ? {} : { after }),
+      });
+      read += page.read;
+      for (const item of page.items) {
+        if (items.length === query.limit) break;
+        items.push(item);
+      }
+      if (items.length === query.limit) {
+        const last = items[items.length - 1] as ListedTask;
+        // A full page: continue after its last row (unless the index had nothing after it).
+        const more = page.last !== undefined || page.items.length > want;
+        return more
+          ? { items, cursor: this.encode({ list_sk: last.list_sk, task_id: last.task_id }, query) }
+          : { items };
+      }
+      if (page.last === undefined) return { items };
+      after = page.last;
+      if (read >= LIST_READ_BUDGET) return { items, cursor: this.encode(after, query) };
+    }
+  }
+
+  private encode(position: ListingPosition, query: ListingQuery): string {
+    const body = Buffer.from(JSON.stringify([position.list_sk, position.task_id])).toString('base64url');
+    return `${body}.${this.sign(body, query)}`;
+  }
+
+  private decode(cursor: string, query: ListingQuery): ListingPosition {
+    const bad = () =>
+      new ValidationError(
+        'cursor',
+        'cursor: not a cursor of this listing (pass back the one a page returned, with the same filters)',
+      );
+    const [body, signature, ...rest] = cursor.split('.');
+    if (body === undefined || signature === undefined || rest.length > 0) throw bad();
+    const expected = Buffer.from(this.sign(body, query));
+    const given = Buffer.from(signature);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    } catch (err) {
+      throw new ValidationError('cursor', 'cursor: malformed', { cause: err });
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 2 || !parsed.every((p) => typeof p === 'string')) throw bad();
+    return { list_sk: parsed[0] as string, task_id: parsed[1] as string };
+  }
+
+  private sign(body: string, query: ListingQuery): string {
+    return createHmac('sha256', this.cursorKey)
+      .update(`kaj-list-cursor\n${query.status}\n${query.type ?? ''}\n${query.owner ?? ''}\n${body}`)
+      .digest('base64url')
+      .slice(0, 32);
+  }
+}
+
+/** True when the store can read the listing index (DynamoDB, the test fakes; not every bench store). */
+export function isListingReader(store: TaskStore): store is TaskStore & TaskListingReader {
+  return typeof (store as Partial<TaskListingReader>).listTasks === 'function';
+}
+
+/** The listing over `store`, when it has the index; cursors signed under `cursorKey`. */
+export function listingOf(store: TaskStore, cursorKey: string): TaskListing | undefined {
+  return isListingReader(store) ? new TaskListing(store, `${cursorKey}\nlisting`) : undefined;
+}
+
+/** `{ listing }` for the API's dependencies, or nothing when the store has no index or no key is given. */
+export function listingField(store: TaskStore, cursorKey: string | undefined): { listing?: TaskListing } {
+  const listing = cursorKey === undefined ? undefined : listingOf(store, cursorKey);
+  return listing === undefined ? {} : { listing };
+}

@@ -1,0 +1,138 @@
+/**
+ * `kaj --local tasks list` and `kaj --local tasks cancel` against a running local runtime: tasks
+ * waiting for a retry are listed, bulk-cancelled (paced, audited), and then listed as cancelled.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import { RetryableError } from '../../../shared/retry/errors.js';
+import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
+import { kajRunner, localStateDir, waitFor } from './harness.js';
+
+const registry = new TaskRegistry([
+  defineTask({
+    type: 'stuck',
+    schema: z.object({}),
+    maxAttempts: 5,
+    // Retried in an hour: the task waits as `retrying` for the whole test.
+    handler: async () => {
+      throw new RetryableError('upstream down', { retryAfterSeconds: 3600 });
+    },
+  }),
+  defineTask({ type: 'fine', schema: z.object({}), handler: async () => ({ ok: true }) }),
+]);
+let runtime: LocalRuntime;
+let state: { dir: string; remove(): void };
+let kaj: ReturnType<typeof kajRunner>;
+
+beforeAll(async () => {
+  runtime = await startLocalRuntime({
+    registry,
+    prefix: `tasks-${process.pid}-${Date.now()}`.slice(0, 40),
+    port: 0,
+    waitTimeSeconds: 1,
+  });
+  state = localStateDir(runtime);
+  kaj = kajRunner(state.dir, { registry: async () => registry });
+}, 60_000);
+
+afterAll(async () => {
+  await runtime?.stop(2_000);
+  state?.remove();
+});
+
+const post = async (type: string) => {
+  const res = await fetch(`${runtime.url}/api/v1/tasks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type, payload: {} }),
+  });
+  return ((await res.json()) as { task_id: string }).task_id;
+};
+const statusOf = async (id: string) =>
+  ((await (await fetch(`${runtime.url}/api/v1/tasks/${id}`)).json()) as { status: string }).status;
+
+describe('kaj tasks', () => {
+  it('list → cancel --dry-run → cancel --yes (audited) → listed as cancelled', async () => {
+    const stuck = [await post('stuck'), await post('stuck'), await post('stuck')];
+    const fine = await post('fine');
+    await waitFor(
+      'three retrying tasks and one success',
+      async () => {
+        const s = await Promise.all([...stuck, fine].map(statusOf));
+        return s.slice(0, 3).every((x) => x === 'retrying') && s[3] === 'succeeded' ? true : undefined;
+      },
+      30_000,
+    );
+
+    const list = await kaj(['tasks', 'list', '--local', '--status', 'retrying']);
+    expect(list.code).toBe(0);
+    expect(list.out).toMatch(/^TASK\s+TYPE\s+STATUS\s+PRIORITY\s+ATTEMPTS\s+SINCE\s+OWNER\s+LAST ERROR$/m);
+    for (const id of stuck)
+      expect(list.out).toMatch(new RegExp(`^${id}\\s+stuck\\s+retrying\\s+normal\\s+1/5\\s`, 'm'));
+    expect(list.out).toMatch(/RetryableError: upstream down/);
+    expect(list.out).toMatch(/^3 task\(s\)$/m);
+    const paged = JSON.parse(
+      (await kaj(['tasks', 'list', '--local', '--status', 'retrying', '--limit', '2', '--json'])).out,
+    );
+    expect(paged.items).toHaveLength(2);
+    const rest = JSON.parse(
+      (
+        await kaj([
+          'tasks',
+          'list',
+          '--local',
+          '--status',
+          'retrying',
+          '--limit',
+          '2',
+          '--cursor',
+          paged.cursor,
+          '--json',
+        ])
+      ).out,
+    );
+    expect([...paged.items, ...rest.items].map((t: { task_id: string }) => t.task_id).sort()).toEqual(
+      [...stuck].sort(),
+    );
+
+    const bad = await kaj(['tasks', 'list', '--local', '--status', 'retrying', '--cursor', 'tampered.x']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/cursor/);
+    const queued = await kaj(['tasks', 'list', '--local', '--status', 'queued']);
+    expect(queued.code).toBe(2);
+
+    // Without --yes and no terminal: refused, nothing changed.
+    const refused = await kaj(['tasks', 'cancel', '--local', '--status', 'retrying', '--type', 'stuck']);
+    expect(refused.code).toBe(2);
+    const dry = await kaj(['tasks', 'cancel', '--local', '--status', 'retrying', '--type', 'stuck', '--dry-run']);
+    expect(dry.out).toMatch(/^dry run: selected 3: would cancel 3, skipped 0, failed 0$/m);
+    expect(await Promise.all(stuck.map(statusOf))).toEqual(['retrying', 'retrying', 'retrying']);
+
+    const done = await kaj([
+      'tasks',
+      'cancel',
+      '--local',
+      '--status',
+      'retrying',
+      '--type',
+      'stuck',
+      '--rate',
+      '50/s',
+      '--reason',
+      'upstream gone',
+      '--yes',
+      '--json',
+    ]);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.out)).toMatchObject({ selected: 3, cancelled: 3, skipped: 0, failed: 0 });
+    expect(await Promise.all(stuck.map(statusOf))).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    const shown = JSON.parse((await kaj(['task', 'show', stuck[0] as string, '--local', '--json'])).out);
+    expect(shown.audit).toEqual([expect.objectContaining({ action: 'cancel', reason: 'upstream gone' })]);
+    const cancelled = JSON.parse((await kaj(['tasks', 'list', '--local', '--status', 'cancelled', '--json'])).out);
+    expect(cancelled.items.map((t: { task_id: string }) => t.task_id).sort()).toEqual([...stuck].sort());
+    expect(JSON.parse((await kaj(['tasks', 'list', '--local', '--status', 'retrying', '--json'])).out).items).toEqual(
+      [],
+    );
+  }, 90_000);
+});

@@ -1,0 +1,269 @@
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { classifyError } from '../../../shared/retry/classify.js';
+import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
+import type { TaskChanges } from '../../../shared/store/task-store.js';
+import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
+import { ValidationError } from '../../../shared/task/errors.js';
+import { TaskListing, withListing } from '../../../shared/task/listing.js';
+import type { TaskRecord } from '../../../shared/task/model.js';
+import { MemoryTaskStore } from '../../support/memory-task-store.js';
+import { OWNER, unitKaj } from '../../support/fixtures.js';
+
+const registry = new TaskRegistry([
+  defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),
+  defineTask({ type: 'other', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),
+]);
+const policy = resolvePolicy({ maxAttempts: 3 });
+const NOW = Date.parse('2026-12-02T10:00:00.000Z');
+
+describe('withListing', () => {
+  it('puts a task entering retrying, failed or cancelled in the index at the write’s time', () => {
+    for (const status of ['retrying', 'failed', 'cancelled'] as const) {
+      const c = withListing('t_1', { set: { status, updated_at: '2026-12-02T10:00:05.000Z' } }, NOW);
+      expect(c.set).toMatchObject({ list_pk: status, list_sk: '2026-12-02T10:00:05.000Z#t_1' });
+      expect(c.remove ?? []).not.toContain('list_pk');
+    }
+  });
+
+  it('takes a task entering queued, running (a claim) or succeeded out of it, keeping the other removals', () => {
+    for (const status of ['queued', 'running', 'succeeded'] as const) {
+      const c = withListing('t_1', { set: { status }, remove: ['solo'] }, NOW);
+      expect(c.set?.list_pk).toBeUndefined();
+      expect(c.remove).toEqual(['solo', 'list_pk', 'list_sk']);
+    }
+  });
+
+  it('leaves a write that sets no status, or sets the listing itself (the heartbeat), as it is', () => {
+    const heartbeat: TaskChanges = { set: { lease_until: 5 } };
+    expect(withListing('t_1', heartbeat, NOW)).toBe(heartbeat);
+    const lazyClaim: TaskChanges = { set: { status: 'running', list_pk: 'running', list_sk: 'x#t_1' } };
+    expect(withListing('t_1', lazyClaim, NOW)).toBe(lazyClaim);
+  });
+});
+
+/** Every update the lifecycle makes, as the store received it. */
+function recordingUpdates(store: MemoryTaskStore): TaskChanges[] {
+  const seen: TaskChanges[] = [];
+  store.beforeUpdate = (_id, changes) => {
+    seen.push(changes);
+  };
+  return seen;
+}
+
+describe('the lifecycle keeps the listing index right', () => {
+  it('a task that succeeds at its first attempt, within one heartbeat, never enters the index', async () => {
+    const { kaj, store } = unitKaj(registry);
+    const updates = recordingUpdates(store);
+    const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
+    expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
+    const claim = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await kaj.lifecycle.succeed(claim.record, { ok: true }, 5);
+    expect(updates.length).toBeGreaterThan(0);
+    expect(updates.every((u) => u.set?.list_pk === undefined)).toBe(true);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded' });
+    expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
+  });
+
+  it('retry → listed retrying; the next claim → out; a permanent failure → listed failed', async () => {
+    const { kaj, store, clock } = unitKaj(registry);
+    const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
+    const first = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+    if (first.kind !== 'claimed') throw new Error(first.kind);
+    const retried = await kaj.lifecycle.attemptFailed(first.record, classifyError(new RetryableError('x')), policy, 3);
+    expect(store.items.get(record.task_id)).toMatchObject({
+      status: 'retrying',
+      list_pk: 'retrying',
+      list_sk: `${retried.updated_at}#${record.task_id}`,
+    });
+    clock.advance(60_000);
+    const second = await kaj.lifecycle.claim(record.task_id, retried.dispatch_id, { receiveCount: 1 });
+    if (second.kind !== 'claimed') throw new Error(second.kind);
+    // The claim of a retried task is written at once (it ran before), and takes it out.
+    const afterClaim = await kaj.lifecycle.heartbeat(second.record);
+    expect(afterClaim.status).toBe('running');
+    await kaj.lifecycle.attemptFailed(afterClaim, classifyError(new PermanentError('bad')), policy, 3);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'failed', list_pk: 'failed' });
+  });
+
+  it('a task running at a heartbeat enters as running once (later heartbeats leave its key), and leaves on success', async () => {
+    const { kaj, store, clock } = unitKaj(registry);
+    const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
+    const claim = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    clock.advance(20_000);
+    const beat1 = await kaj.lifecycle.heartbeat(claim.record);
+    const key = store.items.get(record.task_id)?.list_sk;
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'running', list_pk: 'running' });
+    expect(key).toBe(`${beat1.started_at}#${record.task_id}`);
+    const updates = recordingUpdates(store);
+    clock.advance(20_000);
+    const beat2 = await kaj.lifecycle.heartbeat(beat1);
+    expect(updates[0]?.set?.list_sk).toBeUndefined();
+    expect(store.items.get(record.task_id)?.list_sk).toBe(key);
+    await kaj.lifecycle.succeed(beat2, {}, 40_000);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded' });
+    expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
+    expect(store.items.get(record.task_id)?.list_sk).toBeUndefined();
+  });
+
+  it('a cancelled task is listed cancelled', async () => {
+    const { kaj, store } = unitKaj(registry);
+    const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
+    await kaj.lifecycle.cancel(record.task_id, OWNER.owner);
+    expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', list_pk: 'cancelled' });
+  });
+});
+
+/** A store with `n` listed failed tasks, one per second, alternating types and owners. */
+function listedStore(n: number): MemoryTaskStore {
+  const store = new MemoryTaskStore();
+  for (let i = 0; i < n; i += 1) add(store, i);
+  return store;
+}
+
+function add(store: MemoryTaskStore, i: number, status: 'failed' | 'retrying' = 'failed'): TaskRecord {
+  const at = new Date(NOW + i * 1000).toISOString();
+  const id = `t_${String(i).padStart(32, '0')}`;
+  const r = {
+    task_id: id,
+    type: i % 3 === 0 ? 'other' : 'job',
+    owner: i % 2 === 0 ? 'alice' : 'bob',
+    status,
+    priority: 'normal',
+    payload: { secret: 'not in the listing' },
+    attempts: 1,
+    max_attempts: 3,
+    timeout_seconds: 60,
+    run_at: at,
+    created_at: at,
+    updated_at: at,
+    history: [],
+    fingerprint: 'f',
+    lease_token: 1,
+    dispatch_id: '0.x',
+    list_pk: status,
+    list_sk: `${at}#${id}`,
+  } as TaskRecord;
+  store.items.set(id, r);
+  return r;
+}
+
+async function all(listing: TaskListing, q: Omit<Parameters<TaskListing['list']>[0], 'cursor'>) {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await listing.list({ ...q, ...(cursor === undefined ? {} : { cursor }) });
+    ids.push(...page.items.map((t) => t.task_id));
+    cursor = page.cursor;
+    pages += 1;
+  } while (cursor !== undefined && pages < 100);
+  return { ids, pages };
+}
+
+describe('Class: TaskListing', () => {
+  it('pages newest first, the projected attributes only, with no cursor after the last page', async () => {
+    const store = listedStore(25);
+    const listing = new TaskListing(store, 'k');
+    const page = await listing.list({ status: 'failed', limit: 10 });
+    expect(page.items.map((t) => t.task_id)).toEqual(
+      Array.from({ length: 10 }, (_, k) => `t_${String(24 - k).padStart(32, '0')}`),
+    );
+    expect(page.items[0]).not.toHaveProperty('payload');
+    expect(page.items[0]).toMatchObject({ type: 'other', owner: 'alice', status: 'failed', attempts: 1 });
+    const { ids, pages } = await all(listing, { status: 'failed', limit: 10 });
+    expect(ids).toHaveLength(25);
+    expect(new Set(ids).size).toBe(25);
+    expect(pages).toBe(3);
+    // A page that ends exactly at the last entry may still carry a cursor (DynamoDB returns
+    // LastEvaluatedKey whenever the Limit was reached): the next page is then empty.
+    const exact = await all(listing, { status: 'failed', limit: 25 });
+    expect(exact.ids).toHaveLength(25);
+    expect(exact.pages).toBeLessThanOrEqual(2);
+  });
+
+  it('filters by type and owner (and another status is another partition)', async () => {
+    const store = listedStore(30);
+    add(store, 100, 'retrying');
+    const listing = new TaskListing(store, 'k');
+    const { ids } = await all(listing, { status: 'failed', type: 'other', owner: 'alice', limit: 4 });
+    const expected = [...store.items.values()]
+      .filter((r) => r.status === 'failed' && r.type === 'other' && r.owner === 'alice')
+      .map((r) => r.task_id)
+      .sort()
+      .reverse();
+    expect(expected.length).toBe(5);
+    expect(ids).toEqual(expected);
+    expect((await listing.list({ status: 'retrying', limit: 10 })).items.map((t) => t.task_id)).toEqual([
+      `t_${String(100).padStart(32, '0')}`,
+    ]);
+  });
+
+  it('is stable under concurrent inserts: newer entries never shift the pages being read', async () => {
+    const store = listedStore(20);
+    const listing = new TaskListing(store, 'k');
+    const first = await listing.list({ status: 'failed', limit: 7 });
+    // Ten tasks fail while the reader is between pages: all newer than the first page.
+    for (let i = 20; i < 30; i += 1) add(store, i);
+    const ids = first.items.map((t) => t.task_id);
+    let cursor = first.cursor;
+    while (cursor !== undefined) {
+      const page = await listing.list({ status: 'failed', limit: 7, cursor });
+      ids.push(...page.items.map((t) => t.task_id));
+      cursor = page.cursor;
+    }
+    expect(ids).toEqual(Array.from({ length: 20 }, (_, k) => `t_${String(19 - k).padStart(32, '0')}`));
+  });
+
+  it('refuses a tampered cursor, one of another query, and one signed under another key (field cursor)', async () => {
+    const store = listedStore(10);
+    const listing = new TaskListing(store, 'k');
+    const { cursor } = await listing.list({ status: 'failed', limit: 3 });
+    if (cursor === undefined) throw new Error('expected a cursor');
+    const [body, sig] = cursor.split('.') as [string, string];
+    const forged = Buffer.from(JSON.stringify(['9999#t_x', 't_x'])).toString('base64url');
+    const bad = [
+      `${forged}.${sig}`,
+      `${body}.${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}`,
+      body,
+      'not-a-cursor',
+      `${cursor}.extra`,
+    ];
+    for (const c of bad) {
+      await expect(listing.list({ status: 'failed', limit: 3, cursor: c })).rejects.toMatchObject({
+        constructor: ValidationError,
+        field: 'cursor',
+      });
+    }
+    await expect(listing.list({ status: 'failed', type: 'job', limit: 3, cursor })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    await expect(listing.list({ status: 'failed', owner: 'bob', limit: 3, cursor })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    await expect(new TaskListing(store, 'other').list({ status: 'failed', limit: 3, cursor })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+    expect((await listing.list({ status: 'failed', limit: 3, cursor })).items).toHaveLength(3);
+  });
+
+  it('refuses a limit outside 1–100 (field limit)', async () => {
+    const listing = new TaskListing(new MemoryTaskStore(), 'k');
+    for (const limit of [0, 101, 2.5]) {
+      await expect(listing.list({ status: 'failed', limit })).rejects.toMatchObject({ field: 'limit' });
+    }
+  });
+
+  it('answers within its read budget when a filter matches little: a short page with a cursor', async () => {
+    const store = listedStore(1_500);
+    const listing = new TaskListing(store, 'k');
+    const page = await listing.list({ status: 'failed', type: 'none-such', limit: 10 });
+    expect(page.items).toEqual([]);
+    expect(page.cursor).toBeDefined();
+    const rest = await listing.list({ status: 'failed', type: 'none-such', limit: 10, cursor: page.cursor as string });
+    expect(rest.items).toEqual([]);
+    expect(rest.cursor).toBeUndefined();
+  });
+});
