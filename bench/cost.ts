@@ -2,7 +2,7 @@
  * What a task costs on AWS, per scenario, from what Kaj's code actually does:
  *
  *   npm run bench:cost -- [--tasks 100] [--runs 3] [--consumer-ms 1.5] [--api-ms 2] [--sweeper-ms 20]
- *                         [--log-bytes 1700] [--batch-fill 10] [--idle-pollers 5] [--log]
+ *                         [--log-bytes 1700] [--access-log-bytes 178] [--batch-fill 10] [--idle-pollers 5] [--log]
  *
  * Drives the real composition root (`createKaj`: `submitter.submit`, `processBatch`, `sweep`) over an
  * in-memory store and queue with a fake clock, through two decorators on the ports: one bills every
@@ -19,6 +19,15 @@
  *   b  first-attempt success, 1 KB payload        e  failed at once (PermanentError): dead letter
  *   c  one retry, then success                     f  each submit replayed once (same idempotency key)
  *   g, h, i  first-attempt success, submitted with POST /api/v1/tasks/batch, 1 / 10 / 100 a request
+ *   j, k  first-attempt success, submitted directly by the producer (`kaj/client/direct`: the same
+ *         submit code in the producer's process, on its IAM role), one a call / 10 a call
+ *         (`submitMany`: one SendMessageBatch): no API Gateway request, no API function invocation,
+ *         no access-log line. The producer's own compute (its Lambda or container time spent in the
+ *         submit) is the producer's, not Kaj's: not counted.
+ *
+ * Log bytes: `--log-bytes` is what one task submitted alone through the API writes (`npm run
+ * bench:logs`), of which `--access-log-bytes` is the API's access-log line, written once per HTTP
+ * request; a batch request writes one line for all its tasks, a direct submit none.
  *
  * Counts are deterministic (a fake clock, a seeded random source): the runs agree exactly, and the
  * median of ≥ 3 runs is printed anyway with a check that they agreed.
@@ -56,6 +65,7 @@ const { values } = parseArgs({
     'api-ms': { type: 'string', default: '2' },
     'sweeper-ms': { type: 'string', default: '20' },
     'log-bytes': { type: 'string', default: '1700' },
+    'access-log-bytes': { type: 'string', default: '178' },
     'batch-fill': { type: 'string' },
     'idle-pollers': { type: 'string', default: '5' },
     log: { type: 'boolean', default: false },
@@ -76,6 +86,8 @@ const OPTS = {
   apiMs: num('api-ms', false, 0),
   sweeperMs: num('sweeper-ms', false, 0),
   logBytes: num('log-bytes', false, 0),
+  /** Of `logBytes`, the API's access-log line (infra/constructs/api.ts), once per HTTP request. */
+  accessLogBytes: num('access-log-bytes', false, 0),
   idlePollers: num('idle-pollers', false, 0),
   /** Messages per consumer batch under the load costed (default: the mapping's batch size, i.e. full batches). */
   batchFill: values['batch-fill'] === undefined ? undefined : num('batch-fill', true, 1),
@@ -121,8 +133,10 @@ interface Scenario {
   body(i: number): Record<string, unknown>;
   /** Each submit is sent twice (a client retrying after a lost response). */
   readonly replay?: boolean;
-  /** Submitted through `POST /api/v1/tasks/batch`, this many tasks a request. */
+  /** Submitted through `POST /api/v1/tasks/batch`, this many tasks a request (direct: a `submitMany` call). */
   readonly batch?: number;
+  /** Submitted by the producer itself (`kaj/client/direct`): no HTTP request, no API invocation. */
+  readonly direct?: boolean;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -140,6 +154,19 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'g', title: 'batch of 1', body: () => ({ type: 'send_email', payload: SMALL }), batch: 1 },
   { key: 'h', title: 'batch of 10', body: () => ({ type: 'send_email', payload: SMALL }), batch: 10 },
   { key: 'i', title: 'batch of 100', body: () => ({ type: 'send_email', payload: SMALL }), batch: 100 },
+  {
+    key: 'j',
+    title: 'direct single, excl. producer CPU',
+    body: () => ({ type: 'send_email', payload: SMALL }),
+    direct: true,
+  },
+  {
+    key: 'k',
+    title: 'direct batch 10, excl. producer CPU',
+    body: () => ({ type: 'send_email', payload: SMALL }),
+    batch: 10,
+    direct: true,
+  },
 ];
 
 class BenchClock implements Clock {
@@ -225,22 +252,26 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   let apiItems = 0;
   let delivered = 0;
   let acknowledged = 0;
-  tag('api');
+  // The API function and a direct producer run the same submitter: only the request around it differs.
+  const viaApi = s.direct !== true;
+  const request = (tasks: number): void => {
+    if (!viaApi) return;
+    httpRequests += 1;
+    apiItems += tasks;
+  };
+  tag(viaApi ? 'api' : 'producer');
   for (let i = 0; s.batch !== undefined && i < n; i += s.batch) {
     const bodies = Array.from({ length: Math.min(s.batch, n - i) }, (_, j) => s.body(i + j));
     await kaj.submitter.submitMany(bodies, CALLER);
-    httpRequests += 1;
-    apiItems += bodies.length;
+    request(bodies.length);
   }
   for (let i = 0; s.batch === undefined && i < n; i++) {
     const body = s.body(i);
     await kaj.submitter.submit(body, CALLER);
-    httpRequests += 1;
-    apiItems += 1;
+    request(1);
     if (s.replay === true) {
       await kaj.submitter.submit(body, CALLER);
-      httpRequests += 1;
-      apiItems += 1;
+      request(1);
     }
   }
 
@@ -332,6 +363,12 @@ function batchFill(model: DeploymentModel): number {
   return OPTS.batchFill ?? model.mappings.batchSize;
 }
 
+/** Log bytes per task: the access-log line once per HTTP request, the rest (the consumer's) per task. */
+function logBytesPerTask(m: Measured): number {
+  const accessLog = Math.min(OPTS.accessLogBytes, OPTS.logBytes);
+  return m.httpRequests * accessLog + (OPTS.logBytes - accessLog);
+}
+
 /** Dollars per million tasks, by service. */
 function dollars(m: Measured, model: DeploymentModel) {
   const million = 1_000_000;
@@ -359,7 +396,7 @@ function dollars(m: Measured, model: DeploymentModel) {
     httpApi: cost(PRICES.apiGateway.httpApiRequest, m.httpRequests * million),
     sqs: cost(PRICES.sqs.request, sqsBilled * million),
     lambda,
-    logs: cost(PRICES.cloudwatch.logIngestion, (OPTS.logBytes * million) / BYTES_PER_GB),
+    logs: cost(PRICES.cloudwatch.logIngestion, (logBytesPerTask(m) * million) / BYTES_PER_GB),
     consumerInvocations,
     esm,
     sqsBilled,
@@ -505,6 +542,7 @@ async function main(): Promise<void> {
       ...results.map((r) => `${fmt(r.m.httpRequests)} + ${fmt(dollars(r.m, model).consumerInvocations)}`),
     ],
     ['  deliveries (records to processBatch)', ...per((m) => fmt(m.deliveries))],
+    ['  log bytes', ...per((m) => fmt(logBytesPerTask(m), 1))],
     ['$ per million tasks'],
     ['  DynamoDB', ...$((d) => d.dynamodb)],
     [
@@ -553,7 +591,8 @@ async function main(): Promise<void> {
 
   console.log('\nAssumptions:');
   for (const a of [
-    `Lambda duration (billed, wall-clock) per task: consumer ${OPTS.consumerMs} ms per delivery, api ${OPTS.apiMs} ms per task submitted (--consumer-ms, --api-ms; a batch request is charged per task, no saving assumed); logs ${OPTS.logBytes} bytes per task (--log-bytes).`,
+    `Lambda duration (billed, wall-clock) per task: consumer ${OPTS.consumerMs} ms per delivery, api ${OPTS.apiMs} ms per task submitted (--consumer-ms, --api-ms; a batch request is charged per task, no saving assumed); logs ${OPTS.logBytes} bytes per task submitted alone through the API (--log-bytes), of which the access-log line, ${OPTS.accessLogBytes} bytes (--access-log-bytes), once per HTTP request.`,
+    "Direct (j, k): the producer's requests are the API function's (the same submitter), billed to the same table and queues; its own compute is not counted (it is the producer's, spent wherever it runs). Once per producer process it reads the id secret (Secrets Manager, $0.05 per 10,000 requests) and its identity (STS GetCallerIdentity, free): not per task, not counted.",
     `Batches of ${batchFill(model)} (${OPTS.batchFill === undefined ? "full: load keeps the mapping's batch filled" : '--batch-fill'}): the mapping's ReceiveMessage and DeleteMessageBatch cost 1/${Math.min(10, batchFill(model))} request per message delivered / acknowledged, a consumer invocation runs ${batchFill(model)} deliveries. The scenarios themselves run in batches of up to ${model.mappings.batchSize}.`,
     'Counts are deterministic (fake clock, seeded random): the median of the runs equals every run when "counts identical" says yes.',
     'Sweeper Query requests happen every run whatever the load: per task only the read units beyond an empty result count.',

@@ -1,4 +1,5 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -7,6 +8,7 @@ import { lanes as declaredLanes } from '../tasks/lanes.js';
 import { limits as declaredLimits } from '../tasks/limits.js';
 import { type LaneDeclarations, type LaneQueueUrls, laneQueueNames } from '../shared/config/lanes.js';
 import { METRICS } from '../shared/config/metrics.js';
+import { producerConfig } from '../shared/config/producer.js';
 import { ENV, PRIORITIES, type Priority, resourceNames, type ResourceNames } from '../shared/config/resources.js';
 import { functionEnvironment } from '../shared/config/settings.js';
 import type { LimitDeclarations } from '../shared/limit/declaration.js';
@@ -86,6 +88,15 @@ export class KajStack extends Stack {
   public readonly sweeper: OutboxSweeper;
   public readonly scheduler: Scheduler;
   public readonly observability: Observability;
+  /**
+   * What a producer that submits directly needs (`kaj/client/direct`): region, task table, every
+   * lane's queue URLs, the id secret's ARN, as JSON (with CloudFormation tokens until deployed).
+   * Also the `ProducerConfig` output. Hand it to a producer in the same app as an environment
+   * variable, with {@link grantSubmit} on its role.
+   */
+  public readonly producerConfig: string;
+  /** The main queues of every lane: where a submit sends. */
+  private readonly submitQueues: readonly sqs.IQueue[];
 
   constructor(scope: Construct, id: string, props: KajStackProps = {}) {
     // Resolved before super(): the stack name comes from the configuration.
@@ -141,6 +152,7 @@ export class KajStack extends Stack {
     // Every function may send to every lane's main queues: the API and the scheduler submit into a
     // type's lane, the sweeper sends due tasks there, a consumer retries a task in its lane.
     const allMainQueues: sqs.Queue[] = [...this.taskQueues.allQueues, ...withQueues.flatMap((l) => l.queues.allQueues)];
+    this.submitQueues = allMainQueues;
     this.taskTable = new TaskTable(this, 'Tasks', {
       tableName: names.table,
       deletionProtection: config.deletionProtection,
@@ -175,6 +187,16 @@ export class KajStack extends Stack {
     const laneQueueUrls: LaneQueueUrls = Object.fromEntries(
       withQueues.map((l) => [l.name, perPriority((p) => l.queues.queues[p].queueUrl)]),
     );
+    this.producerConfig = this.toJsonString(
+      producerConfig({
+        region: this.region,
+        tableName: this.taskTable.table.tableName,
+        queueUrls: perPriority((p) => queues[p].queueUrl),
+        laneQueueUrls,
+        idSecretArn: this.idSecret.secret.secretArn,
+        retentionDays: config.retentionDays,
+      }),
+    );
     const environment: Record<string, string> = {
       ...functionEnvironment({
         tableName: this.taskTable.table.tableName,
@@ -192,6 +214,7 @@ export class KajStack extends Stack {
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
+      listIndexArn: this.taskTable.listIndexArn,
       schedulesTable: this.scheduleTable.table,
       queues: allMainQueues,
       environment,
@@ -273,6 +296,40 @@ export class KajStack extends Stack {
     this.addNagSuppressions();
   }
 
+  /**
+   * Lets `grantee` (a producer's role: a Lambda function's, an ECS task's) submit directly
+   * (`kaj/client/direct`), and read, wait for and cancel its tasks, with exactly what the API
+   * function's submit path uses (least privilege, this account):
+   * - `dynamodb:PutItem` (the submit), `GetItem` (a replay's existing task where a put's failed
+   *   condition returns no item; `get`, `waitFor`, `cancel`) and `UpdateItem` (a replay finishing
+   *   an earlier send that failed, which removes the task's outbox entry; `cancel`) on the task
+   *   table only: no Query, no Scan, no index, nothing on the other tables;
+   * - `sqs:SendMessage` (which also allows `SendMessageBatch`) on the main queues of every lane
+   *   and priority; none on the DLQs: a submit never writes a dead letter;
+   * - `secretsmanager:GetSecretValue` on the id secret (the HMAC key of task ids).
+   * `sts:GetCallerIdentity` (the owner) needs no permission. No KMS grant: the table and the secret
+   * use the AWS managed keys `aws/dynamodb`, `aws/secretsmanager`, the queues SSE-SQS, which any
+   * principal of the account allowed the service action may use (and which no other account can:
+   * producers live in the deployment's account).
+   *
+   * IAM cannot scope the table to the producer's own tasks (the owner is an attribute, not the
+   * key): a direct producer is trusted like the API function, and with the id secret it could
+   * derive any owner's idempotent task ids. Grant it to your own services, never to outside callers
+   * (they use the API, where the owner is the verified caller).
+   */
+  public grantSubmit(grantee: iam.IGrantable): iam.Grant {
+    const grant = (actions: string[], resourceArns: string[]) =>
+      iam.Grant.addToPrincipal({ grantee, actions, resourceArns });
+    return grant(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.taskTable.table.tableArn])
+      .combine(
+        grant(
+          ['sqs:SendMessage'],
+          this.submitQueues.map((q) => q.queueArn),
+        ),
+      )
+      .combine(grant(['secretsmanager:GetSecretValue'], [this.idSecret.secret.secretArn]));
+  }
+
   private mappingSettings(p: Priority): PriorityMappingSettings {
     return {
       maxConcurrency: this.config.concurrency[p],
@@ -310,6 +367,11 @@ export class KajStack extends Stack {
       OUTPUT_KEYS.schedulerFunctionName,
       this.scheduler.handler.functionName,
       'Name of the scheduler function (EventBridge runs one tick of it a minute)',
+    );
+    output(
+      OUTPUT_KEYS.producerConfig,
+      this.producerConfig,
+      'What a producer that submits directly needs (kaj/client/direct), as JSON; grant its role with KajStack.grantSubmit',
     );
     output(
       OUTPUT_KEYS.alarmTopicArn,

@@ -6,16 +6,14 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { handleHttp, type HttpResult } from '../api/http.js';
-import { MissingEnvironmentError } from '../config/errors.js';
-import { ENV } from '../config/resources.js';
 import type { FunctionConfig } from '../config/settings.js';
 import { ScheduleService } from '../schedule/service.js';
 import { schedulerSettings } from '../schedule/settings.js';
 import { DynamoScheduleStore } from '../store/dynamo-schedule-store.js';
 import type { TaskRegistry } from '../task/define.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
-import { TaskSubmitter } from '../task/submit.js';
-import { type FunctionOptions, functionDeps } from './on-aws.js';
+import { listingField } from '../task/listing.js';
+import type { FunctionOptions } from './on-aws.js';
+import { createSubmitServices } from './producer.js';
 
 export interface ApiFunction {
   handleHttp(event: APIGatewayProxyEventV2): Promise<HttpResult>;
@@ -30,10 +28,8 @@ export function createApiFunction(
   registry: TaskRegistry,
   options: FunctionOptions & { readonly defaultOwner?: string } = {},
 ): ApiFunction {
-  if (config.idSecret === undefined) throw new MissingEnvironmentError(ENV.idSecret);
-  const d = { ...functionDeps(config, options), registry, idSecret: config.idSecret };
-  const lifecycle = new TaskLifecycle(d);
-  const submitter = new TaskSubmitter(d, lifecycle);
+  // The submit services a direct producer builds too (`createProducer`): one submit path.
+  const { submitter, lifecycle, deps: d } = createSubmitServices(config, registry, options);
   const schedules =
     config.schedulesTableName === undefined
       ? undefined
@@ -51,6 +47,7 @@ export function createApiFunction(
     logger: d.logger,
     defaultOwner: options.defaultOwner ?? 'anonymous',
     ...(schedules === undefined ? {} : { schedules }),
+    ...listingField(d.store, config.idSecret),
   };
   return { handleHttp: (event) => handleHttp(event, api) };
 }

@@ -6,25 +6,39 @@ import type { PayloadsOf, TaskRegistry } from '../task/define.js';
 import type { TaskStatus, TaskView } from '../task/model.js';
 import { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
 import { Sha256, signedHeaders } from './sign.js';
+import type { KajAnswer, KajTransport } from './transport.js';
 
-export interface KajClientOptions {
+/** What a client takes in either mode. */
+export interface KajClientCommonOptions {
+  /** Tries per request when the answer is 429 or 5xx or the network failed, the first included. @default 5 */
+  readonly maxAttempts?: number;
+  /** Full-jitter backoff between tries, `random(0, min(cap, base·2^try))`; a `Retry-After` is honoured. @default 200 ms, 5,000 ms */
+  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
+  /** For tests: the random source, the pause and the key generator. */
+  readonly random?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly newKey?: () => string;
+}
+
+export interface KajClientOptions extends KajClientCommonOptions {
   /** The API's base URL: the stack's `ApiUrl` output, or `http://localhost:3000` for `npm start`. */
   readonly url: string;
   /** Sign every request with SigV4 (service `execute-api`) for this region. Omit for `npm start` (no auth). */
   readonly region?: string;
   /** @default the AWS SDK's default credential chain (environment, profile, SSO, container, instance) */
   readonly credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
-  /** Tries per request when the answer is 429 or 5xx or the network failed, the first included. @default 5 */
-  readonly maxAttempts?: number;
-  /** Full-jitter backoff between tries, `random(0, min(cap, base·2^try))`; a `Retry-After` is honoured. @default 200 ms, 5,000 ms */
-  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number };
   /** Headers on every request (`x-kaj-identity` to act as another identity on `npm start`). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** For tests: the transport, the random source, the pause and the key generator. */
+  /** For tests: the `fetch` requests go through. */
   readonly fetch?: typeof fetch;
-  readonly random?: () => number;
-  readonly sleep?: (ms: number) => Promise<void>;
-  readonly newKey?: () => string;
+}
+
+/**
+ * A client on a transport of its own instead of HTTP: what `directClient` (`kaj/client/direct`)
+ * builds, with the direct transport.
+ */
+export interface KajTransportOptions extends KajClientCommonOptions {
+  readonly transport: KajTransport;
 }
 
 export interface SubmitOptions {
@@ -65,6 +79,9 @@ const BATCH_LIMIT = 100;
  * given; the same code talks to `npm start` without it. Retries are safe: every submit carries
  * an idempotency key (one is generated when the caller gives none) and its retries reuse it.
  *
+ * The same class submits directly from inside AWS (`directClient` in `kaj/client/direct`): the
+ * same methods, results and errors, on the producer's own IAM role instead of the API.
+ *
  * @example
  * import { KajClient } from 'kaj/client';
  * import type { registry } from './tasks/index.js';
@@ -73,43 +90,30 @@ const BATCH_LIMIT = 100;
  * const done = await kaj.waitFor(task_id, { timeoutMs: 30_000 });
  */
 export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<string, unknown> = PayloadsOf<R>> {
-  private readonly base: URL;
-  private readonly signer: SignatureV4 | undefined;
+  private readonly transport: KajTransport;
   private readonly maxAttempts: number;
   private readonly baseMs: number;
   private readonly capMs: number;
-  private readonly doFetch: typeof fetch;
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly newKey: () => string;
 
-  constructor(private readonly o: KajClientOptions) {
-    let base: URL;
-    try {
-      base = new URL(o.url);
-    } catch (err) {
-      throw new KajClientError(`url: not a URL: ${o.url}`, { cause: err });
-    }
-    this.base = base;
+  constructor(o: KajClientOptions | KajTransportOptions) {
+    this.transport = 'transport' in o ? o.transport : new HttpTransport(o);
     this.maxAttempts = o.maxAttempts ?? 5;
     if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) {
       throw new KajClientError(`maxAttempts must be an integer >= 1, got ${o.maxAttempts}`);
     }
     this.baseMs = o.backoff?.baseMs ?? 200;
     this.capMs = o.backoff?.capMs ?? 5_000;
-    this.doFetch = o.fetch ?? fetch;
     this.random = o.random ?? Math.random;
     this.sleep = o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.newKey = o.newKey ?? randomUUID;
-    this.signer =
-      o.region === undefined
-        ? undefined
-        : new SignatureV4({
-            service: 'execute-api',
-            region: o.region,
-            credentials: o.credentials ?? defaultCredentials(),
-            sha256: Sha256,
-          });
+  }
+
+  /** `http`: through the task API; `direct`: in this process, with its own IAM role (`kaj/client/direct`). */
+  get mode(): 'http' | 'direct' {
+    return this.transport.mode;
   }
 
   /** Submits one task. @throws KajApiError (422 names the field, 409 a key reused for another request), KajUnreachableError */
@@ -245,52 +249,34 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
 
   /** One API call with the retries: 429, 5xx and network failures, full jitter, `Retry-After` honoured. */
   private async request(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-    const url = new URL(path.replace(/^\//, ''), this.base.href.endsWith('/') ? this.base : `${this.base.href}/`);
-    const text = body === undefined ? undefined : JSON.stringify(body);
     for (let attempt = 1; ; attempt += 1) {
-      let res: Response;
+      let answer: KajAnswer;
       try {
-        res = await this.doFetch(url, {
-          method,
-          headers: await this.headersFor(method, url, text),
-          ...(text === undefined ? {} : { body: text }),
-        });
+        answer = await this.transport.request(method, path, body);
       } catch (err) {
-        if (attempt >= this.maxAttempts) {
-          throw new KajUnreachableError(
-            `${method} ${url.pathname}: ${err instanceof Error ? err.message : String(err)}`,
-            { cause: err },
-          );
-        }
+        if (!(err instanceof KajUnreachableError) || attempt >= this.maxAttempts) throw err;
         await this.sleep(this.backoffMs(attempt));
         continue;
       }
-      const parsed = await res.json().catch(() => undefined);
-      if (res.status < 400) return { status: res.status, body: parsed };
-      const error = (parsed as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
+      if (answer.status < 400) return answer;
+      const error = (answer.body as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
       const apiError = new KajApiError(
-        res.status,
-        error?.code ?? `http_${res.status}`,
-        error?.message ?? `${method} ${url.pathname}: HTTP ${res.status}`,
+        answer.status,
+        error?.code ?? `http_${answer.status}`,
+        error?.message ?? `${method} ${path}: HTTP ${answer.status}`,
         error?.field,
+        answer.cause === undefined ? {} : { cause: answer.cause },
       );
       if (!apiError.retryable || attempt >= this.maxAttempts) throw apiError;
-      const after = Number(res.headers.get('retry-after'));
-      await this.sleep(Number.isFinite(after) && after > 0 ? after * 1000 : this.backoffMs(attempt));
+      const after = answer.retryAfterSeconds;
+      await this.sleep(
+        after !== undefined && Number.isFinite(after) && after > 0 ? after * 1000 : this.backoffMs(attempt),
+      );
     }
   }
 
   private backoffMs(attempt: number): number {
     return Math.floor(this.random() * Math.min(this.capMs, this.baseMs * 2 ** attempt));
-  }
-
-  private async headersFor(method: string, url: URL, body: string | undefined): Promise<Record<string, string>> {
-    const headers: Record<string, string> = {
-      ...this.o.headers,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    };
-    if (this.signer === undefined) return headers;
-    return signedHeaders(this.signer, method, url, headers, body);
   }
 }
 
@@ -309,6 +295,75 @@ interface BatchRejected {
   readonly error: { code: string; message: string; field?: string };
 }
 type BatchResultItem = BatchAccepted | BatchRejected;
+
+/** The task API over HTTP: `fetch`, SigV4-signed when a region is given. */
+class HttpTransport implements KajTransport {
+  readonly mode = 'http';
+  private readonly base: URL;
+  private readonly signer: SignatureV4 | undefined;
+  private readonly doFetch: typeof fetch;
+
+  constructor(private readonly o: KajClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(o.url);
+    } catch (err) {
+      throw new KajClientError(`url: not a URL: ${o.url}`, { cause: err });
+    }
+    this.base = base;
+    this.doFetch = o.fetch ?? fetch;
+    this.signer =
+      o.region === undefined
+        ? undefined
+        : new SignatureV4({
+            service: 'execute-api',
+            region: o.region,
+            credentials: o.credentials ?? defaultCredentials(),
+            sha256: Sha256,
+          });
+  }
+
+  async request(method: string, path: string, body?: unknown): Promise<KajAnswer> {
+    const url = new URL(path.replace(/^\//, ''), this.base.href.endsWith('/') ? this.base : `${this.base.href}/`);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    let res: Response;
+    try {
+      res = await this.doFetch(url, {
+        method,
+        headers: await this.headersFor(method, url, text),
+        ...(text === undefined ? {} : { body: text }),
+      });
+    } catch (err) {
+      throw new KajUnreachableError(`${method} ${url.pathname}: ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
+    }
+    const parsed = await res.json().catch(() => undefined);
+    if (res.status < 400) return { status: res.status, body: parsed };
+    const error = (parsed as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
+    const after = Number(res.headers.get('retry-after'));
+    return {
+      status: res.status,
+      body: {
+        error: {
+          code: error?.code ?? `http_${res.status}`,
+          message: error?.message ?? `${method} ${url.pathname}: HTTP ${res.status}`,
+          ...(error?.field === undefined ? {} : { field: error.field }),
+        },
+      },
+      ...(Number.isFinite(after) && after > 0 ? { retryAfterSeconds: after } : {}),
+    };
+  }
+
+  private async headersFor(method: string, url: URL, body: string | undefined): Promise<Record<string, string>> {
+    const headers: Record<string, string> = {
+      ...this.o.headers,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    };
+    if (this.signer === undefined) return headers;
+    return signedHeaders(this.signer, method, url, headers, body);
+  }
+}
 
 /** The AWS SDK's default credential chain, loaded only by a client that signs. */
 function defaultCredentials(): AwsCredentialIdentityProvider {

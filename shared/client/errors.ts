@@ -30,6 +30,12 @@ export class KajUnreachableError extends KajClientError {
   readonly retryable = true;
 }
 
+/**
+ * What this client cannot do in its mode: the schedules API in direct mode (`kaj/client/direct`),
+ * which only submits, reads, waits for and cancels tasks. Use the API for it (`new KajClient({ url })`).
+ */
+export class KajNotSupportedError extends KajClientError {}
+
 /** `waitFor` gave up: the task had not finished within the timeout. */
 export class KajTimeoutError extends KajClientError {
   constructor(

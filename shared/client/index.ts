@@ -1,8 +1,15 @@
 /**
- * `kaj/client`: the typed client of the task API (README, "Calling Kaj from code").
+ * `kaj/client`: the typed client of the task API (README, "Calling Kaj from code"). Producers
+ * inside AWS may submit directly instead, with the same client: `kaj/client/direct`.
  *
  * @module
  */
 export { KajClient, type KajClientOptions, type SubmitOptions, type Submitted, type SubmittedItem } from './client.js';
-export { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
+export {
+  KajApiError,
+  KajClientError,
+  KajNotSupportedError,
+  KajTimeoutError,
+  KajUnreachableError,
+} from './errors.js';
 export type { PayloadsOf } from '../task/define.js';
