@@ -8,7 +8,7 @@ import { Option, type Command } from 'commander';
 import * as z from 'zod';
 import type { ListedTask } from '../../shared/store/task-store.js';
 import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../../shared/task/errors.js';
-import type { TaskListing } from '../../shared/task/listing.js';
+import { listedAt, type TaskListing } from '../../shared/task/listing.js';
 import { LISTED_STATUSES, type ListedStatus } from '../../shared/task/model.js';
 import { Pacer } from '../admin/pacer.js';
 import type { CliContext, RunState } from '../context.js';
@@ -206,7 +206,7 @@ function rowsText(items: readonly ListedTask[], now: number): string {
   return table(
     ['TASK', 'TYPE', 'STATUS', 'PRIORITY', 'ATTEMPTS', 'SINCE', 'OWNER', 'LAST ERROR'],
     items.map((t) => {
-      const since = t.list_sk.slice(0, t.list_sk.lastIndexOf('#'));
+      const since = listedAt(t);
       return [
         t.task_id,
         t.type,

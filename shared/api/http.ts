@@ -194,12 +194,13 @@ async function find(lifecycle: TaskLifecycle, id: string, caller: Caller): Promi
   return lifecycle.find(id, caller.owner);
 }
 
-function accepted(r: TaskRecord) {
+/** The body of an accepted submit (`202`/`200`, and each accepted batch item). */
+export function accepted(r: TaskRecord) {
   return { task_id: r.task_id, status: r.status, priority: r.priority, run_at: r.run_at, created_at: r.created_at };
 }
 
 /** A malformed escape (`%ff`, `%`) is the client's mistake: 400, not the URIError's 500. */
-function decodePathSegment(segment: string): string {
+export function decodePathSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {

@@ -7,7 +7,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import type { ListedTask } from '../store/task-store.js';
-import { MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
+import { listedAt, MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
 import { LISTED_STATUSES } from '../task/model.js';
 import type { Caller } from '../task/submit.js';
 import { validationErrorOf } from '../task/submit.js';
@@ -56,8 +56,8 @@ export type ListedTaskView = Omit<ListedTask, 'list_sk' | 'owner'> & {
 };
 
 export function toListedView(row: ListedTask): ListedTaskView {
-  const { list_sk, owner: _owner, ...rest } = row;
-  return { ...rest, listed_at: list_sk.slice(0, list_sk.lastIndexOf('#')) };
+  const { list_sk: _sk, owner: _owner, ...rest } = row;
+  return { ...rest, listed_at: listedAt(row) };
 }
 
 export async function listRoute(

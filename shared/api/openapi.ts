@@ -87,21 +87,10 @@ export const batchResultSchema = z.object({
 });
 
 export const taskPageSchema = z.object({
+  // A list row: the task's view without result and history, as the index last saw it.
   items: z.array(
-    z.object({
-      task_id: z.string(),
-      type: z.string(),
+    taskViewSchema.omit({ result: true, history: true }).extend({
       status: z.enum(TASK_STATUSES).describe('as the index last saw it: GET the task for the current record'),
-      priority: z.enum(PRIORITIES),
-      tenant: z.string().optional(),
-      attempts: z.number().int(),
-      max_attempts: z.number().int(),
-      run_at: iso,
-      created_at: iso,
-      updated_at: iso,
-      started_at: iso.optional(),
-      finished_at: iso.optional(),
-      last_error: errorInfoSchema.optional(),
       cancel_requested: z.boolean().optional(),
       listed_at: iso.describe('when the task entered the listed status (the order of the listing, newest first)'),
     }),

@@ -6,13 +6,12 @@
  *
  * @module
  */
-import { HttpError } from '../api/errors.js';
-import { problemOf } from '../api/http.js';
+import { accepted, decodePathSegment, problemOf } from '../api/http.js';
 import { matchRoute } from '../api/routes.js';
 import { silentLogger, type Logger } from '../runtime/logger.js';
 import { TaskNotFoundError } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';
-import { toView, type TaskRecord } from '../task/model.js';
+import { toView } from '../task/model.js';
 import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
 import { KajClientError, KajNotSupportedError, KajUnreachableError } from './errors.js';
 import type { KajAnswer, KajTransport } from './transport.js';
@@ -65,7 +64,7 @@ export class DirectTransport implements KajTransport {
     // undefined member) is what it would be over HTTP.
     const json: unknown = body === undefined ? undefined : JSON.parse(JSON.stringify(body));
     try {
-      const id = match.kind === 'route' && match.params.id !== undefined ? decodeSegment(match.params.id) : '';
+      const id = match.kind === 'route' && match.params.id !== undefined ? decodePathSegment(match.params.id) : '';
       switch (name) {
         case 'submit': {
           const { record, replayed } = await services.submitter.submit(json, caller);
@@ -125,18 +124,6 @@ export class DirectTransport implements KajTransport {
     if (p.status < 500 || !(err instanceof Error)) return p;
     const cause = err.cause instanceof Error && err.cause.message !== '' ? `: ${err.cause.message}` : '';
     return { ...p, error: { ...p.error, message: `${p.error.message} (${err.message}${cause})` } };
-  }
-}
-
-function accepted(r: TaskRecord) {
-  return { task_id: r.task_id, status: r.status, priority: r.priority, run_at: r.run_at, created_at: r.created_at };
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, 'invalid_path', 'the path is not valid percent-encoded UTF-8');
   }
 }
 

@@ -27,6 +27,12 @@ import { LISTED_STATUSES, type ListedStatus, type TaskRecord, type TaskStatus } 
 
 const LISTED: readonly TaskStatus[] = LISTED_STATUSES;
 
+/** When a listed row entered its status: the time part of its `list_sk`. */
+export function listedAt(row: Pick<TaskRecord, 'list_sk'>): string {
+  const sk = row.list_sk ?? '';
+  return sk.slice(0, sk.lastIndexOf('#'));
+}
+
 /** The listing key of a task entering `status` at `atIso`. */
 export function listingKey(
   status: ListedStatus,
