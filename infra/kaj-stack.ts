@@ -214,7 +214,7 @@ export class KajStack extends Stack {
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
-      listIndexArn: this.taskTable.listIndexArn,
+      listing: { listIndexArn: this.taskTable.listIndexArn, outboxIndexArn: this.taskTable.outboxIndexArn },
       schedulesTable: this.scheduleTable.table,
       queues: allMainQueues,
       environment,

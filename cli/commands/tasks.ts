@@ -9,7 +9,7 @@ import * as z from 'zod';
 import type { ListedTask } from '../../shared/store/task-store.js';
 import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../../shared/task/errors.js';
 import { listedAt, type TaskListing } from '../../shared/task/listing.js';
-import { LISTED_STATUSES, type ListedStatus } from '../../shared/task/model.js';
+import { LISTING_VIEWS, type ListingView } from '../../shared/task/model.js';
 import { Pacer } from '../admin/pacer.js';
 import type { CliContext, RunState } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
@@ -20,7 +20,7 @@ import { withServices } from '../services.js';
 import { approved } from './dlq/batch-command.js';
 
 const listOptions = commonOptions.extend({
-  status: z.enum(LISTED_STATUSES),
+  status: z.enum(LISTING_VIEWS),
   type: z.string().optional(),
   owner: z.string().optional(),
   limit: z.number().optional(),
@@ -28,7 +28,7 @@ const listOptions = commonOptions.extend({
 });
 
 const cancelOptions = commonOptions.extend({
-  status: z.enum(['retrying', 'running']),
+  status: z.enum(['retrying', 'running', 'delayed']),
   type: z.string().optional(),
   owner: z.string().optional(),
   max: z.number().optional(),
@@ -39,7 +39,7 @@ const cancelOptions = commonOptions.extend({
 });
 
 const STATUS_HELP =
-  'retrying, failed, cancelled, or running (past its first heartbeat); queued tasks are counted by `kaj stats` (queue depth)';
+  'retrying, failed, cancelled, running (past its first heartbeat), or delayed (queued, waiting in the table: soonest first); queued tasks in SQS are counted by `kaj stats` (queue depth)';
 
 /** Default tasks a bulk cancel selects at most (`--max`). */
 const DEFAULT_MAX = 10_000;
@@ -51,8 +51,8 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
 
   tasks
     .command('list')
-    .description('list tasks of one status, newest first, from the listing index (no table scan)')
-    .addOption(new Option('--status <status>', STATUS_HELP).choices([...LISTED_STATUSES]).makeOptionMandatory())
+    .description('list tasks of one status, newest first (delayed: soonest first), from an index (no table scan)')
+    .addOption(new Option('--status <status>', STATUS_HELP).choices([...LISTING_VIEWS]).makeOptionMandatory())
     .option('--type <type>', 'only this task type')
     .option('--owner <principal>', 'only this owner (an IAM role ARN, or `local`)')
     .option('--limit <n>', 'rows per page (1–100, default 50)', parsePositiveInt)
@@ -75,7 +75,7 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
           ctx.io.out(json(page));
           return;
         }
-        ctx.io.out(rowsText(page.items, ctx.clock.now()));
+        ctx.io.out(rowsText(page.items, ctx.clock.now(), o.status));
         ctx.io.out(
           page.cursor === undefined
             ? `${page.items.length} task(s)\n`
@@ -88,8 +88,11 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
     .command('cancel')
     .description('cancel every task a listing selects: paced, each audited (you, the time, --reason)')
     .addOption(
-      new Option('--status <status>', 'retrying (cancelled at once) or running (a cancel request its worker acts on)')
-        .choices(['retrying', 'running'])
+      new Option(
+        '--status <status>',
+        'retrying or delayed (cancelled at once), or running (a cancel request its worker acts on)',
+      )
+        .choices(['retrying', 'running', 'delayed'])
         .makeOptionMandatory(),
     )
     .option('--type <type>', 'only this task type')
@@ -106,7 +109,7 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
 Example:
   kaj tasks cancel --stack kaj-prod --status retrying --type send_email --reason "provider gone" --yes
 
-The selection is read first (the listing index, newest first, up to --max), then each task is
+The selection is read first (the listing, up to --max), then each task is
 cancelled through the same path as DELETE /api/v1/tasks/{id}; a task that moved on meanwhile
 (claimed, finished) is skipped and counted.`,
     )
@@ -180,7 +183,7 @@ function usage(err: unknown): never {
 
 async function selectAll(
   listing: TaskListing,
-  status: ListedStatus,
+  status: ListingView,
   type: string | undefined,
   owner: string | undefined,
   max: number,
@@ -201,19 +204,22 @@ async function selectAll(
   return out;
 }
 
-function rowsText(items: readonly ListedTask[], now: number): string {
+function rowsText(items: readonly ListedTask[], now: number, status: ListingView): string {
   if (items.length === 0) return '';
+  // A delayed task's time that matters is when it runs; a listed one's, since when it is so.
+  const delayed = status === 'delayed';
   return table(
-    ['TASK', 'TYPE', 'STATUS', 'PRIORITY', 'ATTEMPTS', 'SINCE', 'OWNER', 'LAST ERROR'],
+    ['TASK', 'TYPE', 'STATUS', 'PRIORITY', 'ATTEMPTS', delayed ? 'RUNS AT' : 'SINCE', 'OWNER', 'LAST ERROR'],
     items.map((t) => {
-      const since = listedAt(t);
+      const at = delayed ? t.run_at : listedAt(t);
+      const seconds = Math.round((Date.parse(at) - now) / 1000);
       return [
         t.task_id,
         t.type,
         t.status,
         t.priority,
         `${t.attempts}/${t.max_attempts}`,
-        `${since} (${Math.max(0, Math.round((now - Date.parse(since)) / 1000))}s ago)`,
+        delayed ? `${at} (in ${Math.max(0, seconds)}s)` : `${at} (${Math.max(0, -seconds)}s ago)`,
         t.owner ?? '-',
         t.last_error === undefined ? '-' : `${t.last_error.name}: ${t.last_error.message}`.slice(0, 80),
       ];

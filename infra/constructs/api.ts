@@ -58,11 +58,14 @@ export interface TaskApiProps {
    */
   readonly schedulesTable?: dynamodb.ITable;
   /**
-   * ARN of the task table's listing GSI (`TaskTable.listIndexArn`): `GET /api/v1/tasks?status=…`
-   * queries it, so the function may Query that index (and no other, nor the table).
-   * @default - no Query permission: the listing route answers 503 on AWS
+   * ARNs of the task table's GSIs the listing reads: the listing index (`TaskTable.listIndexArn`)
+   * for `GET /api/v1/tasks?status=retrying|failed|cancelled|running`, and the outbox index
+   * (`TaskTable.outboxIndexArn`) for `status=delayed`. The function may Query those indexes (not
+   * the table) and BatchGetItem the table (a delayed row is read from its item: the outbox index
+   * projects keys only).
+   * @default - no listing permission: the listing route answers 503 on AWS
    */
-  readonly listIndexArn?: string;
+  readonly listing?: { readonly listIndexArn: string; readonly outboxIndexArn: string };
   /** The main queues the API submits to: the three priority queues of every lane. */
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
@@ -144,12 +147,19 @@ export class TaskApi extends Construct {
         resources: [props.table.tableArn],
       }),
     );
-    if (props.listIndexArn !== undefined) {
+    if (props.listing !== undefined) {
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           sid: 'TaskListingQuery',
           actions: ['dynamodb:Query'],
-          resources: [props.listIndexArn],
+          resources: [props.listing.listIndexArn, props.listing.outboxIndexArn],
+        }),
+      );
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'TaskListingRows',
+          actions: ['dynamodb:BatchGetItem'],
+          resources: [props.table.tableArn],
         }),
       );
     }

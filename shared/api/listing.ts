@@ -1,6 +1,7 @@
 /**
  * `GET /api/v1/tasks?status=…&type=…&limit=…&cursor=…`: the caller's tasks of one listable
- * status, newest first, from the sparse listing index (`shared/task/listing.ts`).
+ * status, newest first, from the sparse listing index — or, for `status=delayed`, the queued
+ * tasks waiting in the table, soonest first, from the outbox index (`shared/task/listing.ts`).
  *
  * @module
  */
@@ -8,7 +9,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
 import type { ListedTask } from '../store/task-store.js';
 import { listedAt, MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
-import { LISTED_STATUSES } from '../task/model.js';
+import { LISTING_VIEWS, type ListingView } from '../task/model.js';
 import type { Caller } from '../task/submit.js';
 import { validationErrorOf } from '../task/submit.js';
 import { ValidationError } from '../task/errors.js';
@@ -19,7 +20,7 @@ export const DEFAULT_LIST_LIMIT = 50;
 
 const NOT_LISTED: Readonly<Record<string, string>> = {
   queued:
-    'queued tasks wait in SQS, not in the listing index (an index entry per task would cost a write each): their count is the queue depth (`kaj stats`)',
+    'queued tasks wait in SQS, not in the listing index (an index entry per task would cost a write each): their count is the queue depth (`kaj stats`); those waiting in the table (a delay beyond 15 minutes) are status=delayed',
   succeeded:
     'succeeded tasks are not listed (the ordinary case: listing them would cost a write per task); GET one by id',
 };
@@ -27,10 +28,10 @@ const NOT_LISTED: Readonly<Record<string, string>> = {
 /** The query string of the listing route. Unknown parameters are refused, so a typo is not a silent "no filter". */
 export const listQuerySchema = z.strictObject({
   status: z.string().superRefine((s, ctx) => {
-    if ((LISTED_STATUSES as readonly string[]).includes(s)) return;
+    if ((LISTING_VIEWS as readonly string[]).includes(s)) return;
     ctx.addIssue({
       code: 'custom',
-      message: NOT_LISTED[s] ?? `must be one of ${LISTED_STATUSES.join(', ')}`,
+      message: NOT_LISTED[s] ?? `must be one of ${LISTING_VIEWS.join(', ')}`,
     });
   }),
   type: z.string().min(1).max(64).optional(),
@@ -51,7 +52,7 @@ export const listQuerySchema = z.strictObject({
 
 /** A row of the listing, as the API answers it. */
 export type ListedTaskView = Omit<ListedTask, 'list_sk' | 'owner'> & {
-  /** When the task entered the listed status (ISO). */
+  /** When the task entered the listed status (ISO); for a delayed task, its last write (submit, reschedule). */
   readonly listed_at: string;
 };
 
@@ -68,13 +69,13 @@ export async function listRoute(
   if (listing === undefined) throw new HttpError(404, 'not_found', 'listing is not available in this deployment');
   const raw = event.queryStringParameters ?? {};
   if (raw.status === undefined)
-    throw badQuery(new ValidationError('status', `status: required (one of ${LISTED_STATUSES.join(', ')})`));
+    throw badQuery(new ValidationError('status', `status: required (one of ${LISTING_VIEWS.join(', ')})`));
   const parsed = listQuerySchema.safeParse(raw);
   if (!parsed.success) throw badQuery(validationErrorOf(parsed.error));
   const q = parsed.data;
   const page = await catchingBadQuery(() =>
     listing.list({
-      status: q.status as (typeof LISTED_STATUSES)[number],
+      status: q.status as ListingView,
       owner: caller.owner,
       limit: q.limit ?? DEFAULT_LIST_LIMIT,
       ...(q.type === undefined ? {} : { type: q.type }),

@@ -11,7 +11,7 @@ import * as z from 'zod';
 import { PRIORITIES } from '../config/resources.js';
 import { scheduleRequestSchema } from '../schedule/spec.js';
 import type { TaskRegistry } from '../task/define.js';
-import { LISTED_STATUSES, TASK_STATUSES } from '../task/model.js';
+import { LISTING_VIEWS, TASK_STATUSES } from '../task/model.js';
 import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '../task/submit.js';
 import { API_ROUTES, type TaskApiRoute } from './routes.js';
 
@@ -92,7 +92,9 @@ export const taskPageSchema = z.object({
     taskViewSchema.omit({ result: true, history: true }).extend({
       status: z.enum(TASK_STATUSES).describe('as the index last saw it: GET the task for the current record'),
       cancel_requested: z.boolean().optional(),
-      listed_at: iso.describe('when the task entered the listed status (the order of the listing, newest first)'),
+      listed_at: iso.describe(
+        'when the task entered the listed status (the order of the listing, newest first); for a delayed task, when it was submitted or last rescheduled',
+      ),
     }),
   ),
   cursor: z.string().optional().describe('present when more may follow: pass it back with the same filters'),
@@ -272,9 +274,9 @@ export function openApiDocument(registry: TaskRegistry, o: { readonly schedules:
               name: 'status',
               in: 'query',
               required: true,
-              schema: { type: 'string', enum: [...LISTED_STATUSES] },
+              schema: { type: 'string', enum: [...LISTING_VIEWS] },
               description:
-                'queued tasks are counted by queue depth, succeeded ones are not listed (README, "Listing tasks")',
+                'a listed status (newest first), or delayed: queued tasks waiting in the table, soonest run first; queued tasks in SQS are counted by queue depth, succeeded ones are not listed (README, "Listing tasks")',
             },
             { name: 'type', in: 'query', schema: { type: 'string', maxLength: 64 } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },

@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
@@ -16,6 +17,9 @@ import type {
   ListingPage,
   ListingRequest,
   OutboxEntry,
+  OutboxRange,
+  OutboxRangeRequest,
+  OutboxRow,
   ReadOptions,
   TaskChanges,
   TaskCondition,
@@ -32,7 +36,8 @@ const PK = TABLE_SCHEMA.partitionKey;
 const MARSHALL = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
 
 /**
- * `TaskStore` on one DynamoDB table: every call is one single-item request (no transactions).
+ * `TaskStore` on one DynamoDB table: every write is one single-item request (no transactions);
+ * the listing's reads are Queries of an index and a BatchGetItem of one page's rows.
  *
  * On the low-level client, marshalling by hand (`@aws-sdk/util-dynamodb`): the document client
  * costs a second middleware stack and a second pass over every input and output per request,
@@ -204,7 +209,81 @@ export class DynamoTaskStore implements TaskStore, TaskListingReader {
       throw unavailable(err, 'Query', undefined);
     }
   }
+
+  async readOutbox(request: OutboxRangeRequest): Promise<OutboxRange> {
+    const { name, partitionKey, sortKey } = TABLE_SCHEMA.outboxIndex;
+    const from = request.from;
+    const values: Record<string, AttributeValue> = { ':pk': { S: request.partition } };
+    if (from !== undefined) values[':due'] = { N: String(from.due) };
+    try {
+      const out = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: name,
+          KeyConditionExpression:
+            from === undefined ? '#pk = :pk' : `#pk = :pk AND #due ${from.inclusive ? '>=' : '>'} :due`,
+          ExpressionAttributeNames: { '#pk': partitionKey, ...(from === undefined ? {} : { '#due': sortKey }) },
+          ExpressionAttributeValues: values,
+          Limit: request.limit,
+          ScanIndexForward: true,
+          ...(request.after === undefined
+            ? {}
+            : {
+                ExclusiveStartKey: {
+                  [PK]: { S: request.after.task_id },
+                  [partitionKey]: { S: request.partition },
+                  [sortKey]: { N: String(request.after.outbox_due) },
+                },
+              }),
+        }),
+      );
+      const entries = (out.Items ?? []).map(recordOf).flatMap(({ task_id, outbox_due }) =>
+        // An entry without a numeric due time is not in the index's order: never listed.
+        typeof outbox_due === 'number' ? [{ task_id, outbox_due }] : [],
+      );
+      return { entries, more: out.LastEvaluatedKey !== undefined };
+    } catch (err) {
+      throw unavailable(err, 'Query', undefined);
+    }
+  }
+
+  async readRows(taskIds: readonly string[]): Promise<OutboxRow[]> {
+    if (taskIds.length > 100)
+      throw new StoreRejectedError(`DynamoDB BatchGetItem rejected: at most 100 keys, got ${taskIds.length}`);
+    const attributes = [PK, ...TABLE_SCHEMA.listIndex.nonKeyAttributes, 'outbox_pk', 'outbox_due'];
+    const names = Object.fromEntries(attributes.map((a, i) => [`#a${i}`, a]));
+    let keys: Record<string, AttributeValue>[] = [...new Set(taskIds)].map((id) => ({ [PK]: { S: id } }));
+    const rows: OutboxRow[] = [];
+    // DynamoDB may leave keys unprocessed under throttling: ask again for those, backing off.
+    for (let round = 0; keys.length > 0; round += 1) {
+      if (round === UNPROCESSED_ROUNDS)
+        throw new StoreUnavailableError(`DynamoDB BatchGetItem left ${keys.length} key(s) unprocessed`);
+      if (round > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** round));
+      try {
+        const out = await this.client.send(
+          new BatchGetItemCommand({
+            RequestItems: {
+              [this.tableName]: {
+                Keys: keys,
+                ProjectionExpression: Object.keys(names).join(', '),
+                ExpressionAttributeNames: names,
+                ConsistentRead: false,
+              },
+            },
+          }),
+        );
+        for (const item of out.Responses?.[this.tableName] ?? []) rows.push(unmarshall(item) as OutboxRow);
+        keys = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+      } catch (err) {
+        throw unavailable(err, 'BatchGetItem', undefined);
+      }
+    }
+    return rows;
+  }
 }
+
+/** Rounds of asking again for the keys a BatchGetItem left unprocessed. */
+const UNPROCESSED_ROUNDS = 4;
 
 function recordOf(item: Record<string, AttributeValue>): TaskRecord {
   return unmarshall(item) as TaskRecord;

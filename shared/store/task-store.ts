@@ -105,10 +105,45 @@ export interface ListingPage {
   readonly last?: ListingPosition;
 }
 
+/** An entry of the outbox index, in its order (due time, then the index's order among equal times). */
+export interface OutboxPosition {
+  readonly outbox_due: number;
+  readonly task_id: string;
+}
+
+/**
+ * A read of one outbox partition, oldest due first: from a due time (`from`, inclusive or not),
+ * or exactly after one entry (`after`, the index's own continuation), or from the start.
+ */
+export interface OutboxRangeRequest {
+  readonly partition: string;
+  readonly from?: { readonly due: number; readonly inclusive: boolean };
+  readonly after?: OutboxPosition;
+  /** Entries to read, 1–100. */
+  readonly limit: number;
+}
+
+export interface OutboxRange {
+  readonly entries: OutboxPosition[];
+  /** True when the partition may hold more entries after these. */
+  readonly more: boolean;
+}
+
+/** A delayed task's row: the listing's attributes read from the item, with its outbox entry. */
+export type OutboxRow = Omit<ListedTask, 'list_sk'> & Pick<TaskRecord, 'outbox_pk' | 'outbox_due'>;
+
 /**
  * Reads the sparse listing index: one request per call (a Query newest first, the filter applied
  * by the store). The paging and its budget are the domain's (`shared/task/listing.ts`).
+ * The delayed view reads the outbox index (keys only) and then the rows of the entries it found.
  */
 export interface TaskListingReader {
   listTasks(request: ListingRequest): Promise<ListingPage>;
+  /** One Query of one outbox partition. */
+  readOutbox(request: OutboxRangeRequest): Promise<OutboxRange>;
+  /**
+   * The listing attributes (and outbox entry) of these tasks, eventually consistent, in no
+   * particular order; a task that no longer exists is absent. At most 100 ids.
+   */
+  readRows(taskIds: readonly string[]): Promise<OutboxRow[]>;
 }

@@ -11,6 +11,11 @@
  * How: newest first within one status, filtered by owner and type, paged by an opaque cursor
  * that is signed (a tampered or foreign cursor is refused) and bound to the query it continues.
  *
+ * Delayed tasks (`queued`, waiting in the table until SQS can hold the rest of their delay) are
+ * not in this index: they are in the outbox index already, keys only, sharded. The `delayed` view
+ * merges the outbox's `queue#…` partitions by due time (soonest first: the order they will be
+ * sent), reads the rows of one page's entries, and keeps the `queued` ones — no write at all.
+ *
  * @module
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -18,12 +23,21 @@ import type {
   ListingPage,
   ListingPosition,
   ListedTask,
+  OutboxRangeRequest,
+  OutboxRow,
   TaskChanges,
   TaskListingReader,
   TaskStore,
 } from '../store/task-store.js';
 import { ValidationError } from './errors.js';
-import { LISTED_STATUSES, type ListedStatus, type TaskRecord, type TaskStatus } from './model.js';
+import {
+  LISTED_STATUSES,
+  type ListedStatus,
+  type ListingView,
+  outboxPartitions,
+  type TaskRecord,
+  type TaskStatus,
+} from './model.js';
 
 const LISTED: readonly TaskStatus[] = LISTED_STATUSES;
 
@@ -84,7 +98,8 @@ export function listedStore(store: TaskStore, clock: { now(): number }): TaskSto
 
 /** A listing query: one status, optionally one type; `owner` restricts it to one owner's tasks. */
 export interface ListingQuery {
-  readonly status: ListedStatus;
+  /** A listed status (newest first), or `delayed` (soonest due first). */
+  readonly status: ListingView;
   readonly type?: string;
   readonly owner?: string;
   /** Rows per page (1–100). */
@@ -106,6 +121,16 @@ export const MAX_LIST_LIMIT = 100;
  */
 export const LIST_READ_BUDGET = 1_000;
 
+/** The outbox partitions that hold queue sends (delayed tasks, and retries owed a send), in merge order. */
+const QUEUE_PARTITIONS: readonly string[] = outboxPartitions().filter((p) => p.startsWith('queue#'));
+
+/** Where a delayed listing stopped: the merge order is (due, partition, the partition's own order). */
+interface DelayedPosition {
+  readonly due: number;
+  readonly partition: number;
+  readonly task_id: string;
+}
+
 /**
  * Reads the listing index. The cursor is `<position>.<signature>`, both base64url: the position
  * (last row's key), the query it belongs to, and an HMAC over both under the deployment's key.
@@ -121,7 +146,8 @@ export class TaskListing {
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_LIST_LIMIT) {
       throw new ValidationError('limit', `limit: must be an integer from 1 to ${MAX_LIST_LIMIT}`);
     }
-    let after = query.cursor === undefined ? undefined : this.decode(query.cursor, query);
+    if (query.status === 'delayed') return this.listDelayed(query);
+    let after = query.cursor === undefined ? undefined : this.decodePosition(query.cursor, query);
     const items: ListedTask[] = [];
     let read = 0;
     for (;;) {
@@ -153,30 +179,85 @@ export class TaskListing {
     }
   }
 
-  private encode(position: ListingPosition, query: ListingQuery): string {
-    const body = Buffer.from(JSON.stringify([position.list_sk, position.task_id])).toString('base64url');
+  /**
+   * The delayed view: each page reads up to `limit` entries of every queue partition from the
+   * cursor on, merges them by due time, takes the first `limit`, and reads those rows (one
+   * BatchGetItem): an entry whose task is no longer `queued` (claimed, cancelled; or a retry,
+   * which `status=retrying` lists) or not the caller's, or not of the type, is passed over.
+   */
+  private async listDelayed(query: ListingQuery): Promise<ListingResult> {
+    let at = query.cursor === undefined ? undefined : this.decodeDelayed(query.cursor, query);
+    const items: ListedTask[] = [];
+    let read = 0;
+    for (;;) {
+      const want = Math.min(query.limit - items.length, LIST_READ_BUDGET - read);
+      const ranges = await Promise.all(
+        QUEUE_PARTITIONS.map((partition, index) =>
+          this.reader.readOutbox({ partition, limit: want, ...rangeFrom(at, index) }),
+        ),
+      );
+      const merged = ranges
+        .flatMap((r, partition) => r.entries.map((e, order) => ({ e, partition, order })))
+        .sort((a, b) => a.e.outbox_due - b.e.outbox_due || a.partition - b.partition || a.order - b.order);
+      const taken = merged.slice(0, want);
+      const more = merged.length > taken.length || ranges.some((r) => r.more);
+      if (taken.length === 0) return { items };
+      read += taken.length;
+      const rows = new Map((await this.reader.readRows(taken.map((t) => t.e.task_id))).map((r) => [r.task_id, r]));
+      for (const t of taken) {
+        const row = rows.get(t.e.task_id);
+        if (row !== undefined && isDelayedRow(row, query)) items.push(delayedRow(row));
+      }
+      const last = taken[taken.length - 1] as (typeof taken)[number];
+      at = { due: last.e.outbox_due, partition: last.partition, task_id: last.e.task_id };
+      if (!more) return { items };
+      if (items.length === query.limit || read >= LIST_READ_BUDGET) return { items, cursor: this.encode(at, query) };
+    }
+  }
+
+  private encode(position: ListingPosition | DelayedPosition, query: ListingQuery): string {
+    const parts =
+      'list_sk' in position
+        ? [position.list_sk, position.task_id]
+        : [position.due, position.partition, position.task_id];
+    const body = Buffer.from(JSON.stringify(parts)).toString('base64url');
     return `${body}.${this.sign(body, query)}`;
   }
 
-  private decode(cursor: string, query: ListingQuery): ListingPosition {
-    const bad = () =>
-      new ValidationError(
-        'cursor',
-        'cursor: not a cursor of this listing (pass back the one a page returned, with the same filters)',
-      );
+  private decodePosition(cursor: string, query: ListingQuery): ListingPosition {
+    const parsed = this.decode(cursor, query);
+    if (parsed.length !== 2 || !parsed.every((p) => typeof p === 'string')) throw badCursor();
+    return { list_sk: parsed[0] as string, task_id: parsed[1] as string };
+  }
+
+  private decodeDelayed(cursor: string, query: ListingQuery): DelayedPosition {
+    const [due, partition, taskId, ...rest] = this.decode(cursor, query);
+    if (
+      typeof due !== 'number' ||
+      !Number.isSafeInteger(partition) ||
+      (partition as number) < 0 ||
+      (partition as number) >= QUEUE_PARTITIONS.length ||
+      typeof taskId !== 'string' ||
+      rest.length > 0
+    )
+      throw badCursor();
+    return { due, partition: partition as number, task_id: taskId };
+  }
+
+  private decode(cursor: string, query: ListingQuery): unknown[] {
     const [body, signature, ...rest] = cursor.split('.');
-    if (body === undefined || signature === undefined || rest.length > 0) throw bad();
+    if (body === undefined || signature === undefined || rest.length > 0) throw badCursor();
     const expected = Buffer.from(this.sign(body, query));
     const given = Buffer.from(signature);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw bad();
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badCursor();
     let parsed: unknown;
     try {
       parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
     } catch (err) {
       throw new ValidationError('cursor', 'cursor: malformed', { cause: err });
     }
-    if (!Array.isArray(parsed) || parsed.length !== 2 || !parsed.every((p) => typeof p === 'string')) throw bad();
-    return { list_sk: parsed[0] as string, task_id: parsed[1] as string };
+    if (!Array.isArray(parsed)) throw badCursor();
+    return parsed;
   }
 
   private sign(body: string, query: ListingQuery): string {
@@ -185,6 +266,39 @@ export class TaskListing {
       .digest('base64url')
       .slice(0, 32);
   }
+}
+
+function badCursor(): ValidationError {
+  return new ValidationError(
+    'cursor',
+    'cursor: not a cursor of this listing (pass back the one a page returned, with the same filters)',
+  );
+}
+
+/**
+ * Where partition `index` continues after `at` in the merge order (due, partition, the
+ * partition's order): the partitions before `at`'s take what is due later than it, its own
+ * partition continues exactly after it, the partitions after it take what is due at or after it.
+ */
+function rangeFrom(at: DelayedPosition | undefined, index: number): Pick<OutboxRangeRequest, 'from' | 'after'> {
+  if (at === undefined) return {};
+  if (index === at.partition) return { after: { outbox_due: at.due, task_id: at.task_id } };
+  return { from: { due: at.due, inclusive: index > at.partition } };
+}
+
+function isDelayedRow(row: OutboxRow, query: ListingQuery): boolean {
+  return (
+    row.status === 'queued' &&
+    row.outbox_pk?.startsWith('queue#') === true &&
+    (query.type === undefined || row.type === query.type) &&
+    (query.owner === undefined || row.owner === query.owner)
+  );
+}
+
+/** A delayed task as a listing row: it has been waiting since it was submitted (or last moved). */
+function delayedRow(row: OutboxRow): ListedTask {
+  const { outbox_pk: _pk, outbox_due: _due, ...rest } = row;
+  return { ...rest, list_sk: `${row.updated_at}#${row.task_id}` };
 }
 
 /** True when the store can read the listing index (DynamoDB, the test fakes; not every bench store). */

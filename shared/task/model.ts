@@ -13,6 +13,14 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 export const LISTED_STATUSES = ['retrying', 'failed', 'cancelled', 'running'] as const;
 export type ListedStatus = (typeof LISTED_STATUSES)[number];
 
+/**
+ * What the listing can be asked for: a listed status, or `delayed` — the `queued` tasks that wait
+ * in the table rather than in SQS (a `run_at` beyond SQS's 15-minute delay, or a send the
+ * sweeper retries), read from the outbox index those tasks are in anyway (no index of its own).
+ */
+export const LISTING_VIEWS = [...LISTED_STATUSES, 'delayed'] as const;
+export type ListingView = (typeof LISTING_VIEWS)[number];
+
 /** What went wrong in an attempt, as stored and shown. Never contains the payload. */
 export interface ErrorInfo {
   readonly name: string;

@@ -16,7 +16,15 @@ import {
   StoreRejectedError,
   TaskAlreadyExistsError,
 } from '../../shared/store/errors.js';
-import type { OutboxEntry, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type {
+  OutboxEntry,
+  OutboxRangeRequest,
+  TaskChanges,
+  TaskCondition,
+  TaskListingReader,
+  TaskStore,
+} from '../../shared/store/task-store.js';
+import { isListingReader } from '../../shared/task/listing.js';
 import type { TaskRecord, TaskStatus } from '../../shared/task/model.js';
 
 export interface TaskStoreUnderTest {
@@ -666,6 +674,81 @@ export function describeTaskStoreContract(
 
       contractCase('zeroLimit', async () => {
         await expectRejected(store.listOutboxDue(partition(), T0, 0), undefined);
+      });
+    });
+
+    describe('Method: readOutbox (the delayed listing)', () => {
+      const reader = (): TaskListingReader => {
+        if (!isListingReader(store)) throw new Error('the store under test does not read the listing');
+        return store;
+      };
+      const read = (request: OutboxRangeRequest): Promise<string[]> =>
+        reader()
+          .readOutbox(request)
+          .then((r) => r.entries.map((e) => e.task_id));
+
+      it('reads one partition oldest due first, as keys; from a due time inclusive or not', async () => {
+        const mine = partition();
+        await store.create(minimalRecord(id(1), { outbox_pk: mine, outbox_due: T0 + 300 }));
+        await store.create(minimalRecord(id(2), { outbox_pk: mine, outbox_due: T0 + 100 }));
+        await store.create(minimalRecord(id(3), { outbox_pk: mine, outbox_due: T0 + 200 }));
+        await store.create(minimalRecord(id(4), { outbox_pk: partition('dlq'), outbox_due: T0 }));
+        await store.create(minimalRecord(id(5), { outbox_pk: mine }));
+        await expect.poll(() => read({ partition: mine, limit: 10 })).toEqual([id(2), id(3), id(1)]);
+        const range = await reader().readOutbox({ partition: mine, limit: 10 });
+        expect(range.entries[0]).toStrictEqual({ task_id: id(2), outbox_due: T0 + 100 });
+        expect(await read({ partition: mine, limit: 10, from: { due: T0 + 200, inclusive: true } })).toEqual([
+          id(3),
+          id(1),
+        ]);
+        expect(await read({ partition: mine, limit: 10, from: { due: T0 + 200, inclusive: false } })).toEqual([id(1)]);
+        expect(await read({ partition: `queue#high-${tag}`, limit: 10 })).toEqual([]);
+      });
+
+      it('continues exactly after an entry, through entries with equal due times, one at a time', async () => {
+        const mine = partition();
+        for (let n = 1; n <= 5; n += 1)
+          await store.create(minimalRecord(id(n), { outbox_pk: mine, outbox_due: T0 + (n === 5 ? 50 : 10) }));
+        await expect.poll(() => read({ partition: mine, limit: 10 }).then((r) => r.length)).toBe(5);
+        const seen: { task_id: string; outbox_due: number }[] = [];
+        for (;;) {
+          const last = seen[seen.length - 1];
+          const range = await reader().readOutbox({ partition: mine, limit: 1, ...(last ? { after: last } : {}) });
+          seen.push(...range.entries);
+          // DynamoDB says "maybe more" whenever the limit was reached: the next read is then empty.
+          if (!range.more) break;
+          expect(range.entries).toHaveLength(1);
+          expect(seen.length).toBeLessThanOrEqual(5);
+        }
+        expect(new Set(seen.map((e) => e.task_id))).toEqual(new Set([1, 2, 3, 4, 5].map((n) => id(n))));
+        expect(seen).toHaveLength(5);
+        expect(seen[4]).toStrictEqual({ task_id: id(5), outbox_due: T0 + 50 });
+      });
+
+      it('readRows: the listing attributes and the outbox entry, never the payload; absent ids left out', async () => {
+        const mine = partition();
+        const full = fullRecord(id(1), mine);
+        await store.create(full);
+        await store.create(minimalRecord(id(2)));
+        const rows = await reader().readRows([id(1), id(2), id(3), id(1)]);
+        expect(rows.map((r) => r.task_id).sort()).toEqual([id(1), id(2)]);
+        const row = rows.find((r) => r.task_id === id(1));
+        expect(row).toMatchObject({
+          type: full.type,
+          status: full.status,
+          priority: full.priority,
+          attempts: full.attempts,
+          run_at: full.run_at,
+          outbox_pk: mine,
+          outbox_due: full.outbox_due,
+        });
+        expect(row).not.toHaveProperty('payload');
+        expect(row).not.toHaveProperty('history');
+        expect(row).not.toHaveProperty('result');
+      });
+
+      it('readRows refuses more than 100 ids (StoreRejectedError) before sending anything', async () => {
+        await expectRejected(reader().readRows(Array.from({ length: 101 }, (_, n) => id(n))), undefined);
       });
     });
   });

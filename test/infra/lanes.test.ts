@@ -682,7 +682,7 @@ describe('a stack without lanes', () => {
     expect(JSON.stringify(body)).toContain(METRICS.limitDeferrals);
   });
 
-  it("issue 15's listing: the task table gains the listing GSI (nothing else changes), the API one Query statement on it", () => {
+  it("issue 15's listing: the task table gains the listing GSI (nothing else changes), the API a Query on the listing and outbox indexes and a BatchGetItem on the table", () => {
     const table = structuredClone(plain.resources[TASK_TABLE]) as CfnResourceJson;
     const list = TABLE_SCHEMA.listIndex;
     const p = table.Properties as {
@@ -698,8 +698,19 @@ describe('a stack without lanes', () => {
     expect(table).toEqual(BEFORE[TASK_TABLE]);
     const statements = plain.resources[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
     const before = BEFORE[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
-    expect(statements.filter((st) => st.Sid !== 'TaskListingQuery')).toEqual(before);
-    expect(statements.filter((st) => st.Sid === 'TaskListingQuery')).toHaveLength(1);
+    const listing = new Set(['TaskListingQuery', 'TaskListingRows']);
+    expect(statements.filter((st) => !listing.has(st.Sid as string))).toEqual(before);
+    const query = statements.filter((st) => st.Sid === 'TaskListingQuery');
+    expect(query).toHaveLength(1);
+    expect(query[0]?.Action).toBe('dynamodb:Query');
+    const indexes = JSON.stringify(query[0]?.Resource);
+    expect(indexes).toContain(`/index/${list.name}`);
+    expect(indexes).toContain(`/index/${TABLE_SCHEMA.outboxIndex.name}`);
+    expect(query[0]?.Resource).toHaveLength(2);
+    const rows = statements.filter((st) => st.Sid === 'TaskListingRows');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.Action).toBe('dynamodb:BatchGetItem');
+    expect(JSON.stringify(rows[0]?.Resource)).not.toContain('/index/');
   });
 
   it('no function gets KAJ_LANE_QUEUE_URLS', () => {

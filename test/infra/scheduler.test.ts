@@ -311,7 +311,7 @@ describe('least privilege (schedules)', () => {
         Resource: getAtt(schedulesId),
       }),
     ]);
-    // Nothing else of the API's names the schedules table, and its one Query is on the task listing index.
+    // Nothing else of the API's names the schedules table, and its Queries are the task listing's (list and outbox indexes).
     const others = statements.filter((st) => st.Sid !== 'ScheduleTableItems');
     expect(JSON.stringify(others)).not.toContain(schedulesId);
     const queries = statements.filter((st) => JSON.stringify(st).includes('/index/'));

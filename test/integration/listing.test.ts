@@ -94,6 +94,44 @@ describe.each(targets())('task listing on $name', (target) => {
     expect((await list('status=failed', 'arn:aws:iam::1:role/someone-else')).body.items).toEqual([]);
   }, 60_000);
 
+  it('lists delayed tasks (waiting in the table) soonest first across priorities, paged; not those sent to SQS', async () => {
+    const me = 'arn:aws:iam::123456789012:role/delayed-lister';
+    const later = await submit({ type: 'echo', payload: { value: 1 }, delay_seconds: 7_200, priority: 'low' }, me);
+    const soon = await submit({ type: 'echo', payload: { value: 2 }, delay_seconds: 3_600, priority: 'high' }, me);
+    // A batch for one time (equal due times: the index's own order among them, across shards).
+    const runAt = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 + 30 * 86_400_000).toISOString();
+    const batch: string[] = [];
+    for (let i = 0; i < 4; i += 1)
+      batch.push(await submit({ type: 'echo', payload: { value: 10 + i }, run_at: runAt }, me));
+    const middle = await submit({ type: 'echo', payload: { value: 3 }, delay_seconds: 5_400 }, me);
+    const sent = await submit({ type: 'echo', payload: { value: 4 }, delay_seconds: 60 }, me);
+    const gone = await submit({ type: 'echo', payload: { value: 5 }, delay_seconds: 9_000 }, me);
+    await fetch(`${runtime.url}/api/v1/tasks/${gone}`, { method: 'DELETE', headers: { 'x-kaj-identity': me } });
+
+    const seen: { task_id: string; status: string }[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await list(
+        `status=delayed&limit=2${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+        me,
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.body.items);
+      cursor = page.body.cursor;
+      pages += 1;
+    } while (cursor !== undefined && pages < 10);
+    const ids = seen.map((t) => t.task_id);
+    expect(ids.slice(0, 3)).toEqual([soon, middle, later]);
+    expect(new Set(ids.slice(3))).toEqual(new Set(batch));
+    expect(ids).toHaveLength(7);
+    expect(ids).not.toContain(sent);
+    expect(ids).not.toContain(gone);
+    expect(seen.every((t) => t.status === 'queued')).toBe(true);
+    expect((await list('status=delayed&type=always_fails', me)).body.items).toEqual([]);
+    expect((await list('status=delayed', 'arn:aws:iam::1:role/someone-else')).body.items).toEqual([]);
+  }, 60_000);
+
   it('a tampered cursor is a 400 naming the cursor', async () => {
     const res = await list('status=failed&cursor=eyJ4Ijp0cnVlfQ.AAAA');
     expect(res.status).toBe(400);

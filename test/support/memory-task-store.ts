@@ -5,6 +5,9 @@ import type {
   ListingPage,
   ListingRequest,
   OutboxEntry,
+  OutboxRange,
+  OutboxRangeRequest,
+  OutboxRow,
   ReadOptions,
   TaskChanges,
   TaskCondition,
@@ -43,14 +46,18 @@ const PK = 'task_id';
  *   key is a `StoreRejectedError` (DynamoDB: "Two document paths overlap", "part of the key"),
  *   checked before the condition; `set.task_id` is ignored; an update with no change left is a
  *   `RangeError`; an `add`/`append` whose value is undefined changes nothing, as such a `set` does;
- * - `listOutboxDue` reads the sparse outbox index: items with both `outbox_pk` and a numeric
- *   `outbox_due`; a limit below 1 is a `StoreRejectedError`.
+ * - `listOutboxDue` and `readOutbox` read the sparse outbox index: items with both `outbox_pk`
+ *   and a numeric `outbox_due`, ordered by due time and then by task id (as a DynamoDB index
+ *   orders entries with equal keys: by the table key); a limit below 1 is a `StoreRejectedError`;
+ * - `readRows` reads the listing attributes of up to 100 items (more is a `StoreRejectedError`).
  * Everything handed in or out is a copy.
  */
 export class MemoryTaskStore implements TaskStore, TaskListingReader {
   readonly items = new Map<string, TaskRecord>();
   /** Make the next call(s) of an operation throw. */
-  failNext: Partial<Record<'create' | 'get' | 'update' | 'listOutboxDue' | 'listTasks', Error>> = {};
+  failNext: Partial<
+    Record<'create' | 'get' | 'update' | 'listOutboxDue' | 'listTasks' | 'readOutbox' | 'readRows', Error>
+  > = {};
   /** Updates applied so far. */
   updates = 0;
   /** Runs before each update (to inject a concurrent change or a failure). */
@@ -148,6 +155,44 @@ export class MemoryTaskStore implements TaskStore, TaskListingReader {
         ? { last: { list_sk: lastRead.list_sk as string, task_id: lastRead.task_id } }
         : {}),
     };
+  }
+
+  async readOutbox(request: OutboxRangeRequest): Promise<OutboxRange> {
+    this.maybeFail('readOutbox');
+    if (!Number.isInteger(request.limit) || request.limit < 1) {
+      throw new StoreRejectedError(
+        `memory store Query rejected: ValidationException: limit must be >= 1, got ${request.limit}`,
+      );
+    }
+    const { from, after } = request;
+    const entries = [...this.items.values()]
+      .filter((r) => r.outbox_pk === request.partition && typeof r.outbox_due === 'number')
+      .map((r) => ({ task_id: r.task_id, outbox_due: r.outbox_due as number }))
+      .sort((a, b) => a.outbox_due - b.outbox_due || byteOrder(a.task_id, b.task_id))
+      .filter((e) => from === undefined || (from.inclusive ? e.outbox_due >= from.due : e.outbox_due > from.due))
+      .filter(
+        (e) =>
+          after === undefined ||
+          e.outbox_due > after.outbox_due ||
+          (e.outbox_due === after.outbox_due && byteOrder(e.task_id, after.task_id) > 0),
+      );
+    const read = entries.slice(0, request.limit);
+    // DynamoDB returns LastEvaluatedKey whenever the Limit was reached.
+    return { entries: read, more: read.length === request.limit };
+  }
+
+  async readRows(taskIds: readonly string[]): Promise<OutboxRow[]> {
+    this.maybeFail('readRows');
+    if (taskIds.length > 100)
+      throw new StoreRejectedError(`memory store BatchGetItem rejected: at most 100 keys, got ${taskIds.length}`);
+    const attributes = [...TABLE_SCHEMA.listIndex.nonKeyAttributes, 'outbox_pk', 'outbox_due'] as const;
+    return [...new Set(taskIds)].flatMap((taskId) => {
+      const r = this.items.get(taskId);
+      if (r === undefined) return [];
+      const row: Record<string, unknown> = { task_id: r.task_id };
+      for (const k of attributes) if (r[k] !== undefined) row[k] = clone(r[k]);
+      return [row as unknown as OutboxRow];
+    });
   }
 
   private maybeFail(op: keyof MemoryTaskStore['failNext']): void {
@@ -294,4 +339,9 @@ function holds(r: TaskRecord, c: TaskCondition): boolean {
 
 function clone<T>(v: T): T {
   return v === undefined ? v : (structuredClone(v) as T);
+}
+
+/** DynamoDB's order of string keys: by their UTF-8 bytes. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }

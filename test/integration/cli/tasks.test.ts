@@ -41,11 +41,11 @@ afterAll(async () => {
   state?.remove();
 });
 
-const post = async (type: string) => {
+const post = async (type: string, more: Record<string, unknown> = {}) => {
   const res = await fetch(`${runtime.url}/api/v1/tasks`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ type, payload: {} }),
+    body: JSON.stringify({ type, payload: {}, ...more }),
   });
   return ((await res.json()) as { task_id: string }).task_id;
 };
@@ -134,5 +134,34 @@ describe('kaj tasks', () => {
     expect(JSON.parse((await kaj(['tasks', 'list', '--local', '--status', 'retrying', '--json'])).out).items).toEqual(
       [],
     );
+  }, 90_000);
+
+  it('list --status delayed: the tasks waiting in the table, soonest first; cancel --status delayed cancels them', async () => {
+    const later = await post('fine', { delay_seconds: 7_200 });
+    const soon = await post('fine', { delay_seconds: 3_600, priority: 'high' });
+    const stuck = await post('stuck');
+    await waitFor(
+      'a task waiting for its retry',
+      async () => ((await statusOf(stuck)) === 'retrying' ? true : undefined),
+      30_000,
+    );
+
+    const list = await kaj(['tasks', 'list', '--local', '--status', 'delayed']);
+    expect(list.code).toBe(0);
+    expect(list.out).toMatch(/^TASK\s+TYPE\s+STATUS\s+PRIORITY\s+ATTEMPTS\s+RUNS AT\s+OWNER\s+LAST ERROR$/m);
+    const rows = list.out.split('\n').filter((l) => l.startsWith('t_'));
+    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual([soon, later]);
+    expect(rows[0]).toMatch(/\sfine\s+queued\s+high\s+0\/\d+\s+\S+ \(in 3[56]\d\ds\)/);
+    // The retry owed a send in an hour is in the outbox too, but it is listed as retrying, not here.
+    expect(list.out).not.toContain(stuck);
+
+    const done = await kaj(['tasks', 'cancel', '--local', '--status', 'delayed', '--type', 'fine', '--yes', '--json']);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.out)).toMatchObject({ selected: 2, cancelled: 2, skipped: 0, failed: 0 });
+    expect(await Promise.all([soon, later].map(statusOf))).toEqual(['cancelled', 'cancelled']);
+    expect(JSON.parse((await kaj(['tasks', 'list', '--local', '--status', 'delayed', '--json'])).out).items).toEqual(
+      [],
+    );
+    expect(await statusOf(stuck)).toBe('retrying');
   }, 90_000);
 });

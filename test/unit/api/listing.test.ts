@@ -64,9 +64,9 @@ describe('GET /api/v1/tasks', () => {
 
   it.each([
     [{}, 'status', /required/],
-    [{ status: 'queued' }, 'status', /queue depth/],
+    [{ status: 'queued' }, 'status', /queue depth.*status=delayed/],
     [{ status: 'succeeded' }, 'status', /not listed/],
-    [{ status: 'weird' }, 'status', /one of retrying, failed, cancelled, running/],
+    [{ status: 'weird' }, 'status', /one of retrying, failed, cancelled, running, delayed/],
     [{ status: 'failed', limit: '0' }, 'limit', /1 to 100/],
     [{ status: 'failed', limit: '101' }, 'limit', /1 to 100/],
     [{ status: 'failed', limit: 'ten' }, 'limit', /1 to 100/],
@@ -79,6 +79,25 @@ describe('GET /api/v1/tasks', () => {
     const error = (JSON.parse(res.body) as { error: { code: string; field: string; message: string } }).error;
     expect(error).toMatchObject({ code: 'invalid_query', field });
     expect(error.message).toMatch(message);
+  });
+
+  it("status=delayed lists the caller's queued tasks waiting in the table, soonest first, with run_at", async () => {
+    const u = unitKaj(registry);
+    const submit = async (owner: string, delay: number) =>
+      (await u.kaj.submitter.submit({ type: 'job', payload: { n: 1 }, delay_seconds: delay }, { owner })).record;
+    const later = await submit(ALICE, 7_200);
+    const soon = await submit(ALICE, 3_600);
+    await submit(BOB, 3_000);
+    await submit(ALICE, 10); // sent to SQS at once
+    const res = await u.kaj.handleHttp(listEvent({ status: 'delayed' }));
+    expect(res.statusCode).toBe(200);
+    const body = JSON.parse(res.body) as { items: Record<string, unknown>[]; cursor?: string };
+    expect(body.items.map((t) => t.task_id)).toEqual([soon.task_id, later.task_id]);
+    expect(body.items[0]).toMatchObject({ status: 'queued', run_at: soon.run_at, listed_at: soon.updated_at });
+    expect(body.items[0]).not.toHaveProperty('payload');
+    expect(body.items[0]).not.toHaveProperty('owner');
+    expect(body.items[0]).not.toHaveProperty('outbox_pk');
+    expect(body.cursor).toBeUndefined();
   });
 
   it("refuses another owner's cursor (a cursor is bound to the query and the caller)", async () => {

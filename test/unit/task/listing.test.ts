@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { classifyError } from '../../../shared/retry/classify.js';
 import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
-import type { TaskChanges } from '../../../shared/store/task-store.js';
+import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import type { ListedTask, TaskChanges } from '../../../shared/store/task-store.js';
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
 import { ValidationError } from '../../../shared/task/errors.js';
-import { TaskListing, withListing } from '../../../shared/task/listing.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
+import { listedAt, TaskListing, withListing } from '../../../shared/task/listing.js';
+import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
 import { MemoryTaskStore } from '../../support/memory-task-store.js';
 import { OWNER, unitKaj } from '../../support/fixtures.js';
+import { sequenceRandom } from '../../support/doubles.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),
@@ -265,5 +267,136 @@ describe('Class: TaskListing', () => {
     const rest = await listing.list({ status: 'failed', type: 'none-such', limit: 10, cursor: page.cursor as string });
     expect(rest.items).toEqual([]);
     expect(rest.cursor).toBeUndefined();
+  });
+});
+
+/** A queued task waiting in the table: its run_at is `runInS` seconds after NOW, beyond SQS's 15 minutes. */
+function addDelayed(
+  store: MemoryTaskStore,
+  i: number,
+  runInS: number,
+  o: { priority?: 'high' | 'normal' | 'low'; status?: 'queued' | 'retrying' } = {},
+): TaskRecord {
+  const r = add(store, i);
+  const priority = o.priority ?? (['high', 'normal', 'low'] as const)[i % 3];
+  const runAt = NOW + runInS * 1000;
+  const { list_pk: _pk, list_sk: _sk, ...rest } = r;
+  const delayed = {
+    ...rest,
+    status: o.status ?? 'queued',
+    attempts: 0,
+    priority,
+    run_at: new Date(runAt).toISOString(),
+    outbox_pk: outboxKey('queue', priority as 'normal', r.task_id),
+    outbox_due: runAt - 15 * 60_000,
+  } as TaskRecord;
+  store.items.set(r.task_id, delayed);
+  return delayed;
+}
+
+describe('Class: TaskListing (status delayed: the outbox index)', () => {
+  it('lists what submit put in the table, soonest first across priorities and shards; not what went to SQS', async () => {
+    const { kaj, store } = unitKaj(registry, sequenceRandom([0.1, 0.5, 0.9, 0.3, 0.7]));
+    const submit = (delay: number, priority: 'high' | 'normal' | 'low') =>
+      kaj.submitter.submit({ type: 'job', payload: {}, delay_seconds: delay, priority }, OWNER).then((s) => s.record);
+    const later = await submit(7_200, 'low');
+    const soon = await submit(3_600, 'high');
+    const middle = await submit(5_400, 'normal');
+    await submit(60, 'normal'); // within SQS's 15 minutes: sent at once, not in the table
+    const cancelled = await submit(9_000, 'normal');
+    await kaj.lifecycle.cancel(cancelled.task_id, OWNER.owner);
+    const listing = new TaskListing(store, 'k');
+    const page = await listing.list({ status: 'delayed', limit: 10 });
+    expect(page.items.map((t) => t.task_id)).toEqual([soon.task_id, middle.task_id, later.task_id]);
+    expect(page.cursor).toBeUndefined();
+    expect(page.items[0]).toMatchObject({
+      status: 'queued',
+      priority: 'high',
+      run_at: soon.run_at,
+      owner: 'test-owner',
+    });
+    expect(page.items[0]).not.toHaveProperty('payload');
+    expect(page.items[0]).not.toHaveProperty('outbox_pk');
+    expect(listedAt(page.items[0] as ListedTask)).toBe(soon.updated_at);
+  });
+
+  it('pages every delayed task exactly once, in due order, also through many equal due times (a batch)', async () => {
+    const store = new MemoryTaskStore();
+    // 60 tasks: 40 share one run_at (a batch for tomorrow 09:00), spread over every partition.
+    for (let i = 0; i < 60; i += 1) addDelayed(store, i, i < 40 ? 86_400 : 3_600 + i);
+    const listing = new TaskListing(store, 'k');
+    for (const limit of [1, 7, 40, 100]) {
+      const { ids, pages } = await all(listing, { status: 'delayed', limit });
+      expect(new Set(ids).size).toBe(60);
+      expect(ids).toHaveLength(60);
+      const due = ids.map((id) => store.items.get(id)?.outbox_due as number);
+      expect(due).toEqual([...due].sort((a, b) => a - b));
+      expect(pages).toBeGreaterThanOrEqual(Math.ceil(60 / limit));
+    }
+  });
+
+  it('is stable under concurrent inserts: what was there is listed once; nothing repeats', async () => {
+    const store = new MemoryTaskStore();
+    for (let i = 0; i < 30; i += 1) addDelayed(store, i, 3_600 + i * 10);
+    const listing = new TaskListing(store, 'k');
+    const first = await listing.list({ status: 'delayed', limit: 8 });
+    // Submits land while the reader is between pages: due before, among and after the pages.
+    for (let i = 30; i < 45; i += 1) addDelayed(store, i, 3_000 + (i - 30) * 40);
+    const ids = first.items.map((t) => t.task_id);
+    let cursor = first.cursor;
+    while (cursor !== undefined) {
+      const page = await listing.list({ status: 'delayed', limit: 8, cursor });
+      ids.push(...page.items.map((t) => t.task_id));
+      cursor = page.cursor;
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    for (let i = 0; i < 30; i += 1) expect(ids).toContain(`t_${String(i).padStart(32, '0')}`);
+  });
+
+  it('passes over entries that are not delayed tasks (a retry owed a send, a claimed task) and filters by type and owner', async () => {
+    const store = new MemoryTaskStore();
+    for (let i = 0; i < 12; i += 1) addDelayed(store, i, 3_600 + i);
+    addDelayed(store, 12, 3_600, { status: 'retrying' });
+    const claimed = store.items.get(`t_${String(3).padStart(32, '0')}`) as TaskRecord;
+    store.items.set(claimed.task_id, { ...claimed, status: 'running' });
+    const listing = new TaskListing(store, 'k');
+    const { ids } = await all(listing, { status: 'delayed', limit: 5 });
+    expect(ids).toHaveLength(11);
+    expect(ids).not.toContain(claimed.task_id);
+    const filtered = await all(listing, { status: 'delayed', type: 'other', owner: 'alice', limit: 5 });
+    const expected = [...store.items.values()]
+      .filter((r) => r.status === 'queued' && r.type === 'other' && r.owner === 'alice')
+      .sort((a, b) => (a.outbox_due as number) - (b.outbox_due as number))
+      .map((r) => r.task_id);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(filtered.ids).toEqual(expected);
+  });
+
+  it('answers within its read budget when a filter matches little, and refuses a cursor of another view', async () => {
+    const store = new MemoryTaskStore();
+    for (let i = 0; i < 1_100; i += 1) addDelayed(store, i, 3_600 + i);
+    const listing = new TaskListing(store, 'k');
+    const page = await listing.list({ status: 'delayed', type: 'none-such', limit: 10 });
+    expect(page.items).toEqual([]);
+    const cursor = page.cursor as string;
+    expect(cursor).toBeDefined();
+    const rest = await listing.list({ status: 'delayed', type: 'none-such', limit: 10, cursor });
+    expect(rest).toEqual({ items: [] });
+    await expect(listing.list({ status: 'failed', type: 'none-such', limit: 10, cursor })).rejects.toMatchObject({
+      field: 'cursor',
+    });
+    const failedCursor = (await new TaskListing(listedStore(5), 'k').list({ status: 'failed', limit: 2 })).cursor;
+    await expect(listing.list({ status: 'delayed', limit: 2, cursor: failedCursor as string })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
+  });
+
+  it('passes a store failure on (the API answers 503)', async () => {
+    const store = new MemoryTaskStore();
+    addDelayed(store, 1, 3_600);
+    store.failNext.readRows = new StoreUnavailableError('DynamoDB BatchGetItem failed: Throttling');
+    await expect(new TaskListing(store, 'k').list({ status: 'delayed', limit: 5 })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
   });
 });
