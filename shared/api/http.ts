@@ -155,6 +155,18 @@ function optionalJsonBody(event: APIGatewayProxyEventV2): unknown {
   return jsonBody(event);
 }
 
+/**
+ * The limit on a request body's size (UTF-8 bytes): a submit's, a batch's. The direct transport
+ * checks a producer's body against the same limits, so what a direct producer may send is what
+ * the API would take.
+ */
+export function checkBodySize(raw: string, maxBytes: number): void {
+  const bytes = Buffer.byteLength(raw);
+  if (bytes > maxBytes) {
+    throw new PayloadTooLargeError('body', `request body of ${bytes} bytes exceeds the limit of ${maxBytes}`);
+  }
+}
+
 /** The request's JSON body: 415 unless JSON, 413 above `maxBytes`, 400 when empty or malformed. */
 function jsonBody(event: APIGatewayProxyEventV2, maxBytes: number = DEFAULTS.maxRequestBytes): unknown {
   const contentType = header(event, 'content-type') ?? '';
@@ -167,10 +179,7 @@ function jsonBody(event: APIGatewayProxyEventV2, maxBytes: number = DEFAULTS.max
       : event.isBase64Encoded
         ? Buffer.from(event.body, 'base64').toString('utf8')
         : event.body;
-  const bytes = Buffer.byteLength(raw);
-  if (bytes > maxBytes) {
-    throw new PayloadTooLargeError('body', `request body of ${bytes} bytes exceeds the limit of ${maxBytes}`);
-  }
+  checkBodySize(raw, maxBytes);
   if (raw.trim() === '') throw new HttpError(400, 'invalid_json', 'request body is empty; send a JSON object');
   try {
     return JSON.parse(raw) as unknown;

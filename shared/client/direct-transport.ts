@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { accepted, decodePathSegment, problemOf } from '../api/http.js';
+import { accepted, checkBodySize, decodePathSegment, problemOf } from '../api/http.js';
+import { DEFAULTS } from '../config/resources.js';
 import { matchRoute } from '../api/routes.js';
 import { silentLogger, type Logger } from '../runtime/logger.js';
 import { TaskNotFoundError } from '../task/errors.js';
@@ -61,9 +62,12 @@ export class DirectTransport implements KajTransport {
     const [owner, services] = await Promise.all([this.owner(), this.services()]);
     const caller: Caller = { owner };
     // The JSON the API would have parsed: what a payload holds that JSON does not (a Date, an
-    // undefined member) is what it would be over HTTP.
-    const json: unknown = body === undefined ? undefined : JSON.parse(JSON.stringify(body));
+    // undefined member) is what it would be over HTTP; its size is held to the API's limits.
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const json: unknown = text === undefined ? undefined : JSON.parse(text);
     try {
+      if (text !== undefined)
+        checkBodySize(text, name === 'submit_batch' ? DEFAULTS.maxBatchRequestBytes : DEFAULTS.maxRequestBytes);
       const id = match.kind === 'route' && match.params.id !== undefined ? decodePathSegment(match.params.id) : '';
       switch (name) {
         case 'submit': {

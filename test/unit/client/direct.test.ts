@@ -123,6 +123,15 @@ describe('DirectTransport answers as the API does', () => {
       ['GET', `/api/v1/tasks/${UNKNOWN_ID}`],
       ['GET', '/api/v1/tasks/not-a-task-id'],
       ['DELETE', `/api/v1/tasks/${UNKNOWN_ID}`],
+      // Bodies over the API's limits (64 KiB a submit, 1 MiB a batch): refused whole, as the API does.
+      submit({ type: 'job', payload: { n: 1, big: 'x'.repeat(65 * 1024) } }),
+      [
+        'POST',
+        '/api/v1/tasks/batch',
+        {
+          tasks: Array.from({ length: 40 }, (_, i) => ({ type: 'job', payload: { n: i, big: 'y'.repeat(27 * 1024) } })),
+        },
+      ],
     ];
     const answers: { status: number; body: any }[] = [];
     for (const [method, path, body] of requests) {
@@ -132,7 +141,11 @@ describe('DirectTransport answers as the API does', () => {
       answers.push(d as { status: number; body: any });
     }
     expect(answers.map((a) => a.status)).toEqual([
-      202, 200, 409, 422, 422, 422, 422, 413, 202, 202, 207, 422, 404, 404, 404,
+      202, 200, 409, 422, 422, 422, 422, 413, 202, 202, 207, 422, 404, 404, 404, 413, 413,
+    ]);
+    expect(answers.slice(15).map((a) => [a.body.error.code, a.body.error.field])).toEqual([
+      ['payload_too_large', 'body'],
+      ['payload_too_large', 'body'],
     ]);
     expect(answers.slice(2, 8).map((a) => [a.body.error.code, a.body.error.field])).toEqual([
       ['idempotency_conflict', 'idempotency_key'],
