@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
 import { createApiFunction } from '../shared/app/api.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
 import { createLogger } from '../shared/observability.js';
@@ -10,5 +10,5 @@ import { registry } from '../tasks/index.js';
 const logger = createLogger();
 const api = createApiFunction(loadFunctionConfig(), registry, { logger });
 
-/** API Gateway HTTP API (payload format 2.0) → the task API. */
-export const handler = (event: APIGatewayProxyEventV2) => api.handleHttp(event);
+/** API Gateway → the task API: an HTTP API's event (payload format 2.0) or a REST API's (1.0), one handler. */
+export const handler = (event: APIGatewayProxyEventV2 | APIGatewayProxyEvent) => api.handle(event);

@@ -32,6 +32,15 @@ export const CONFIG_CONTEXT_PREFIX = 'kaj:';
 export const AUTH_MODES = ['iam', 'none'] as const;
 export type AuthMode = (typeof AUTH_MODES)[number];
 
+/**
+ * Which API Gateway API fronts the API function: `http` (an HTTP API, payload format 2.0: $1.00 per
+ * million requests) or `rest` (a REST API, payload format 1.0: $3.50 per million; what LocalStack's
+ * free edition emulates, and what API keys, usage plans, request validation, WAF and private
+ * endpoints need). Same routes, auth, throttling, access logs and alarms either way.
+ */
+export const API_KINDS = ['http', 'rest'] as const;
+export type ApiKind = (typeof API_KINDS)[number];
+
 /** Powertools log levels. */
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -144,6 +153,14 @@ export const configSchema = z.strictObject({
     .enum(AUTH_MODES)
     .default('iam')
     .describe('API authorization: `iam` (SigV4, default) or `none` (anyone with the URL can submit tasks).'),
+  api: z
+    .enum(API_KINDS)
+    .default('http')
+    .describe(
+      'API Gateway API kind: `http` (HTTP API, $1.00 per million requests, default) or `rest` (REST API, $3.50 per ' +
+        "million: LocalStack's free edition, and API keys, usage plans, request validation, WAF, private endpoints). " +
+        'Same routes, auth, throttling, access logs and alarms.',
+    ),
   capacity: z
     .enum(CAPACITY_PRESET_NAMES)
     .optional()
@@ -212,7 +229,7 @@ export const configSchema = z.strictObject({
   throttling: z
     .strictObject({ rateLimit: int(1, 10_000).default(100), burstLimit: int(1, 5_000).default(200) })
     .prefault({})
-    .describe('Default route throttling of the HTTP API (requests per second, burst).'),
+    .describe('Default route throttling of the API stage (requests per second, burst).'),
   dashboard: z
     .boolean()
     .default(true)

@@ -219,6 +219,7 @@ export class KajStack extends Stack {
       queues: allMainQueues,
       environment,
       idSecret: this.idSecret.secret,
+      kind: config.api,
       authMode: config.authMode,
       throttling: config.throttling,
       logRetention,

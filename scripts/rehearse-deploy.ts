@@ -11,6 +11,11 @@
  *
  * What moto does not emulate is reported as NOT EMULATED (never as a pass): see docs/deploy.md.
  *
+ * Options: `--api rest` (or KAJ_REHEARSAL_API=rest) rehearses the REST API variant (`api: 'rest'`,
+ * issue 13) instead of the HTTP API: moto emulates REST APIs, their resources, methods and
+ * integrations (not their stages), so the routes, their IAM authorization and their Lambda proxy
+ * integrations are read back too. `npm run rehearse:deploy -- --api rest`.
+ *
  * Environment:
  *   KAJ_REHEARSAL_KEEP=1   keep the scratch folder (cdk.out, moto.log) for inspection
  *   KAJ_REHEARSAL_PYTHON   python interpreter (default python3)
@@ -38,7 +43,8 @@ import {
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256, signedHeaders } from '../shared/client/sign.js';
-import { DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
+import { API_KINDS, type ApiKind, DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
+import { API_ROUTES, routeKey } from '../shared/api/routes.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
 import { MOTO_LAUNCHER } from '../local/emulators.js';
@@ -66,6 +72,8 @@ import { lanes as LANES } from '../tasks/lanes.js';
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ACCOUNT = EMULATOR_ACCOUNT_ID;
 const REGION = EMULATOR_REGION;
+/** The API kind rehearsed: `--api rest|http` or KAJ_REHEARSAL_API, else the default (http). */
+const API: ApiKind = apiKindOf(process.argv.slice(2), process.env.KAJ_REHEARSAL_API);
 const STACK = 'kaj-rehearsal';
 const NAMES = resourceNames(STACK);
 /** The lanes besides the default one, in the stack's order (by name), with their queue names. */
@@ -77,6 +85,17 @@ const LANE_QUEUES = Object.fromEntries(LANE_NAMES.map((lane) => [lane, laneQueue
  */
 const UPDATED_HIGH_CONCURRENCY = DEFAULT_CONFIG.concurrency.high + 2;
 const UPDATED_LOG_LEVEL = 'DEBUG';
+
+function apiKindOf(argv: readonly string[], env: string | undefined): ApiKind {
+  const at = argv.indexOf('--api');
+  const value =
+    at >= 0 ? argv[at + 1] : (argv.find((a) => a.startsWith('--api='))?.slice(6) ?? env ?? DEFAULT_CONFIG.api);
+  if (!(API_KINDS as readonly string[]).includes(value ?? '')) {
+    console.error(`--api must be one of ${API_KINDS.join(', ')}, got ${JSON.stringify(value)}`);
+    process.exit(2);
+  }
+  return value as ApiKind;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Results and timings
@@ -215,6 +234,76 @@ async function lambdaGet(c: Clients, apiPath: string): Promise<Record<string, an
   const body = await res.text();
   if (!res.ok) throw new Error(`GET ${apiPath}: ${res.status} ${body.slice(0, 300)}`);
   return JSON.parse(body) as Record<string, any>;
+}
+
+/** API Gateway (REST APIs) read, as a SigV4-signed REST call (no @aws-sdk/client-api-gateway dependency). */
+async function apigatewayGet(c: Clients, apiPath: string): Promise<Record<string, any>> {
+  const url = new URL(apiPath, c.endpoint);
+  const res = await fetch(url, { headers: await signed('GET', url, 'apigateway') });
+  const body = await res.text();
+  if (!res.ok) throw new Error(`GET ${apiPath}: ${res.status} ${body.slice(0, 300)}`);
+  return JSON.parse(body) as Record<string, any>;
+}
+
+/** The stack's REST API (`<stack>-api`), or undefined. */
+async function restApiOf(c: Clients): Promise<{ id: string; name: string } | undefined> {
+  const apis = (await apigatewayGet(c, '/restapis')).item as { id: string; name: string }[] | undefined;
+  return (apis ?? []).find((a) => a.name === `${STACK}-api`);
+}
+
+/**
+ * `api: 'rest'`: the REST API moto created from the template — one method per route of the table,
+ * each AWS_IAM with a Lambda proxy integration to the API function — and the ApiUrl output naming it.
+ */
+async function checkRestApi(c: Clients, outputs: KajStackOutputs, apiFunctionName: string | undefined): Promise<void> {
+  const api = await restApiOf(c);
+  check(`REST API ${STACK}-api created`, api !== undefined, api?.id);
+  if (api === undefined) return;
+  const resources = ((await apigatewayGet(c, `/restapis/${api.id}/resources`)).item ?? []) as {
+    id: string;
+    path: string;
+  }[];
+  const found: string[] = [];
+  const problems: string[] = [];
+  for (const r of API_ROUTES) {
+    const resource = resources.find((x) => x.path === r.path);
+    if (resource === undefined) {
+      problems.push(`no resource ${r.path}`);
+      continue;
+    }
+    let method: Record<string, any>;
+    try {
+      method = await apigatewayGet(c, `/restapis/${api.id}/resources/${resource.id}/methods/${r.method}`);
+    } catch (e) {
+      problems.push(`${routeKey(r)}: ${(e as Error).message}`);
+      continue;
+    }
+    found.push(routeKey(r));
+    const integration = (method.methodIntegration ?? {}) as Record<string, unknown>;
+    if (method.authorizationType !== 'AWS_IAM')
+      problems.push(`${routeKey(r)} authorization ${method.authorizationType}`);
+    if (integration.type !== 'AWS_PROXY' || integration.httpMethod !== 'POST') {
+      problems.push(`${routeKey(r)} integration ${integration.type} ${integration.httpMethod}`);
+    }
+    const uri = String(integration.uri ?? '');
+    if (apiFunctionName === undefined || !uri.includes(`:function:${apiFunctionName}/invocations`)) {
+      problems.push(`${routeKey(r)} integration uri ${uri}`);
+    }
+  }
+  check(
+    `every route of the table is a REST method (${API_ROUTES.length}), AWS_IAM, a Lambda proxy integration to the API function`,
+    problems.length === 0 && found.length === API_ROUTES.length,
+    problems.join('; ') || `${found.length} methods`,
+  );
+  check('ApiUrl output names the REST API', outputs.apiUrl.includes(`//${api.id}.execute-api.`), outputs.apiUrl);
+  const stages = ((await apigatewayGet(c, `/restapis/${api.id}/stages`)).item ?? []) as { stageName: string }[];
+  if (stages.some((st) => st.stageName === 'prod')) check('REST API stage prod', true);
+  else
+    record(
+      'REST API stage prod, its throttling and access log',
+      'NOT EMULATED',
+      'moto has no CloudFormation model for AWS::ApiGateway::Stage',
+    );
 }
 
 /** A Secrets Manager call (JSON 1.1 protocol); `undefined` when the secret does not exist. */
@@ -769,6 +858,14 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     );
   }
   check('one rule targets the scheduler', schedulerRules === 1, String(schedulerRules));
+
+  if (API === 'rest') {
+    await checkRestApi(
+      c,
+      outputs,
+      fnIds.find((n) => n.replace(`${STACK}-`, '').startsWith('ApiHandler')),
+    );
+  }
 }
 
 async function checkDestroyed(c: Clients): Promise<void> {
@@ -797,6 +894,17 @@ async function checkDestroyed(c: Clients): Promise<void> {
     const secret = await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME });
     check('ID secret retained (retainData, like the table)', secret !== undefined && secret.DeletedDate === undefined);
   } else record('ID secret retained (retainData, like the table)', 'NOT EMULATED', 'moto never created it');
+  if (API === 'rest') {
+    // moto 5.2.1's REST API model has no delete_from_cloudformation_json: it keeps the API after
+    // the stack is gone. The template gives it no retain policy (test/infra/rest-api.test.ts).
+    if ((await restApiOf(c)) === undefined) check('REST API deleted with the stack', true);
+    else
+      record(
+        'REST API deleted with the stack',
+        'NOT EMULATED',
+        'moto does not delete AWS::ApiGateway::RestApi with its stack',
+      );
+  }
 }
 
 /** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
@@ -885,7 +993,8 @@ async function main(): Promise<number> {
     const cdk = path.join(REPO_ROOT, 'node_modules', '.bin', 'cdk');
     const out1 = path.join(scratch, 'cdk.out.create');
     const out2 = path.join(scratch, 'cdk.out.update');
-    const common = ['--no-notices', '--context', `kaj:stackName=${STACK}`];
+    const common = ['--no-notices', '--context', `kaj:stackName=${STACK}`, '--context', `kaj:api=${API}`];
+    console.log(`API kind: ${API}`);
     // moto can't run change sets for the app stack: deploy directly, and pass the bootstrap
     // version parameter (its SSM-parameter default is not resolved by moto).
     const deployArgs = [

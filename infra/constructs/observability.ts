@@ -1,5 +1,4 @@
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -33,8 +32,11 @@ export interface ObservabilityProps {
    */
   readonly limitAlarm?: boolean;
   readonly api: lambda.IFunction;
-  /** The HTTP API's stage: its `5xx` metric counts every server error callers saw. */
-  readonly apiStage: apigwv2.IHttpStage;
+  /**
+   * The API's stage (an HTTP API's or a REST API's): its `5xx` metric counts every server error
+   * callers saw.
+   */
+  readonly apiStage: { metricServerError(props?: cloudwatch.MetricOptions): cloudwatch.Metric };
   readonly sweeper: lambda.IFunction;
   readonly scheduler: lambda.IFunction;
   /**

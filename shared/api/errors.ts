@@ -18,3 +18,10 @@ export class HttpError extends KajError {
     return this.options.field;
   }
 }
+
+/**
+ * The API function was invoked with an event that is neither API Gateway payload format: not an
+ * HTTP API's (2.0) nor a REST API's (1.0). A wiring mistake, not a client's request: it is thrown,
+ * not answered.
+ */
+export class UnsupportedApiEventError extends KajError {}

@@ -4,8 +4,9 @@
  *
  * @module
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
 import { handleHttp, type HttpResult } from '../api/http.js';
+import { type ApiGatewayEvent, servingBothFormats } from '../api/rest-event.js';
 import type { FunctionConfig } from '../config/settings.js';
 import { ScheduleService } from '../schedule/service.js';
 import { schedulerSettings } from '../schedule/settings.js';
@@ -17,6 +18,11 @@ import { createSubmitServices } from './producer.js';
 
 export interface ApiFunction {
   handleHttp(event: APIGatewayProxyEventV2): Promise<HttpResult>;
+  /**
+   * What the Lambda entry point calls: an HTTP API's event (payload format 2.0) or a REST API's
+   * (1.0, answered in the 1.0 result shape), through the same {@link handleHttp}.
+   */
+  handle(event: ApiGatewayEvent): Promise<HttpResult | APIGatewayProxyResult>;
 }
 
 /**
@@ -49,5 +55,6 @@ export function createApiFunction(
     ...(schedules === undefined ? {} : { schedules }),
     ...listingField(d.store, config.idSecret),
   };
-  return { handleHttp: (event) => handleHttp(event, api) };
+  const serve = (event: APIGatewayProxyEventV2) => handleHttp(event, api);
+  return { handleHttp: serve, handle: servingBothFormats(serve) };
 }

@@ -38,6 +38,13 @@ describe('defaults', () => {
     expect(c.deletionProtection).toBe(true);
     expect(c.retainData).toBe(true);
     expect(c.encryptAlarmTopic).toBe(false);
+    expect(c.api).toBe('http');
+  });
+
+  it('api: "rest" from kaj:config or from -c kaj:api=rest (issue 13)', () => {
+    expect(resolveConfig(newApp({ 'kaj:config': { api: 'rest' } }).node).api).toBe('rest');
+    expect(resolveConfig(newApp({ 'kaj:api': 'rest' }).node).api).toBe('rest');
+    expect(resolveConfig(newApp({ 'kaj:config': { api: 'rest' }, 'kaj:api': 'http' }).node).api).toBe('http');
   });
 
   it('cdk.json ships a valid configuration', () => {
@@ -60,6 +67,8 @@ describe('invalid configuration fails with the key named', () => {
     [{ alarmEmail: 'not-an-email' }, /"alarmEmail".*email/i],
     [{ authMode: 'cognito' }, /"authMode".*"iam"\|"none".*cognito/],
     [{ authMode: 'IAM ' }, /"authMode"/],
+    [{ api: 'soap' }, /"api".*"http"\|"rest".*soap/],
+    [{ api: 'REST' }, /"api"/],
     [{ batchSize: { normal: 20 } }, /"maxBatchingWindowSeconds\.normal".*batchSize\.normal/],
     [{ batchSize: 0 }, /"batchSize\.high"/],
     [{ maxBatchingWindowSeconds: 301 }, /"maxBatchingWindowSeconds\.high"/],

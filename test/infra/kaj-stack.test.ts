@@ -263,11 +263,12 @@ describe('task table', () => {
 describe('least privilege', () => {
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
-  it("the API can read/write single task items and schedules, query the listing index, list schedules and send to every lane's priority queues, nothing else", () => {
+  it("the API can read/write single task items and schedules, read the listing (its index, the outbox index, a page's rows), list schedules and send to every lane's priority queues, nothing else", () => {
     const id = base.logicalId(base.stack.api.handler);
     expect(grantedActions(base, id)).toEqual(
       [
         ...LOGS,
+        'dynamodb:BatchGetItem',
         'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
@@ -281,6 +282,7 @@ describe('least privilege', () => {
     const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
     expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn]);
     expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn]);
+    expect(resourcesOf(base, id, 'dynamodb:BatchGetItem')).toEqual([tableArn]);
     expect(resourcesOf(base, id, 'dynamodb:DeleteItem')).toEqual([schedulesArn]);
     expect(sorted(resourcesOf(base, id, 'sqs:SendMessage'))).toEqual(sorted(allMainQueueArns(base)));
     // Nothing on the limits table: no API route reads it yet.
@@ -332,10 +334,11 @@ describe('least privilege', () => {
     );
   });
 
-  it('the API can Query the listing index only; only the API and the scheduler can Scan, and only the schedules table', () => {
+  it('the API can Query the listing and outbox indexes only (not the table); only the API and the scheduler can Scan, and only the schedules table', () => {
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
     expect(resourcesOf(base, base.logicalId(base.stack.api.handler), 'dynamodb:Query')).toEqual([
       { 'Fn::Join': ['', [tableArn, `/index/${TABLE_SCHEMA.listIndex.name}`]] },
+      { 'Fn::Join': ['', [tableArn, `/index/${TABLE_SCHEMA.outboxIndex.name}`]] },
     ]);
     for (const fn of [...consumers(base).map((c) => c.handler), base.stack.sweeper.handler]) {
       expect(grantedActions(base, base.logicalId(fn))).not.toContain('dynamodb:Scan');
@@ -789,7 +792,7 @@ describe('observability', () => {
     });
     const dims = alarm(base, 'api5xx').Dimensions as { Name: string; Value: unknown }[];
     expect([...dims].sort((a, b) => a.Name.localeCompare(b.Name))).toEqual([
-      { Name: 'ApiId', Value: { Ref: base.logicalId(base.stack.api.httpApi) } },
+      { Name: 'ApiId', Value: { Ref: base.logicalId(base.stack.api.httpApi!) } },
       { Name: 'Stage', Value: '$default' },
     ]);
     expect(base.resources[base.logicalId(base.stack.api.stage)]!.Properties.StageName).toBe('$default');
