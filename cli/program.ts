@@ -5,6 +5,7 @@ import { registerStats } from './commands/stats.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerTask } from './commands/task.js';
 import { registerTasks } from './commands/tasks.js';
+import { registerUi } from './commands/ui.js';
 import { defaultContext, type CliContext, type RunState } from './context.js';
 import { EXIT, UsageError, explain } from './errors.js';
 import { TARGET_HELP } from './target.js';
@@ -17,7 +18,7 @@ Set KAJ_DEBUG=1 to print stack traces of unexpected errors.`;
 export function buildProgram(ctx: CliContext, state: RunState): Command {
   const program = new Command('kaj')
     .description(
-      'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules.',
+      'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules, the web console (ui).',
     )
     .option('--local', 'the Kaj that `npm start` runs in this directory')
     .option('--stack <name>', 'a deployed Kaj stack (CloudFormation outputs)')
@@ -38,6 +39,7 @@ export function buildProgram(ctx: CliContext, state: RunState): Command {
   registerTasks(program, ctx, state);
   registerSubmit(program, ctx, state);
   registerSchedules(program, ctx, state);
+  registerUi(program, ctx, state);
   return program;
 }
 

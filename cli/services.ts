@@ -7,6 +7,9 @@ import { queueArnOf } from '../shared/config/wiring.js';
 import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
+import { DynamoLimitStore } from '../shared/store/dynamo-limit-store.js';
+import type { LimitStore } from '../shared/store/limit-store.js';
+import type { LimitSpec } from '../shared/limit/spec.js';
 import { DynamoScheduleStore } from '../shared/store/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/store/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
@@ -42,6 +45,23 @@ export async function withServices<T>(
   fn: (s: Services) => Promise<T>,
   registry?: TaskRegistry,
 ): Promise<T> {
+  const s = await openServices(ctx, flags, registry);
+  try {
+    return await fn(s);
+  } finally {
+    s.close();
+  }
+}
+
+/**
+ * Resolves the target and wires Kaj's services on it, for as long as the caller needs them
+ * (`kaj ui`, the console of `npm start`); `close()` closes the clients.
+ */
+export async function openServices(
+  ctx: CliContext,
+  flags: TargetFlags,
+  registry?: TaskRegistry,
+): Promise<Services & { close(): void }> {
   const target = await resolveTarget(flags, ctx.env, ctx.cwd);
   try {
     // A stack's outputs name the default lane's queues; the other lanes' are found by name
@@ -63,7 +83,7 @@ export async function withServices<T>(
       { sqs: target.sqs, dynamodb: target.dynamodb, clock: ctx.clock, random: ctx.random },
     );
     const raw = new SqsDeadLetterQueues(target.sqs, r.dlqUrls);
-    return await fn({
+    return {
       target,
       kaj,
       resources: r,
@@ -71,9 +91,11 @@ export async function withServices<T>(
       inspector: new SqsQueueInspector(target.sqs, r),
       table: new DynamoTaskTable(target.dynamodb, r.tableName),
       mover: new SqsMessageMover(target.sqs, r),
-    });
-  } finally {
+      close: () => target.close(),
+    };
+  } catch (err) {
     target.close();
+    throw err;
   }
 }
 
@@ -99,6 +121,26 @@ export function schedulesTableOf(target: Pick<Target, 'label' | 'resources'>): s
 /** The limits table of the target: the one it names, else `<prefix>-limits` next to its task table. */
 export function limitsTableOf(target: Pick<Target, 'label' | 'resources'>): string {
   return target.resources.limitsTableName ?? resourceNames(prefixOf(target, 'limits table')).limits;
+}
+
+/**
+ * The limits table of the target and the declared limits, for `collectStats` (`kaj stats`, the
+ * console). A stack deployed before limits existed has no limits table: no limits, not an error.
+ */
+export function limitsOf(
+  s: Pick<Services, 'target'>,
+  specs: ReadonlyMap<string, LimitSpec>,
+): { readonly store: Pick<LimitStore, 'list'>; readonly specs: ReadonlyMap<string, LimitSpec> } {
+  const store = new DynamoLimitStore(s.target.dynamodb, limitsTableOf(s.target));
+  return { store: { list: () => store.list().catch(noTable) }, specs };
+}
+
+/** `[]` for a missing table (ResourceNotFoundException anywhere in the cause chain); rethrows the rest. */
+function noTable(err: unknown): [] {
+  for (let e: unknown = err, i = 0; i < 4 && e instanceof Error; i += 1, e = e.cause) {
+    if (e.name === 'ResourceNotFoundException') return [];
+  }
+  throw err;
 }
 
 /** The target's resources with the queues of the lanes of tasks/lanes.ts that exist there. */
@@ -138,26 +180,23 @@ export async function withSchedules<T>(
   fn: (schedules: ScheduleService, s: Services) => Promise<T>,
 ): Promise<T> {
   const registry = await ctx.registry();
-  return withServices(
-    ctx,
-    flags,
-    (s) => {
-      const table = schedulesTableOf(s.target);
-      const service = new ScheduleService({
-        schedules: explainMissingTable(new DynamoScheduleStore(s.target.dynamodb, table), table, s.target.label),
-        submitter: s.kaj.submitter,
-        lifecycle: s.kaj.lifecycle,
-        registry,
-        scheduling: schedulerSettings(),
-        clock: ctx.clock,
-        random: ctx.random,
-        logger: silentLogger,
-        metrics: noMetrics,
-      });
-      return fn(service, s);
-    },
+  return withServices(ctx, flags, (s) => fn(scheduleServiceOf(ctx, s, registry), s), registry);
+}
+
+/** The scheduler's service on the target of `s` (see {@link withSchedules}). */
+export function scheduleServiceOf(ctx: CliContext, s: Services, registry: TaskRegistry): ScheduleService {
+  const table = schedulesTableOf(s.target);
+  return new ScheduleService({
+    schedules: explainMissingTable(new DynamoScheduleStore(s.target.dynamodb, table), table, s.target.label),
+    submitter: s.kaj.submitter,
+    lifecycle: s.kaj.lifecycle,
     registry,
-  );
+    scheduling: schedulerSettings(),
+    clock: ctx.clock,
+    random: ctx.random,
+    logger: silentLogger,
+    metrics: noMetrics,
+  });
 }
 
 /**

@@ -51,6 +51,8 @@ export interface Target {
    * the queue is empty. On AWS, receives sample and need a long poll.
    */
   readonly exactReceives: boolean;
+  /** How the clients of a stack target were made (region, profile, endpoint): for more clients of the same (CloudWatch). */
+  readonly clientSettings?: ClientSettings;
   close(): void;
 }
 
@@ -201,6 +203,7 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
     sqs,
     dynamodb,
     exactReceives: false,
+    clientSettings: settings,
     close: destroy,
   };
 }

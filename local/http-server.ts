@@ -22,6 +22,11 @@ export interface ApiServerOptions {
    * @default DEFAULT_REQUEST_TIMEOUT_MS
    */
   readonly requestTimeoutMs?: number;
+  /**
+   * Serves every request outside `/api/` (the console of `npm start`), when it returns a handler;
+   * otherwise those go to the API handler too (which answers 404).
+   */
+  readonly pages?: () => ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
 }
 
 /**
@@ -55,7 +60,9 @@ export function createApiServer(
       res.once('close', () => {
         if (inFlight.get(req.socket) === res) inFlight.delete(req.socket);
       });
-      void serve(req, res, handler);
+      const pages = options.pages?.();
+      if (pages !== undefined && !(req.url ?? '/').startsWith('/api/')) pages(req, res);
+      else void serve(req, res, handler);
     },
   );
   // Errors Node's HTTP parser raises before (or instead of) a request: without this listener Node

@@ -7,6 +7,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../shared/config/errors.js';
 import { ENV } from '../shared/config/resources.js';
 import { settingsFromEnvironment, type EnvironmentSettings } from '../shared/config/settings.js';
+import { ThroughputRecorder } from '../shared/console/throughput.js';
+import { systemClock } from '../shared/runtime/clock.js';
+import { startLocalConsole } from './console.js';
 import { consoleLogger } from './console-logger.js';
 import { LOCAL_STATE_FILE, type LocalRuntime, startLocalRuntime } from './runtime.js';
 
@@ -73,9 +76,12 @@ async function main(): Promise<void> {
     process.stderr.write(`KAJ_LOCAL_IDENTITY must be 1-256 printable ASCII characters without spaces\n`);
     process.exit(2);
   }
+  // Task outcomes per minute, for the console's throughput chart (local/console.ts).
+  const throughput = new ThroughputRecorder(systemClock);
   const runtime = await startLocalRuntime({
     port,
     logger,
+    metrics: throughput.metrics(),
     settings: envSettings,
     ...(args['in-memory'] ? {} : { dataDir }),
     // Owner of requests without an x-kaj-identity header (docs/security.md).
@@ -102,10 +108,12 @@ async function main(): Promise<void> {
       2,
     )}\n`,
   );
+  const ui = await startLocalConsole(runtime, { throughput, logger });
   const schedules = await scheduleLines(runtime);
   process.stdout.write(`
   Kaj is running locally.
 
+  Console    ${ui.url}   (queues, tasks, dead letters, schedules; actions on)
   API        ${runtime.url}/api/v1/tasks   (no auth locally; IAM SigV4 on AWS)
   Queues     ${Object.values(r.queueUrls).join('\n             ')}
   DLQs       ${Object.values(r.deadLetterQueueUrls).join('\n             ')}
@@ -137,12 +145,15 @@ ${runtime.recovered > 0 ? `  Recovered  ${runtime.recovered} unfinished task(s) 
     stoppingSince = Date.now();
     logger.info(`${signal}: stopping consumers, letting running tasks finish (up to 30 s)`);
     rmSync(resolve(LOCAL_STATE_FILE), { force: true });
-    void runtime.stop(30_000).then((cutOff) => {
-      logger.info(
-        cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`,
-      );
-      process.exit(0);
-    });
+    void ui
+      .close()
+      .then(() => runtime.stop(30_000))
+      .then((cutOff) => {
+        logger.info(
+          cutOff === 0 ? 'drained; bye' : `${cutOff} invocation(s) cut off; their tasks return after their lease`,
+        );
+        process.exit(0);
+      });
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));

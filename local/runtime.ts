@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -23,6 +24,9 @@ import { createApiServer } from './http-server.js';
 import { serialInterval } from './serial-timer.js';
 
 export { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
+
+/** A Node request listener for the paths outside `/api/`. */
+export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface LocalRuntimeOptions {
   readonly registry?: TaskRegistry;
@@ -90,6 +94,8 @@ export interface LocalRuntime {
   readonly scheduleSync?: Awaited<ReturnType<ScheduleService['syncDeclared']>>;
   /** Consumer invocations so far, per priority (every lane's together). */
   invocations(): Record<Priority, number>;
+  /** Serves the paths outside `/api/` with `handler` from now on (the console, local/console.ts). */
+  servePages(handler: PageHandler): void;
   /** Stop polling, let running tasks finish for `graceMs`, close everything. Returns tasks cut off. */
   stop(graceMs?: number): Promise<number>;
 }
@@ -160,7 +166,8 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
       ? { requeued: 0, deadLetters: 0 }
       : await recoverMessages({ kaj, dynamodb, tableName: resources.tableName, logger });
 
-  const server = createApiServer((event) => kaj.handleHttp(event));
+  let pages: PageHandler | undefined;
+  const server = createApiServer((event) => kaj.handleHttp(event), { pages: () => pages });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port ?? 3000, o.host ?? '127.0.0.1', () => resolve());
@@ -227,6 +234,9 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     recoveredDeadLetters: recovery.deadLetters,
     ...(emulators?.indexRebuild === undefined ? {} : { indexRebuild: emulators.indexRebuild }),
     ...(scheduleSync === undefined ? {} : { scheduleSync }),
+    servePages: (handler) => {
+      pages = handler;
+    },
     invocations: () => {
       const counts = { high: 0, normal: 0, low: 0 };
       for (const { priority, source } of sources) counts[priority] += source.invocationCount;

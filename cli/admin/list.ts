@@ -23,7 +23,7 @@ export interface DeadLetterListing {
  */
 export async function listDeadLetters(
   deps: ScanDeps,
-  o: Omit<ScanOptions, 'loadRecords'> & { loadRecords?: boolean },
+  o: Omit<ScanOptions, 'loadRecords'> & { loadRecords?: ScanOptions['loadRecords'] },
 ): Promise<DeadLetterListing> {
   const entries: DeadEntry[] = [];
   const scan = await scanDeadLetters(deps, o, async (page) => {

@@ -5,8 +5,7 @@ import type { CliContext, RunState } from '../context.js';
 import { optionsOf, statsOptions } from '../options.js';
 import { json, seconds, table } from '../output.js';
 import { parseWatch } from '../parse.js';
-import { limitsTableOf, withServices } from '../services.js';
-import { DynamoLimitStore } from '../../shared/store/dynamo-limit-store.js';
+import { limitsOf, withServices } from '../services.js';
 
 const OLDEST_NOTE =
   "OLDEST is '-': SQS's GetQueueAttributes has no age-of-oldest-message attribute (CloudWatch's\n" +
@@ -39,9 +38,7 @@ ${OLDEST_NOTE}`,
       const watch = o.watch;
       const specs = (await ctx.registry()).limits;
       await withServices(ctx, o, async (s) => {
-        const store = new DynamoLimitStore(s.target.dynamodb, limitsTableOf(s.target));
-        // A stack deployed before limits existed has no limits table: show no limits, not an error.
-        const limits = { store: { list: () => store.list().catch(noTable) }, specs };
+        const limits = limitsOf(s, specs);
         for (;;) {
           const snap = await collectStats(
             { inspector: s.inspector, statuses: s.table, clock: ctx.clock, limits },
@@ -122,12 +119,4 @@ function render(snap: StatsSnapshot, label: string, watch: number | undefined): 
       : 'no task is waiting past its run time\n';
   }
   return out;
-}
-
-/** `[]` for a missing table (ResourceNotFoundException anywhere in the cause chain); rethrows the rest. */
-function noTable(err: unknown): [] {
-  for (let e: unknown = err, i = 0; i < 4 && e instanceof Error; i += 1, e = e.cause) {
-    if (e.name === 'ResourceNotFoundException') return [];
-  }
-  throw err;
 }

@@ -2,7 +2,9 @@
  * What `kaj dlq redrive` and `kaj dlq purge` share: the selection from the flags, the
  * confirmation, the progress bar, the report (text or JSON) and the exit code.
  */
+import type { Priority } from '../../../shared/config/resources.js';
 import type { BatchCounts, BatchOptions, BatchReport, ReportItem } from '../../admin/batch.js';
+import type { DeadLetterFilter } from '../../admin/dead-letters.js';
 import type { CliContext, RunState } from '../../context.js';
 import { EXIT, UsageError } from '../../errors.js';
 import type { BatchCommandOptions } from '../../options.js';
@@ -43,18 +45,18 @@ export async function runBatchCommand<R extends Omit<BatchReport, 'done'>>(
       return;
     const progress = new Progress(ctx.io, o.dryRun === true ? 'checking' : command.working, o.limit ?? depth);
     const rate = o.rate;
-    const report = await command.run(s, {
-      queues,
-      filter,
-      ...(o.limit === undefined ? {} : { limit: o.limit }),
-      visibilitySeconds: LIST_VISIBILITY_SECONDS + (rate === undefined ? 0 : Math.ceil((10 * PIPELINE) / rate)),
-      ...receiveTiming(s.target),
-      signal: ctx.signal,
-      dryRun: o.dryRun === true,
-      pipeline: PIPELINE,
-      ...(rate === undefined ? {} : { ratePerSecond: rate }),
-      onProgress: (c) => progress.update(c.done + c.skipped + c.failed, countsText(c, command.doneKey)),
-    });
+    const report = await command.run(
+      s,
+      batchOptions(s, {
+        queues,
+        filter,
+        ...(o.limit === undefined ? {} : { limit: o.limit }),
+        ...(rate === undefined ? {} : { rate }),
+        dryRun: o.dryRun === true,
+        signal: ctx.signal,
+        onProgress: (c) => progress.update(c.done + c.skipped + c.failed, countsText(c, command.doneKey)),
+      }),
+    );
     progress.finish();
     state.exitCode = finishBatch(ctx, o.json === true, report, {
       key: command.doneKey,
@@ -62,6 +64,37 @@ export async function runBatchCommand<R extends Omit<BatchReport, 'done'>>(
       verb: command.verb,
     });
   });
+}
+
+/**
+ * How a redrive or purge reads the DLQs of the target of `s` (pipelined pages, the receive
+ * pacing and hiding time of the target): `kaj dlq redrive/purge` and the console's.
+ */
+export function batchOptions(
+  s: Pick<Services, 'target'>,
+  o: {
+    readonly queues: readonly Priority[];
+    readonly filter: DeadLetterFilter;
+    readonly limit?: number;
+    /** Items per second. */
+    readonly rate?: number;
+    readonly dryRun: boolean;
+    readonly signal: AbortSignal;
+    readonly onProgress?: BatchOptions['onProgress'];
+  },
+): BatchOptions {
+  return {
+    queues: o.queues,
+    filter: o.filter,
+    ...(o.limit === undefined ? {} : { limit: o.limit }),
+    visibilitySeconds: LIST_VISIBILITY_SECONDS + (o.rate === undefined ? 0 : Math.ceil((10 * PIPELINE) / o.rate)),
+    ...receiveTiming(s.target),
+    signal: o.signal,
+    dryRun: o.dryRun,
+    pipeline: PIPELINE,
+    ...(o.rate === undefined ? {} : { ratePerSecond: o.rate }),
+    ...(o.onProgress === undefined ? {} : { onProgress: o.onProgress }),
+  };
 }
 
 /** Asks on a terminal; refuses (usage error) when there is none to ask on. */

@@ -1,0 +1,330 @@
+/**
+ * The console as one request handler, independent of the HTTP server it runs in (`npm start`'s
+ * or `kaj ui`'s): request in, page out. Guards every request (Host), every action (origin,
+ * token, read-only), and turns bad input into a 400 page naming the field.
+ *
+ * @module
+ */
+import { ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
+import type { Clock } from '../runtime/clock.js';
+import type { Logger } from '../runtime/logger.js';
+import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../task/errors.js';
+import type { Operator } from '../task/operations.js';
+import { assets } from './assets.js';
+import { ActionRefusedError, BadParameterError, ForeignHostError, PageNotFoundError } from './errors.js';
+import type { Html } from './html.js';
+import { JobBoard } from './jobs.js';
+import type { Flash, PageContext } from './layout.js';
+import type { ConsoleBackend, TaskQuery } from './model.js';
+import {
+  confirmPage,
+  deadLettersPage,
+  errorPage,
+  groupDeadLetters,
+  jobLive,
+  jobPage,
+  overviewLive,
+  overviewPage,
+  schedulePage,
+  schedulesPage,
+  taskPage,
+  tasksPage,
+} from './pages.js';
+import * as P from './params.js';
+import { checkAction, checkHost } from './security.js';
+
+export interface ConsoleRequest {
+  readonly method: string;
+  /** The path, percent-decoded per segment by the router. */
+  readonly path: string;
+  readonly query: P.Params;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The urlencoded body of a POST. */
+  readonly form: P.Params;
+}
+
+export interface ConsoleResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | Buffer;
+}
+
+export interface ConsoleOptions {
+  readonly backend: ConsoleBackend;
+  /** The per-start token (security.ts `newToken`). */
+  readonly token: string;
+  /** The port the console is served on (its own Host and Origin). */
+  readonly port: () => number;
+  readonly actionsAllowed: boolean;
+  /** Who acts, for audit entries (the OS user, as for `kaj`). */
+  readonly actor: string;
+  readonly clock: Clock;
+  readonly newId: () => string;
+  readonly logger?: Logger;
+}
+
+/** DLQ messages a dead-letters page reads at most. */
+export const DEAD_LETTER_READ_LIMIT = 1_000;
+
+const MESSAGES: Readonly<Record<string, Flash>> = {
+  cancelled: { kind: 'ok', text: 'Cancelled.' },
+  cancel_requested: { kind: 'ok', text: 'Cancel requested: the worker stops the task at its next heartbeat.' },
+  redriven: { kind: 'ok', text: 'Redriven: the task is queued again.' },
+  paused: { kind: 'ok', text: 'Paused.' },
+  resumed: { kind: 'ok', text: 'Resumed.' },
+  triggered: { kind: 'ok', text: 'Triggered: a run was created now.' },
+};
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+export class ConsoleApp {
+  readonly jobs: JobBoard;
+
+  constructor(private readonly o: ConsoleOptions) {
+    this.jobs = new JobBoard(o.clock, o.newId);
+  }
+
+  async handle(req: ConsoleRequest): Promise<ConsoleResponse> {
+    try {
+      checkHost(req.headers.host, this.o.port());
+    } catch (err) {
+      if (err instanceof ForeignHostError) return text(421, err.message);
+      throw err;
+    }
+    const ctx = await this.context();
+    try {
+      if (req.method === 'GET' || req.method === 'HEAD') return await this.get(ctx, req);
+      if (req.method === 'POST') {
+        if (!this.o.actionsAllowed) {
+          throw new ActionRefusedError(
+            'refused: this console is read-only. Start it with `kaj ui --allow-actions` to cancel, redrive, purge or change schedules.',
+          );
+        }
+        checkAction(req, { token: this.o.token, port: this.o.port() });
+        return await this.post(ctx, req);
+      }
+      return {
+        ...page(405, errorPage(ctx, 'Method not allowed', `${req.method} is not served here.`)),
+        headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', allow: 'GET, POST' },
+      };
+    } catch (err) {
+      return this.failure(ctx, err);
+    }
+  }
+
+  private async context(): Promise<PageContext> {
+    return {
+      label: this.o.backend.label,
+      token: this.o.token,
+      actionsAllowed: this.o.actionsAllowed,
+      schedules: this.o.backend.schedules !== undefined,
+      now: this.o.clock.now(),
+    };
+  }
+
+  private failure(ctx: PageContext, err: unknown): ConsoleResponse {
+    if (err instanceof BadParameterError) return page(400, errorPage(ctx, 'Bad request', err.message));
+    if (err instanceof ValidationError)
+      return page(400, errorPage(ctx, 'Bad request', `${err.field}: ${err.message.replace(/^[a-z_]+: /, '')}`));
+    if (err instanceof ScheduleValidationError)
+      return page(400, errorPage(ctx, 'Bad request', `${err.field}: ${err.message}`));
+    if (err instanceof ActionRefusedError) return page(403, errorPage(ctx, 'Forbidden', err.message));
+    if (err instanceof PageNotFoundError || err instanceof ScheduleNotFoundError)
+      return page(404, errorPage(ctx, 'Not found', err.message));
+    this.o.logger?.error('console: request failed', {
+      error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+    });
+    return page(
+      500,
+      errorPage(ctx, 'Something went wrong', err instanceof Error ? `${err.name}: ${err.message}` : String(err)),
+    );
+  }
+
+  private async get(ctx: PageContext, req: ConsoleRequest): Promise<ConsoleResponse> {
+    const b = this.o.backend;
+    const parts = segments(req.path);
+    const [a, x, y] = parts;
+    if (a === 'assets' && x !== undefined && parts.length === 2) return asset(`/assets/${x}`);
+    if (parts.length === 0) return page(200, overviewPage(ctx, await b.overview()));
+    if (a === 'fragments' && x === 'overview' && parts.length === 2) return page(200, overviewLive(await b.overview()));
+    if (a === 'fragments' && x === 'jobs' && y !== undefined && parts.length === 3)
+      return page(200, jobLive(this.job(y)));
+    if (a === 'tasks' && parts.length === 1) {
+      const since = P.since(req.query);
+      if (since !== undefined && req.query.status === 'delayed')
+        throw new BadParameterError('since', 'not with status=delayed (its tasks are listed by when they run)');
+      const type = P.taskType(req.query);
+      const priority = P.priority(req.query);
+      const cursor = P.optional(req.query, 'cursor', 2048);
+      const q: TaskQuery = {
+        status: P.status(req.query),
+        limit: P.intInRange(req.query, 'limit', 1, 100, 50),
+        ...(type === undefined ? {} : { type }),
+        ...(priority === undefined ? {} : { priority }),
+        ...(since === undefined ? {} : { since: ctx.now - P.SINCE_CHOICES[since] }),
+        ...(cursor === undefined ? {} : { cursor }),
+      };
+      return page(200, tasksPage(ctx, q, since, await b.listTasks(q)));
+    }
+    if (a === 'tasks' && x !== undefined && parts.length === 2) {
+      const id = P.taskId(x, 'task id');
+      const r = await b.getTask(id);
+      if (r === undefined)
+        throw new PageNotFoundError(`task ${id} not found (never existed, or expired after its retention)`);
+      return page(200, taskPage(ctx, r, flashOf(req.query)));
+    }
+    if (a === 'dead-letters' && parts.length === 1) {
+      const view = await b.deadLetters(DEAD_LETTER_READ_LIMIT);
+      return page(200, deadLettersPage(ctx, view, groupDeadLetters(view.tasks)));
+    }
+    if (a === 'dead-letters' && x === 'confirm' && parts.length === 2) {
+      const verb = P.required(req.query, 'verb');
+      if (verb !== 'redrive' && verb !== 'purge')
+        throw new BadParameterError('verb', `redrive or purge (got "${verb}")`);
+      const id = P.required(req.query, 'group', 64);
+      const view = await b.deadLetters(DEAD_LETTER_READ_LIMIT);
+      const group = groupDeadLetters(view.tasks).find((g) => g.id === id);
+      if (group === undefined || group.taskIds.length === 0)
+        throw new PageNotFoundError(
+          'that group of dead tasks is not in the DLQs any more (redriven, purged, or changed): read the dead letters again',
+        );
+      return page(200, confirmPage(ctx, verb, group));
+    }
+    if (a === 'jobs' && x !== undefined && parts.length === 2) return page(200, jobPage(ctx, this.job(x)));
+    if (a === 'schedules' && b.schedules !== undefined) {
+      if (parts.length === 1) {
+        const cursor = P.optional(req.query, 'cursor', 2048);
+        return page(200, schedulesPage(ctx, await b.schedules.list(cursor), flashOf(req.query)));
+      }
+      if (x !== undefined && parts.length === 2) {
+        return page(200, schedulePage(ctx, await b.schedules.get(P.scheduleName(x)), flashOf(req.query)));
+      }
+    }
+    throw new PageNotFoundError(`no page at ${req.path}`);
+  }
+
+  private async post(ctx: PageContext, req: ConsoleRequest): Promise<ConsoleResponse> {
+    const b = this.o.backend;
+    const parts = segments(req.path);
+    const [a, x, y] = parts;
+    const reason = P.optional(req.form, 'reason', 200);
+    const operator: Operator = { actor: this.o.actor, ...(reason === undefined ? {} : { reason }) };
+    if (a === 'tasks' && x !== undefined && parts.length === 3) {
+      const id = P.taskId(x, 'task id');
+      if (y === 'cancel') {
+        try {
+          const r = await b.cancelTask(id, { ...operator, reason: reason ?? 'cancelled from the console' });
+          return redirect(req, `/tasks/${id}?msg=${r.requested ? 'cancel_requested' : 'cancelled'}`);
+        } catch (err) {
+          if (err instanceof TaskNotFoundError) throw new PageNotFoundError(err.message);
+          if (!(err instanceof TaskNotCancellableError)) throw err;
+          return this.taskWithFlash(ctx, id, 409, { kind: 'bad', text: `Not cancelled: ${err.message}` });
+        }
+      }
+      if (y === 'redrive') {
+        const out = await b.redrive({ taskIds: [id] }, operator, () => {});
+        const item = out.items.find((i) => i.task_id === id);
+        if (out.done > 0) return redirect(req, `/tasks/${id}?msg=redriven`);
+        return this.taskWithFlash(ctx, id, 409, {
+          kind: 'bad',
+          text: `Not redriven: ${item?.detail ?? 'nothing to redrive'}`,
+        });
+      }
+    }
+    if (a === 'dead-letters' && (x === 'redrive' || x === 'purge') && parts.length === 2) {
+      const ids = P.taskIds(req.form);
+      const description = P.optional(req.form, 'description', 500) ?? `${ids.length} task(s)`;
+      const verb = x;
+      const job = this.jobs.start(verb, description, ids.length, (onProgress) =>
+        verb === 'redrive'
+          ? b.redrive({ taskIds: ids }, operator, onProgress)
+          : b.purge({ taskIds: ids }, operator, onProgress),
+      );
+      return redirect(req, `/jobs/${job.id}`);
+    }
+    if (a === 'schedules' && b.schedules !== undefined && x !== undefined && parts.length === 3) {
+      const name = P.scheduleName(x);
+      if (y === 'pause') {
+        await b.schedules.pause(
+          name,
+          P.optional(req.form, 'note', 200) ?? `paused from the console by ${this.o.actor}`,
+        );
+        return redirect(req, `/schedules/${encodeURIComponent(name)}?msg=paused`);
+      }
+      if (y === 'resume') {
+        await b.schedules.resume(name);
+        return redirect(req, `/schedules/${encodeURIComponent(name)}?msg=resumed`);
+      }
+      if (y === 'trigger') {
+        await b.schedules.trigger(name);
+        return redirect(req, `/schedules/${encodeURIComponent(name)}?msg=triggered`);
+      }
+    }
+    throw new PageNotFoundError(`no action at ${req.path}`);
+  }
+
+  private async taskWithFlash(ctx: PageContext, id: string, status: number, flash: Flash): Promise<ConsoleResponse> {
+    const r = await this.o.backend.getTask(id);
+    if (r === undefined) throw new PageNotFoundError(`task ${id} not found`);
+    return page(status, taskPage(ctx, r, flash));
+  }
+
+  private job(id: string) {
+    const job = this.jobs.get(id);
+    if (job === undefined)
+      throw new PageNotFoundError(`no job ${id} (jobs are kept in memory until the console stops)`);
+    return job;
+  }
+}
+
+function segments(path: string): string[] {
+  const parts = path.split('/').filter((s) => s !== '');
+  try {
+    return parts.map((s) => decodeURIComponent(s));
+  } catch {
+    throw new BadParameterError('path', 'malformed percent-encoding');
+  }
+}
+
+function flashOf(q: P.Params): Flash | undefined {
+  const key = q.msg;
+  return key === undefined ? undefined : MESSAGES[key];
+}
+
+function page(status: number, body: Html): ConsoleResponse {
+  return {
+    status,
+    headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
+    body: body.text,
+  };
+}
+
+function text(status: number, body: string): ConsoleResponse {
+  return { status, headers: { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8' }, body: `${body}\n` };
+}
+
+/** After an action: 303 to the result page; htmx (boosted forms) is told to navigate there instead. */
+function redirect(req: ConsoleRequest, location: string): ConsoleResponse {
+  if (req.headers['hx-request'] === 'true') {
+    return { status: 200, headers: { ...SECURITY_HEADERS, 'hx-redirect': location }, body: '' };
+  }
+  return { status: 303, headers: { ...SECURITY_HEADERS, location }, body: '' };
+}
+
+function asset(path: string): ConsoleResponse {
+  const a = Object.values(assets()).find((x) => x.path === path);
+  if (a === undefined) return text(404, `no asset ${path}`);
+  return {
+    status: 200,
+    headers: { ...SECURITY_HEADERS, 'content-type': a.type, 'cache-control': 'public, max-age=31536000, immutable' },
+    body: a.body,
+  };
+}
