@@ -38,6 +38,8 @@ export interface TargetFlags {
 
 export interface Target {
   readonly kind: 'local' | 'stack';
+  /** The CloudFormation stack's name (a stack target). */
+  readonly stackName?: string;
   /** For messages: `local (npm start, pid 123)`, `stack kaj-prod`. */
   readonly label: string;
   readonly resources: AdminResources;
@@ -167,11 +169,14 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
   };
   const cfn = new CloudFormationClient(clientConfig(settings));
   let outputs;
+  // The stack's name (also when --stack is its ARN): its metrics namespace is named after it.
+  let stackName = stack;
   try {
     const out = await cfn.send(new DescribeStacksCommand({ StackName: stack }));
     const s = out.Stacks?.[0];
     if (s === undefined) throw new CliError(`stack ${stack} not found`);
     outputs = parseStackOutputs(s.Outputs ?? [], `stack ${stack}`);
+    stackName = s.StackName ?? stack;
   } catch (err) {
     if (err instanceof CliError) throw err;
     if (err instanceof Error && /does not exist/.test(err.message)) {
@@ -190,6 +195,7 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
   const { sqs, dynamodb, destroy } = createClients(settings);
   return {
     kind: 'stack',
+    stackName,
     label: `stack ${stack}${region === undefined ? '' : ` (${region})`}${f.endpointUrl === undefined ? '' : ` at ${f.endpointUrl}`}`,
     resources: {
       tableName: outputs.tableName,

@@ -7,7 +7,7 @@ import type { Construct } from 'constructs';
 import { lanes as declaredLanes } from '../tasks/lanes.js';
 import { limits as declaredLimits } from '../tasks/limits.js';
 import { type LaneDeclarations, type LaneQueueUrls, laneQueueNames } from '../shared/config/lanes.js';
-import { METRICS } from '../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../shared/config/metrics.js';
 import { producerConfig } from '../shared/config/producer.js';
 import { ENV, PRIORITIES, type Priority, resourceNames, type ResourceNames } from '../shared/config/resources.js';
 import { functionEnvironment } from '../shared/config/settings.js';
@@ -208,13 +208,14 @@ export class KajStack extends Stack {
       }),
       [ENV.logLevel]: config.logLevel,
       POWERTOOLS_SERVICE_NAME: METRICS.serviceName,
-      POWERTOOLS_METRICS_NAMESPACE: METRICS.namespace,
+      POWERTOOLS_METRICS_NAMESPACE: metricsNamespace(this.stackName),
     };
 
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
       listing: { listIndexArn: this.taskTable.listIndexArn, outboxIndexArn: this.taskTable.outboxIndexArn },
+      metricsNamespace: metricsNamespace(this.stackName),
       schedulesTable: this.scheduleTable.table,
       queues: allMainQueues,
       environment,
@@ -278,6 +279,7 @@ export class KajStack extends Stack {
     });
     this.observability = new Observability(this, 'Observability', {
       namePrefix: this.stackName,
+      metricsNamespace: metricsNamespace(this.stackName),
       queues,
       deadLetterQueues,
       consumer: this.consumer.handler,

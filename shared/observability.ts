@@ -163,7 +163,11 @@ type Members = Record<string, string | number | number[]>;
  *
  * A consumer batch of one task type is therefore one line, however large the batch.
  */
-export function emfLines(recorded: RecordedMetrics, timestamp: number): string[] {
+export function emfLines(
+  recorded: RecordedMetrics,
+  timestamp: number,
+  namespace: string = METRICS.namespace,
+): string[] {
   const service = METRICS.serviceDimension;
   const lines: string[] = [];
   const render = (directives: { dims: string[]; metrics: MetricDefinition[] }[], members: Members) =>
@@ -171,7 +175,7 @@ export function emfLines(recorded: RecordedMetrics, timestamp: number): string[]
       _aws: {
         Timestamp: timestamp,
         CloudWatchMetrics: directives.map((d) => ({
-          Namespace: METRICS.namespace,
+          Namespace: namespace,
           Dimensions: [d.dims],
           Metrics: d.metrics,
         })),
@@ -226,6 +230,11 @@ export interface MetricsOptions {
   readonly write?: LineSink;
   /** Timestamp of the lines. @default Date.now */
   readonly now?: () => number;
+  /**
+   * The CloudWatch namespace (`metricsNamespace(stack)`, set by the stack as
+   * `POWERTOOLS_METRICS_NAMESPACE`). @default that variable, else `Kaj`
+   */
+  readonly namespace?: string;
 }
 
 /** The {@link Metrics} port plus `flush()`, which the function entry points call once per invocation. */
@@ -243,6 +252,7 @@ export interface InvocationMetrics extends Metrics {
 export function createMetrics(o: MetricsOptions = {}): InvocationMetrics {
   const write = o.write ?? stdoutSink;
   const now = o.now ?? Date.now;
+  const namespace = o.namespace ?? (process.env.POWERTOOLS_METRICS_NAMESPACE || METRICS.namespace);
   let untyped = new Map<string, number>();
   let byType = new Map<string, Recorded>();
   const typed = (type: string): Recorded => {
@@ -267,7 +277,7 @@ export function createMetrics(o: MetricsOptions = {}): InvocationMetrics {
       const recorded = { untyped, byType };
       untyped = new Map();
       byType = new Map();
-      for (const line of emfLines(recorded, now())) write(line);
+      for (const line of emfLines(recorded, now(), namespace)) write(line);
     },
   };
 }

@@ -7,7 +7,7 @@
  */
 import { CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import type { Priority } from '../../shared/config/resources.js';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { clientConfig, type ClientSettings } from '../../shared/config/wiring.js';
 import type { Throughput } from '../../shared/console/model.js';
 import { BUCKET_MS, lastHour } from '../../shared/console/throughput.js';
@@ -32,15 +32,18 @@ const KINDS = [
 
 export class CloudWatchReader {
   private readonly cw: CloudWatchClient;
+  /** The stack's own namespace (`Kaj/<stack>`): its metrics only, not another stack's. */
+  private readonly namespace: string;
 
-  constructor(settings: ClientSettings) {
+  constructor(settings: ClientSettings, stackName: string) {
     this.cw = new CloudWatchClient(clientConfig(settings));
+    this.namespace = metricsNamespace(stackName);
   }
 
   async read(queues: readonly QueueRef[], now: number): Promise<CloudWatchReading> {
     const queries: MetricDataQuery[] = KINDS.map(([id, name]) => ({
       Id: id,
-      Expression: `SUM(SEARCH('{${METRICS.namespace},${METRICS.serviceDimension},${METRICS.taskTypeDimension}} MetricName="${name}" ${METRICS.serviceDimension}="${METRICS.serviceName}"', 'Sum', 60))`,
+      Expression: `SUM(SEARCH('{"${this.namespace}",${METRICS.serviceDimension},${METRICS.taskTypeDimension}} MetricName="${name}" ${METRICS.serviceDimension}="${METRICS.serviceName}"', 'Sum', 60))`,
       Label: name,
       ReturnData: true,
     }));
@@ -88,7 +91,7 @@ export class CloudWatchReader {
       return {
         throughput: {
           available: true,
-          source: `CloudWatch (namespace ${METRICS.namespace}, every Kaj stack of this account and region: the metrics carry no stack dimension; up to a few minutes behind)`,
+          source: `CloudWatch (namespace ${this.namespace}: this stack's metrics; up to a few minutes behind)`,
           bucketSeconds: 60,
           buckets: lastHour(now, (t) => ({ succeeded: at('s', t), failed: at('f', t), retried: at('r', t) })),
         },

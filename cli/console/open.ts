@@ -39,8 +39,11 @@ export async function openConsole(ctx: CliContext, flags: TargetFlags, o: Consol
   const services = await openServices(ctx, flags, registry);
   const stop = new AbortController();
   const cloudwatch =
-    o.metrics === undefined && services.target.kind === 'stack' && services.target.clientSettings !== undefined
-      ? new CloudWatchReader(services.target.clientSettings)
+    o.metrics === undefined &&
+    services.target.kind === 'stack' &&
+    services.target.clientSettings !== undefined &&
+    services.target.stackName !== undefined
+      ? new CloudWatchReader(services.target.clientSettings, services.target.stackName)
       : undefined;
   const metrics: BackendOptions['metrics'] =
     o.metrics ??

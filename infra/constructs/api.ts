@@ -78,6 +78,12 @@ export interface TaskApiProps {
    * @default - no listing permission: the listing route answers 503 on AWS
    */
   readonly listing?: { readonly listIndexArn: string; readonly outboxIndexArn: string };
+  /**
+   * The namespace of the submissions metric (counted from the access log): the stack's
+   * (`metricsNamespace(stackName)`), where its alarms and dashboard read.
+   * @default METRICS.namespace (`Kaj`)
+   */
+  readonly metricsNamespace?: string;
   /** The main queues the API submits to: the three priority queues of every lane. */
   readonly queues: readonly sqs.IQueue[];
   /** Environment of the function. */
@@ -238,7 +244,7 @@ export class TaskApi extends Construct {
       // route as `METHOD /path/template`.
       new logs.MetricFilter(this, 'SubmittedFilter', {
         logGroup: this.accessLogGroup,
-        metricNamespace: METRICS.namespace,
+        metricNamespace: props.metricsNamespace ?? METRICS.namespace,
         metricName: METRICS.submitted,
         filterPattern: logs.FilterPattern.all(
           logs.FilterPattern.stringValue('$.route', '=', SUBMIT_ROUTE_KEY),

@@ -14,6 +14,11 @@ import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
 export interface ObservabilityProps {
   /** Prefix of alarm names (the stack name). */
   readonly namePrefix: string;
+  /**
+   * The namespace the functions' metrics are in (`metricsNamespace(stackName)`).
+   * @default METRICS.namespace (`Kaj`)
+   */
+  readonly metricsNamespace?: string;
   readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
   readonly deadLetterQueues: Readonly<Record<Priority, sqs.IQueue>>;
   /** The default lane's consumer. */
@@ -76,9 +81,12 @@ export const LIMIT_SATURATED_PERIODS = 6;
  * dimensions it carries): a Metrics Insights query, because the consumer counts deferrals per
  * TaskType and an alarm on a plain metric must name every dimension value.
  */
-export const LIMIT_DEFERRALS_QUERY =
-  `SELECT SUM(${METRICS.limitDeferrals}) FROM "${METRICS.namespace}" ` +
-  `WHERE ${METRICS.serviceDimension} = '${METRICS.serviceName}'`;
+export function limitDeferralsQuery(namespace: string): string {
+  return (
+    `SELECT SUM(${METRICS.limitDeferrals}) FROM "${namespace}" ` +
+    `WHERE ${METRICS.serviceDimension} = '${METRICS.serviceName}'`
+  );
+}
 
 /** Why the alarm topic is not encrypted by default (cdk-nag AwsSolutions-SNS2). */
 export const UNENCRYPTED_ALARM_TOPIC_REASON =
@@ -96,9 +104,9 @@ const cap = (p: string) => p.charAt(0).toUpperCase() + p.slice(1);
 export const POWERTOOLS_SERVICE_DIMENSION = METRICS.serviceDimension;
 
 /** A Kaj count emitted without a TaskType, with exactly the dimensions it is emitted with. */
-function untypedCount(metricName: string, options: cloudwatch.MetricOptions): cloudwatch.Metric {
+function untypedCount(namespace: string, metricName: string, options: cloudwatch.MetricOptions): cloudwatch.Metric {
   return new cloudwatch.Metric({
-    namespace: METRICS.namespace,
+    namespace,
     metricName,
     dimensionsMap: { [POWERTOOLS_SERVICE_DIMENSION]: METRICS.serviceName },
     ...options,
@@ -138,6 +146,7 @@ export class Observability extends Construct {
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
     const prefix = props.namePrefix;
+    const namespace = props.metricsNamespace ?? METRICS.namespace;
     const fiveMinutes = Duration.minutes(5);
     const alarms: Record<string, cloudwatch.Alarm> = {};
     /** Fires when a main queue's oldest message is older than the threshold. */
@@ -245,7 +254,7 @@ export class Observability extends Construct {
       'consumerItemFailures',
       'ConsumerItemFailures',
       'consumer-item-failures',
-      untypedCount(METRICS.consumerItemFailures, sum),
+      untypedCount(namespace, METRICS.consumerItemFailures, sum),
       'The consumer left records on the queue after an infrastructure failure (DynamoDB/SQS); SQS redelivers them. ' +
         'Persistent failures end in the DLQ.',
     );
@@ -253,14 +262,14 @@ export class Observability extends Construct {
       'sweeperItemFailures',
       'SweeperItemFailures',
       'sweeper-item-failures',
-      untypedCount(METRICS.sweeperItemFailures, sum),
+      untypedCount(namespace, METRICS.sweeperItemFailures, sum),
       'The outbox sweeper could not act on some outbox entries this run: their tasks wait for the next run.',
     );
     anyAlarm(
       'schedulerItemFailures',
       'SchedulerItemFailures',
       'scheduler-item-failures',
-      untypedCount(METRICS.schedulerItemFailures, sum),
+      untypedCount(namespace, METRICS.schedulerItemFailures, sum),
       'The scheduler could not advance some schedules this tick (DynamoDB or SQS failed for them): the next tick ' +
         'tries again with the same run ids (no duplicate). Persistent failures mean missed runs: read the ' +
         "scheduler's logs (each line names the schedule).",
@@ -289,7 +298,7 @@ export class Observability extends Construct {
         'Runs created by schedules failed for good in each of the last three 5-minute periods: a schedule whose ' +
         "runs keep failing. The consumer's log lines for these failures name the schedule and the task: fix the " +
         'task type (or its arguments in the schedule), or pause the schedule until it is fixed.',
-      metric: untypedCount(METRICS.scheduledRunsFailed, sum),
+      metric: untypedCount(namespace, METRICS.scheduledRunsFailed, sum),
       threshold: 1,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       evaluationPeriods: 3,
@@ -309,7 +318,7 @@ export class Observability extends Construct {
           'limit (logLevel DEBUG). Raise the limit in tasks/limits.ts if the provider allows, or expect the ' +
           'backlog to drain at the limit.',
         metric: new cloudwatch.MathExpression({
-          expression: LIMIT_DEFERRALS_QUERY,
+          expression: limitDeferralsQuery(namespace),
           period: fiveMinutes,
           label: 'deferrals (all types)',
         }),
@@ -385,6 +394,7 @@ export class Observability extends Construct {
   }
 
   private createDashboard(prefix: string, props: ObservabilityProps): cloudwatch.Dashboard {
+    const namespace = props.metricsNamespace ?? METRICS.namespace;
     const minute = Duration.minutes(1);
     const perQueue = (
       queues: Readonly<Record<Priority, sqs.IQueue>>,
@@ -392,7 +402,7 @@ export class Observability extends Construct {
     ) => PRIORITIES.map((p) => metric(queues[p], p));
 
     const search = (metricName: string, stat: string) =>
-      `SEARCH('Namespace="${METRICS.namespace}" MetricName="${metricName}"', '${stat}', 60)`;
+      `SEARCH('Namespace="${namespace}" MetricName="${metricName}"', '${stat}', 60)`;
     const taskCount = (metricName: string, label: string): cloudwatch.IMetric[] => [
       new cloudwatch.MathExpression({
         expression: `SUM(${search(metricName, 'Sum')})`,
@@ -410,7 +420,7 @@ export class Observability extends Construct {
       new cloudwatch.TextWidget({
         markdown:
           `# Kaj — ${prefix}\nQueues, dead letters and tasks. Task metrics come from EMF (namespace ` +
-          `\`${METRICS.namespace}\`, dimension \`${METRICS.taskTypeDimension}\`), aggregated with SEARCH.`,
+          `\`${namespace}\`, dimension \`${METRICS.taskTypeDimension}\`), aggregated with SEARCH.`,
         width: 24,
         height: 2,
       }),
@@ -485,9 +495,17 @@ export class Observability extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Item failures (records / outbox entries / schedules left for a retry)',
         left: [
-          untypedCount(METRICS.consumerItemFailures, { period: minute, statistic: 'Sum', label: 'consumer' }),
-          untypedCount(METRICS.sweeperItemFailures, { period: minute, statistic: 'Sum', label: 'sweeper' }),
-          untypedCount(METRICS.schedulerItemFailures, { period: minute, statistic: 'Sum', label: 'scheduler' }),
+          untypedCount(namespace, METRICS.consumerItemFailures, {
+            period: minute,
+            statistic: 'Sum',
+            label: 'consumer',
+          }),
+          untypedCount(namespace, METRICS.sweeperItemFailures, { period: minute, statistic: 'Sum', label: 'sweeper' }),
+          untypedCount(namespace, METRICS.schedulerItemFailures, {
+            period: minute,
+            statistic: 'Sum',
+            label: 'scheduler',
+          }),
         ],
         width: 12,
       }),
@@ -542,7 +560,11 @@ export class Observability extends Construct {
         title: 'Scheduled runs: created / failed for good',
         left: [
           ...taskCount(METRICS.scheduledRunsCreated, 'created'),
-          untypedCount(METRICS.scheduledRunsFailed, { period: minute, statistic: 'Sum', label: 'failed for good' }),
+          untypedCount(namespace, METRICS.scheduledRunsFailed, {
+            period: minute,
+            statistic: 'Sum',
+            label: 'failed for good',
+          }),
         ],
         width: 12,
       }),

@@ -41,3 +41,13 @@ export const METRICS = {
   /** Limits paused for every worker because a provider answered with Retry-After (`learnRetryAfter`). */
   limitPauses: 'LimitPauses',
 } as const;
+
+/**
+ * The CloudWatch namespace of one deployment's metrics: `Kaj/<stack name>`. Every metric, alarm,
+ * dashboard line and metric filter of a stack is in its own namespace, so two stacks in one
+ * account and region (staging and production) never count each other's tasks. Without a stack
+ * (the local runtime, tests) the bare `Kaj`.
+ */
+export function metricsNamespace(stackName?: string): string {
+  return stackName === undefined ? METRICS.namespace : `${METRICS.namespace}/${stackName}`;
+}

@@ -13,7 +13,7 @@ import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_ROUTES } from '../../infra/constructs/api.js';
 import { ALL_OUTPUT_KEYS, OUTPUT_KEYS } from '../../infra/outputs.js';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { createMetrics } from '../../shared/observability.js';
 import { DEVELOPMENT_ID_SECRET } from '../../shared/app.js';
 import { DEFAULTS, ENV, PRIORITIES, TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
@@ -409,7 +409,9 @@ describe('functions', () => {
         const env = props.Environment.Variables as Record<string, unknown>;
         expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
         expect(env.POWERTOOLS_SERVICE_NAME).toBe(METRICS.serviceName);
-        expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(METRICS.namespace);
+        // The stack's own namespace: two stacks in one account and region never share a metric.
+        expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(`Kaj/${s.stack.stackName}`);
+        expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(metricsNamespace(s.stack.stackName));
         expect(env[ENV.tableName]).toEqual({ Ref: s.logicalId(stack.taskTable.table) });
         expect(env[ENV.leaseSeconds]).toBe(String(DEFAULTS.leaseSeconds));
         expect(env[ENV.retentionDays]).toBe(String(DEFAULTS.retentionDays));
@@ -806,7 +808,10 @@ describe('observability', () => {
       return true;
     });
     try {
-      const metrics = createMetrics();
+      // In the namespace the stack gives its functions (POWERTOOLS_METRICS_NAMESPACE).
+      const namespace = base.resources[base.logicalId(base.stack.consumer.handler)]!.Properties.Environment.Variables
+        .POWERTOOLS_METRICS_NAMESPACE as string;
+      const metrics = createMetrics({ namespace });
       metrics.count(METRICS.consumerItemFailures, undefined);
       metrics.count(METRICS.sweeperItemFailures, undefined);
       metrics.flush();
@@ -847,7 +852,7 @@ describe('observability', () => {
     const [[, dashboard]] = ofType(base, 'AWS::CloudWatch::Dashboard') as [[string, CfnResourceJson]];
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const m of [METRICS.consumerItemFailures, METRICS.sweeperItemFailures]) {
-      expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${m}\\",\\"service\\",\\"${METRICS.serviceName}\\"`);
+      expect(body).toContain(`[\\"Kaj/kaj\\",\\"${m}\\",\\"service\\",\\"${METRICS.serviceName}\\"`);
     }
     expect(body).toContain('[\\"AWS/ApiGateway\\",\\"5xx\\",\\"ApiId\\"');
     // No alarm status widget: it would reference the alarms by Fn::GetAtt, which moto (the deploy
@@ -864,7 +869,7 @@ describe('observability', () => {
       expect(body).toContain(m);
     }
     for (const m of [METRICS.succeeded, METRICS.retried, METRICS.failed]) {
-      expect(body).toContain(`SUM(SEARCH('Namespace=\\\\\\"${METRICS.namespace}\\\\\\" MetricName=\\\\\\"${m}\\\\\\"'`);
+      expect(body).toContain(`SUM(SEARCH('Namespace=\\\\\\"Kaj/kaj\\\\\\" MetricName=\\\\\\"${m}\\\\\\"'`);
     }
     expect(body).toContain(`MetricName=\\\\\\"${METRICS.duration}\\\\\\"', 'p99'`);
     expect(body).toContain(`MetricName=\\\\\\"${METRICS.duration}\\\\\\"', 'p50'`);

@@ -24,13 +24,13 @@ import {
   MAX_LANES,
 } from '../../infra/config.js';
 import { LimitTable } from '../../infra/constructs/limit-table.js';
-import { LIMIT_DEFERRALS_QUERY } from '../../infra/constructs/observability.js';
+import { limitDeferralsQuery } from '../../infra/constructs/observability.js';
 import { TaskQueues } from '../../infra/constructs/task-queues.js';
 import { InvalidConfigError } from '../../infra/errors.js';
 import { KajStack, type KajStackProps } from '../../infra/kaj-stack.js';
 import { OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
 import { type LaneDeclarations, laneQueueNames } from '../../shared/config/lanes.js';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import {
   DEFAULTS,
   ENV,
@@ -60,11 +60,33 @@ const LANE_NAMES = ['cpu', 'io'] as const;
  * The resources of the stack before lanes and limits, as it was synthesized then (without the
  * functions' code and the dashboard's body): test/infra/fixtures/before-lanes.template.json.
  */
-const BEFORE = (
-  JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/infra/fixtures/before-lanes.template.json'), 'utf8')) as {
-    Resources: Record<string, CfnResourceJson>;
-  }
-).Resources;
+const BEFORE = inStackNamespace(
+  (
+    JSON.parse(readFileSync(path.join(REPO_ROOT, 'test/infra/fixtures/before-lanes.template.json'), 'utf8')) as {
+      Resources: Record<string, CfnResourceJson>;
+    }
+  ).Resources,
+);
+
+/**
+ * The fixture with the one change made since that is not the lanes': metrics moved from the
+ * shared namespace `Kaj` to the stack's own (`metricsNamespace('kaj')`, `Kaj/kaj`), in the
+ * functions' POWERTOOLS_METRICS_NAMESPACE, the metric filter and the alarms.
+ */
+function inStackNamespace<T>(value: T): T {
+  const keys = new Set(['POWERTOOLS_METRICS_NAMESPACE', 'MetricNamespace', 'Namespace']);
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(
+      Object.entries(v).map(([k, x]) => [
+        k,
+        keys.has(k) && x === METRICS.namespace ? metricsNamespace('kaj') : walk(x),
+      ]),
+    );
+  };
+  return walk(value) as T;
+}
 
 let laned: SynthesizedKaj;
 let plain: SynthesizedKaj;
@@ -490,7 +512,7 @@ describe('alarms', () => {
     const a = alarm(laned, 'limitDeferrals');
     expect(a).toMatchObject({
       AlarmName: 'kaj-limit-saturated-30-minutes',
-      Metrics: [{ Expression: LIMIT_DEFERRALS_QUERY, Id: expect.any(String), Period: 300, ReturnData: true }],
+      Metrics: [{ Expression: limitDeferralsQuery('Kaj/kaj'), Id: expect.any(String), Period: 300, ReturnData: true }],
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
       EvaluationPeriods: 6,
@@ -500,7 +522,7 @@ describe('alarms', () => {
       OKActions: topic(),
     });
     expect(a.Metrics).toHaveLength(1);
-    expect(LIMIT_DEFERRALS_QUERY).toBe(`SELECT SUM(LimitDeferrals) FROM "Kaj" WHERE service = 'kaj'`);
+    expect(limitDeferralsQuery('Kaj/kaj')).toBe(`SELECT SUM(LimitDeferrals) FROM "Kaj/kaj" WHERE service = 'kaj'`);
     expect(a.AlarmDescription).toMatch(/saturated/);
     expect(a.AlarmDescription).toMatch(/Retry-After/);
     expect(a.AlarmDescription).toMatch(/tasks\/limits\.ts/);
@@ -508,7 +530,8 @@ describe('alarms', () => {
 
   it('the query matches what the functions emit for a deferral, with a TaskType or without', () => {
     const lines: string[] = [];
-    const metrics = createMetrics({ write: (l) => lines.push(l) });
+    // In the stack's namespace, as its functions are told (POWERTOOLS_METRICS_NAMESPACE).
+    const metrics = createMetrics({ write: (l) => lines.push(l), namespace: metricsNamespace('kaj') });
     metrics.count(METRICS.limitDeferrals, 'send-email');
     metrics.count(METRICS.limitDeferrals, undefined);
     metrics.flush();
@@ -523,8 +546,8 @@ describe('alarms', () => {
       .filter(({ d }) => d.Metrics.some((m) => m.Name === 'LimitDeferrals'));
     expect(directives).toHaveLength(2);
     for (const { d, emf } of directives) {
-      // FROM "Kaj" WHERE service = 'kaj': the namespace, and the service dimension whatever else.
-      expect(d.Namespace).toBe('Kaj');
+      // FROM "Kaj/kaj" WHERE service = 'kaj': the namespace, and the service dimension whatever else.
+      expect(d.Namespace).toBe('Kaj/kaj');
       expect(d.Dimensions[0]).toContain('service');
       expect(emf.service).toBe('kaj');
     }
@@ -541,7 +564,7 @@ describe('alarms', () => {
     const [[, dashboard]] = ofType(laned, 'AWS::CloudWatch::Dashboard') as [[string, CfnResourceJson]];
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const m of [METRICS.limitDeferrals, METRICS.limitPauses]) {
-      expect(body).toContain(`SUM(SEARCH('Namespace=\\\\\\"${METRICS.namespace}\\\\\\" MetricName=\\\\\\"${m}\\\\\\"'`);
+      expect(body).toContain(`SUM(SEARCH('Namespace=\\\\\\"Kaj/kaj\\\\\\" MetricName=\\\\\\"${m}\\\\\\"'`);
     }
     for (const lane of LANE_NAMES) {
       expect(body).toContain(JSON.stringify(getAtt(laned.logicalId(queuesOf(laned, lane).high), 'QueueName')));

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_LOG_FORMAT, REST_ACCESS_LOG_FORMAT, REST_STAGE_NAME } from '../../infra/constructs/api.js';
 import { OUTPUT_KEYS } from '../../infra/outputs.js';
 import { API_ROUTES, routeKey } from '../../shared/api/routes.js';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
 
 const SYNTH_TIMEOUT = 180_000;
@@ -176,7 +176,9 @@ describe('REST API stage', () => {
     expect(filters(rest)).toHaveLength(1);
     expect(restFilter).toMatchObject({
       FilterPattern: '{ ($.route = "POST /api/v1/tasks") && ($.status = "202") }',
-      MetricTransformations: [{ MetricNamespace: METRICS.namespace, MetricName: METRICS.submitted, MetricValue: '1' }],
+      MetricTransformations: [
+        { MetricNamespace: metricsNamespace(rest.stack.stackName), MetricName: METRICS.submitted, MetricValue: '1' },
+      ],
     });
     expect(filters(http)[0]?.FilterPattern).toBe(restFilter?.FilterPattern);
   });

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScheduleTable } from '../../infra/constructs/schedule-table.js';
 import { Scheduler } from '../../infra/constructs/scheduler.js';
 import { ALL_OUTPUT_KEYS, OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { ENV, PRIORITIES, SCHEDULE_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
 import { createMetrics } from '../../shared/observability.js';
 import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
@@ -378,7 +378,7 @@ describe('scheduler alarms', () => {
       const a = alarm(s, 'scheduledRunsFailed');
       expect(a).toMatchObject({
         AlarmName: `${s.stack.stackName}-scheduled-runs-failed`,
-        Namespace: METRICS.namespace,
+        Namespace: metricsNamespace(s.stack.stackName),
         MetricName: 'ScheduledRunsFailed',
         Dimensions: [{ Name: METRICS.serviceDimension, Value: METRICS.serviceName }],
         Statistic: 'Sum',
@@ -399,7 +399,7 @@ describe('scheduler alarms', () => {
     const a = alarm(base, 'schedulerItemFailures');
     expect(a).toMatchObject({
       AlarmName: `${base.stack.stackName}-scheduler-item-failures`,
-      Namespace: METRICS.namespace,
+      Namespace: metricsNamespace(base.stack.stackName),
       MetricName: 'SchedulerItemFailures',
       Dimensions: [{ Name: METRICS.serviceDimension, Value: METRICS.serviceName }],
       Statistic: 'Sum',
@@ -412,7 +412,9 @@ describe('scheduler alarms', () => {
 
   it('the ScheduledRunsFailed alarm reads exactly the metric createMetrics emits for it (beside a typed TasksFailed)', () => {
     const lines: string[] = [];
-    const metrics = createMetrics({ write: (l) => lines.push(l) });
+    const namespace = base.resources[base.logicalId(base.stack.consumer.handler)]!.Properties.Environment.Variables
+      .POWERTOOLS_METRICS_NAMESPACE as string;
+    const metrics = createMetrics({ write: (l) => lines.push(l), namespace });
     // What the consumer records when a scheduled run fails for good: the typed failure and the untyped count.
     metrics.count(METRICS.failed, 'send-report');
     metrics.count(METRICS.scheduledRunsFailed, undefined);
@@ -453,7 +455,9 @@ describe('dashboard', () => {
       expect(body).toContain(`[\\"AWS/Lambda\\",\\"${m}\\",\\"FunctionName\\",\\"",${fnRef}`);
     }
     for (const m of [METRICS.scheduledRunsFailed, METRICS.schedulerItemFailures]) {
-      expect(body).toContain(`[\\"${METRICS.namespace}\\",\\"${m}\\",\\"service\\",\\"${METRICS.serviceName}\\"`);
+      expect(body).toContain(
+        `[\\"${metricsNamespace(base.stack.stackName)}\\",\\"${m}\\",\\"service\\",\\"${METRICS.serviceName}\\"`,
+      );
     }
     expect(body).toContain(`MetricName=\\\\\\"${METRICS.scheduledRunsCreated}\\\\\\"'`);
     expect(body).not.toContain('\\"type\\":\\"alarm\\"');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { METRICS } from '../../shared/config/metrics.js';
+import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { ENV } from '../../shared/config/resources.js';
 import {
   createLogger,
@@ -77,6 +77,27 @@ const typed = (type: string) => ({
 const untyped = { [METRICS.serviceDimension]: METRICS.serviceName };
 
 describe('createMetrics', () => {
+  it("writes in the namespace it is given, else POWERTOOLS_METRICS_NAMESPACE (the stack's), else Kaj", () => {
+    const namespaces = (o: { namespace?: string }) => {
+      const lines: string[] = [];
+      const m = createMetrics({ write: (l) => lines.push(l), now: () => T0, ...o });
+      m.count(METRICS.succeeded, 'job');
+      m.flush();
+      return lines.flatMap((l) => (JSON.parse(l) as EmfDocument)._aws.CloudWatchMetrics.map((d) => d.Namespace));
+    };
+    const before = process.env.POWERTOOLS_METRICS_NAMESPACE;
+    try {
+      delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+      expect(namespaces({})).toEqual(['Kaj']);
+      expect(namespaces({ namespace: metricsNamespace('kaj-prod') })).toEqual(['Kaj/kaj-prod']);
+      process.env.POWERTOOLS_METRICS_NAMESPACE = 'Kaj/kaj-staging';
+      expect(namespaces({})).toEqual(['Kaj/kaj-staging']);
+    } finally {
+      if (before === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+      else process.env.POWERTOOLS_METRICS_NAMESPACE = before;
+    }
+  });
+
   it('a batch of ten tasks of one type is one line: counts summed, durations as an array', () => {
     const out = sink();
     const metrics = createMetrics({ write: out.write, now: () => T0 });

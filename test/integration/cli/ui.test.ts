@@ -133,12 +133,24 @@ beforeAll(async () => {
     Stacks: [{ StackName: STACK, CreationTime: new Date(), StackStatus: 'UPDATE_COMPLETE', Outputs: outputs }],
   });
   const minute = Math.floor(Date.now() / 60_000) * 60_000;
-  cw.on(GetMetricDataCommand).callsFake((input: { MetricDataQueries: { Id: string }[] }) => ({
+  // Task counts only for a SEARCH in this stack's own namespace (another stack's would be `Kaj/<it>`).
+  const own = (q: { Expression?: string }) => q.Expression?.includes(`{"Kaj/${STACK}",`) === true;
+  cw.on(GetMetricDataCommand).callsFake((input: { MetricDataQueries: { Id: string; Expression?: string }[] }) => ({
     MetricDataResults: input.MetricDataQueries.map((q) => ({
       Id: q.Id,
       Timestamps: [new Date(minute - 120_000), new Date(minute - 60_000)],
       Values:
-        q.Id === 's' ? [40, 2] : q.Id === 'f' ? [6, 0] : q.Id === 'r' ? [1, 1] : q.Id === 'age1' ? [0, 95] : [0, 0],
+        !['s', 'f', 'r'].includes(q.Id) || own(q)
+          ? q.Id === 's'
+            ? [40, 2]
+            : q.Id === 'f'
+              ? [6, 0]
+              : q.Id === 'r'
+                ? [1, 1]
+                : q.Id === 'age1'
+                  ? [0, 95]
+                  : [0, 0]
+          : [0, 0],
     })),
   }));
 });
