@@ -43,10 +43,13 @@ describe.each(targets())('worker processes killed or stopped mid-task on $name',
     const id = await bench.submit('sleep', { ms: 60_000, retry_ms: 100 });
     await bench.started(id, 1);
     await bench.claimed(id, { attempt: 1 });
+    // The rescuer is up before the kill, so the time measured is the recovery's, not a process
+    // start's (a node + tsx start takes seconds on a loaded 2-core machine). It gets nothing until
+    // then: the one message is held by the doomed worker's heartbeat.
+    const second = await bench.startWorker({ label: 'rescuer' });
     first.kill('SIGKILL');
     const killedAt = Date.now();
     expect((await first.exited).signal).toBe('SIGKILL');
-    const second = await bench.startWorker({ label: 'rescuer' });
 
     const done = await bench.until(id, ['succeeded'], 30_000);
     const recoveredMs = Date.parse(done.finished_at ?? '') - killedAt;
