@@ -3,10 +3,6 @@
  * Two stacks are synthesized once for the whole file (esbuild bundling takes seconds):
  * the default configuration, and a variant that changes every switch.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
@@ -17,7 +13,13 @@ import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { createMetrics } from '../../shared/observability.js';
 import { DEVELOPMENT_ID_SECRET } from '../../shared/app.js';
 import { DEFAULTS, ENV, PRIORITIES, TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
-import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
+import {
+  CFN_LINT_AVAILABLE,
+  type CfnResourceJson,
+  expectCfnLintClean,
+  type SynthesizedKaj,
+  synthKaj,
+} from './synth.js';
 
 const SYNTH_TIMEOUT = 180_000;
 
@@ -928,29 +930,15 @@ describe('cdk-nag AwsSolutions', () => {
   });
 });
 
-const cfnLintAvailable = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' }).status === 0;
-
 describe('cfn-lint', () => {
   // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
-  it.skipIf(!cfnLintAvailable)(
+  it.skipIf(!CFN_LINT_AVAILABLE)(
     'the synthesized templates pass cfn-lint',
     () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'kaj-cfn-lint-'));
-      try {
-        for (const [name, s] of [
-          ['default', base],
-          ['variant', variant],
-        ] as const) {
-          const file = path.join(dir, `${name}.template.json`);
-          writeFileSync(file, JSON.stringify(s.template.toJSON(), null, 1));
-          // W3005 ("DependsOn already enforced by GetAtt") is CDK's own: every Function DependsOn
-          // its role even though it also GetAtts it. Nothing else is ignored.
-          const run = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', file], { encoding: 'utf8' });
-          expect(run.status, `cfn-lint ${name}:\n${run.stdout}\n${run.stderr}`).toBe(0);
-        }
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      expectCfnLintClean([
+        ['default', base],
+        ['variant', variant],
+      ]);
     },
     120_000,
   );

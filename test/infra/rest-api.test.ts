@@ -4,10 +4,6 @@
  * log, submission count, 5xx alarm and function permissions as the HTTP API stack
  * (`kaj-stack.test.ts`), cdk-nag clean and cfn-lint clean, with `authMode` `iam` and `none`.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +11,13 @@ import { ACCESS_LOG_FORMAT, REST_ACCESS_LOG_FORMAT, REST_STAGE_NAME } from '../.
 import { OUTPUT_KEYS } from '../../infra/outputs.js';
 import { API_ROUTES, routeKey } from '../../shared/api/routes.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
-import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
+import {
+  CFN_LINT_AVAILABLE,
+  type CfnResourceJson,
+  expectCfnLintClean,
+  type SynthesizedKaj,
+  synthKaj,
+} from './synth.js';
 
 const SYNTH_TIMEOUT = 180_000;
 /** The function code is the same in every stack here: skip esbuild bundling (saves seconds). */
@@ -258,28 +260,15 @@ describe('cdk-nag AwsSolutions (REST API)', () => {
   });
 });
 
-const cfnLintAvailable = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' }).status === 0;
-
 describe('cfn-lint (REST API)', () => {
   // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
-  it.skipIf(!cfnLintAvailable)(
+  it.skipIf(!CFN_LINT_AVAILABLE)(
     'the REST API templates pass cfn-lint',
     () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'kaj-cfn-lint-rest-'));
-      try {
-        for (const [name, s] of [
-          ['rest', rest],
-          ['rest-open', restOpen],
-        ] as const) {
-          const file = path.join(dir, `${name}.template.json`);
-          writeFileSync(file, JSON.stringify(s.template.toJSON(), null, 1));
-          // W3005 is CDK's own DependsOn-with-GetAtt, as in kaj-stack.test.ts. Nothing else is ignored.
-          const run = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', file], { encoding: 'utf8' });
-          expect(run.status, `cfn-lint ${name}:\n${run.stdout}\n${run.stderr}`).toBe(0);
-        }
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      expectCfnLintClean([
+        ['rest', rest],
+        ['rest-open', restOpen],
+      ]);
     },
     120_000,
   );

@@ -1,10 +1,13 @@
 /** Test helpers: synthesize a Kaj stack exactly as `cdk synth` would (same cdk.json context). */
-import { readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
+import { expect } from 'vitest';
 import type { KajConfigInput } from '../../infra/config.js';
 import { KajStack, type KajStackProps } from '../../infra/kaj-stack.js';
 
@@ -63,4 +66,26 @@ export function synthKaj(
     },
     dispose: () => rmSync(app.outdir, { recursive: true, force: true }),
   };
+}
+
+/** Whether `cfn-lint` is installed (pip install cfn-lint); CI has it. */
+export const CFN_LINT_AVAILABLE = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' }).status === 0;
+
+/**
+ * Runs cfn-lint on each synthesized template and expects it clean. W3005 ("DependsOn already
+ * enforced by GetAtt") is CDK's own: every Function DependsOn its role even though it also GetAtts
+ * it. Nothing else is ignored.
+ */
+export function expectCfnLintClean(templates: readonly (readonly [string, SynthesizedKaj])[]): void {
+  const dir = mkdtempSync(path.join(tmpdir(), 'kaj-cfn-lint-'));
+  try {
+    for (const [name, s] of templates) {
+      const file = path.join(dir, `${name}.template.json`);
+      writeFileSync(file, JSON.stringify(s.template.toJSON(), null, 1));
+      const run = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', file], { encoding: 'utf8' });
+      expect(run.status, `cfn-lint ${name}:\n${run.stdout}\n${run.stderr}`).toBe(0);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -33,20 +33,30 @@ export function localStateDir(runtime: LocalRuntime): { dir: string; remove(): v
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** The CLI's output captured (no terminal anywhere): `io` for a context, `out()`/`err()` what it wrote. */
+export function capturedIo(): { io: CliContext['io']; out(): string; err(): string } {
+  let out = '';
+  let err = '';
+  return {
+    io: {
+      out: (t) => void (out += t),
+      err: (t) => void (err += t),
+      stdoutIsTTY: false,
+      stderrIsTTY: false,
+      stdinIsTTY: false,
+    },
+    out: () => out,
+    err: () => err,
+  };
+}
+
 export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
   return async (args: readonly string[], extra: Partial<CliContext> = {}): Promise<KajResult> => {
-    let out = '';
-    let err = '';
+    const captured = capturedIo();
     const code = await runCli(
       args,
       defaultContext({
-        io: {
-          out: (t) => void (out += t),
-          err: (t) => void (err += t),
-          stdoutIsTTY: false,
-          stderrIsTTY: false,
-          stdinIsTTY: false,
-        },
+        io: captured.io,
         cwd,
         env: {},
         actor: 'tester',
@@ -54,7 +64,7 @@ export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
         ...extra,
       }),
     );
-    return { code, out, err };
+    return { code, out: captured.out(), err: captured.err() };
   };
 }
 

@@ -16,7 +16,7 @@ import { runCli } from '../../../cli/program.js';
 import { OUTPUT_KEYS } from '../../../infra/outputs.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
 import { PRIORITIES } from '../../../shared/config/resources.js';
-import { Scenario, submitMany, untilDlq, untilStatus, waitFor } from './harness.js';
+import { capturedIo, Scenario, submitMany, untilDlq, untilStatus, waitFor } from './harness.js';
 
 const STACK = 'kaj-ui-test';
 const scenario = new Scenario();
@@ -56,18 +56,11 @@ function startProxy(r: LocalRuntime): Server {
 /** Starts `kaj ui` in-process; resolves with its URL and a way to stop it (Ctrl-C). */
 async function startUi(extra: string[]): Promise<{ url: string; stop(): Promise<number>; err(): string }> {
   const controller = new AbortController();
-  let out = '';
-  let err = '';
+  const captured = capturedIo();
   const done = runCli(
     ['ui', '--stack', STACK, '--endpoint-url', endpoint, '--port', '0', ...extra],
     defaultContext({
-      io: {
-        out: (t) => void (out += t),
-        err: (t) => void (err += t),
-        stdoutIsTTY: false,
-        stderrIsTTY: false,
-        stdinIsTTY: false,
-      },
+      io: captured.io,
       env: {},
       actor: 'ops-bob',
       signal: controller.signal,
@@ -75,14 +68,14 @@ async function startUi(extra: string[]): Promise<{ url: string; stop(): Promise<
     }),
   );
   const url = await waitFor('kaj ui to print its URL', async () => {
-    const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+    const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(captured.out());
     if (m === null && (await Promise.race([done.then(() => true), Promise.resolve(false)])))
-      throw new Error(`kaj ui ended: ${err}`);
+      throw new Error(`kaj ui ended: ${captured.err()}`);
     return m?.[1];
   });
   return {
     url,
-    err: () => err,
+    err: captured.err,
     stop: async () => {
       controller.abort();
       return done;
