@@ -13,6 +13,7 @@ import type {
   ConsoleBackend,
   DeadLetterView,
   Overview,
+  Progress,
   QueueDepthRow,
   ScheduleConsole,
   StatusCount,
@@ -70,6 +71,15 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
     ),
   ];
   const deps = { dlq: s.dlq, store: s.kaj.store, lifecycle: s.kaj.lifecycle, clock: ctx.clock, sleep: ctx.sleep };
+  /** A redrive's or purge's options for these task ids, as `kaj dlq redrive|purge --task …` builds them. */
+  const selected = (taskIds: readonly string[], onProgress: Progress) =>
+    batchOptions(s, {
+      queues: PRIORITIES,
+      filter: { taskIds },
+      dryRun: false,
+      signal: o.signal,
+      onProgress: (c) => onProgress({ ...c }),
+    });
   const schedules = o.schedules === false ? undefined : scheduleConsole(ctx, s, o.registry);
   // The auto-refresh (every 5 s) reuses the counts for a while: they are approximate anyway.
   let counted: { readonly at: number; readonly counts: Promise<StatusCount[]> } | undefined;
@@ -172,13 +182,7 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
 
     async redrive(selection, operator, onProgress) {
       const report = await redriveDeadLetters(deps, {
-        ...batchOptions(s, {
-          queues: PRIORITIES,
-          filter: { taskIds: selection.taskIds },
-          dryRun: false,
-          signal: o.signal,
-          onProgress: (c) => onProgress({ ...c }),
-        }),
+        ...selected(selection.taskIds, onProgress),
         to: 'original',
         keepAttempts: false,
         ...operator,
@@ -188,13 +192,7 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
 
     async purge(selection, operator, onProgress) {
       const report = await purgeDeadLetters(deps, {
-        ...batchOptions(s, {
-          queues: PRIORITIES,
-          filter: { taskIds: selection.taskIds },
-          dryRun: false,
-          signal: o.signal,
-          onProgress: (c) => onProgress({ ...c }),
-        }),
+        ...selected(selection.taskIds, onProgress),
         ...operator,
       });
       return outcome(report, report.purged);

@@ -23,6 +23,7 @@ import type {
   ListingPage,
   ListingPosition,
   ListedTask,
+  OutboxPosition,
   OutboxRangeRequest,
   OutboxRow,
   TaskChanges,
@@ -131,6 +132,15 @@ interface DelayedPosition {
   readonly task_id: string;
 }
 
+/** One queue partition during a delayed listing: the entries read and not yet taken, and where to read on. */
+interface PartitionHead {
+  readonly partition: string;
+  readonly index: number;
+  readonly entries: OutboxPosition[];
+  next: Pick<OutboxRangeRequest, 'from' | 'after'>;
+  more: boolean;
+}
+
 /**
  * Reads the listing index. The cursor is `<position>.<signature>`, both base64url: the position
  * (last row's key), the query it belongs to, and an HMAC over both under the deployment's key.
@@ -180,39 +190,71 @@ export class TaskListing {
   }
 
   /**
-   * The delayed view: each page reads up to `limit` entries of every queue partition from the
-   * cursor on, merges them by due time, takes the first `limit`, and reads those rows (one
-   * BatchGetItem): an entry whose task is no longer `queued` (claimed, cancelled; or a retry,
-   * which `status=retrying` lists) or not the caller's, or not of the type, is passed over.
+   * The delayed view: a merge of every queue partition by due time, from the cursor on. Each
+   * partition's entries are read into a buffer of their own (up to the rows still wanted) and
+   * read again only when that buffer runs dry, so an entry is read once per call however many
+   * rows the filters pass over. The rows of the entries taken are read with one BatchGetItem: an
+   * entry whose task is no longer `queued` (claimed, cancelled; or a retry, which
+   * `status=retrying` lists) or not the caller's, or not of the type, is passed over.
    */
   private async listDelayed(query: ListingQuery): Promise<ListingResult> {
-    let at = query.cursor === undefined ? undefined : this.decodeDelayed(query.cursor, query);
+    const from = query.cursor === undefined ? undefined : this.decodeDelayed(query.cursor, query);
+    const heads: PartitionHead[] = QUEUE_PARTITIONS.map((partition, index) => ({
+      partition,
+      index,
+      entries: [],
+      next: rangeFrom(from, index),
+      more: true,
+    }));
     const items: ListedTask[] = [];
     let read = 0;
     for (;;) {
-      const want = Math.min(query.limit - items.length, LIST_READ_BUDGET - read);
-      const ranges = await Promise.all(
-        QUEUE_PARTITIONS.map((partition, index) =>
-          this.reader.readOutbox({ partition, limit: want, ...rangeFrom(at, index) }),
-        ),
-      );
-      const merged = ranges
-        .flatMap((r, partition) => r.entries.map((e, order) => ({ e, partition, order })))
-        .sort((a, b) => a.e.outbox_due - b.e.outbox_due || a.partition - b.partition || a.order - b.order);
-      const taken = merged.slice(0, want);
-      const more = merged.length > taken.length || ranges.some((r) => r.more);
+      const taken = await this.takeDelayed(heads, Math.min(query.limit - items.length, LIST_READ_BUDGET - read));
       if (taken.length === 0) return { items };
       read += taken.length;
-      const rows = new Map((await this.reader.readRows(taken.map((t) => t.e.task_id))).map((r) => [r.task_id, r]));
+      const rows = new Map((await this.reader.readRows(taken.map((t) => t.task_id))).map((r) => [r.task_id, r]));
       for (const t of taken) {
-        const row = rows.get(t.e.task_id);
+        const row = rows.get(t.task_id);
         if (row !== undefined && isDelayedRow(row, query)) items.push(delayedRow(row));
       }
-      const last = taken[taken.length - 1] as (typeof taken)[number];
-      at = { due: last.e.outbox_due, partition: last.partition, task_id: last.e.task_id };
-      if (!more) return { items };
-      if (items.length === query.limit || read >= LIST_READ_BUDGET) return { items, cursor: this.encode(at, query) };
+      if (!heads.some((h) => h.entries.length > 0 || h.more)) return { items };
+      const last = taken[taken.length - 1] as DelayedPosition;
+      if (items.length === query.limit || read >= LIST_READ_BUDGET) return { items, cursor: this.encode(last, query) };
     }
+  }
+
+  /**
+   * The next `want` entries in merge order (due time, partition, the partition's own order),
+   * reading a partition again only when its buffer is empty and the index may hold more.
+   */
+  private async takeDelayed(heads: PartitionHead[], want: number): Promise<DelayedPosition[]> {
+    const taken: DelayedPosition[] = [];
+    while (taken.length < want) {
+      const dry = heads.filter((h) => h.entries.length === 0 && h.more);
+      await Promise.all(dry.map((h) => this.refill(h, want - taken.length)));
+      let best: PartitionHead | undefined;
+      for (const h of heads) {
+        const head = h.entries[0];
+        // Strictly earlier only: among equal due times the lower partition comes first.
+        if (
+          head !== undefined &&
+          (best === undefined || head.outbox_due < (best.entries[0] as OutboxPosition).outbox_due)
+        )
+          best = h;
+      }
+      if (best === undefined) break;
+      const e = best.entries.shift() as OutboxPosition;
+      taken.push({ due: e.outbox_due, partition: best.index, task_id: e.task_id });
+    }
+    return taken;
+  }
+
+  private async refill(h: PartitionHead, limit: number): Promise<void> {
+    const range = await this.reader.readOutbox({ partition: h.partition, limit, ...h.next });
+    h.entries.push(...range.entries);
+    const last = range.entries[range.entries.length - 1];
+    if (last !== undefined) h.next = { after: last };
+    h.more = range.more && last !== undefined;
   }
 
   private encode(position: ListingPosition | DelayedPosition, query: ListingQuery): string {

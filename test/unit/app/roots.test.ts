@@ -3,8 +3,6 @@
  * DynamoDB and SQS adapters (mocked SDK clients here: aws-sdk-client-mock), and each function's
  * bundle carries only its own code (esbuild, as `npm run bench:bundle` and the stack bundle it).
  */
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   type AttributeValue,
   DynamoDBClient,
@@ -16,7 +14,6 @@ import {
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { build } from 'esbuild';
 import * as z from 'zod';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiFunction } from '../../../shared/app/api.js';
@@ -28,8 +25,8 @@ import { FUNCTION_ENTRIES } from '../../../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../../../shared/config/settings.js';
 import { MissingLimiterError } from '../../../shared/consumer/errors.js';
 import { defineLimits, defineTask, TaskRegistry } from '../../../shared/task/define.js';
+import { bundleInputs } from '../../support/bundle.js';
 
-const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const url = (name: string) => `https://sqs.eu-west-1.amazonaws.com/123456789012/${name}`;
 const CONFIG: FunctionConfig = {
   tableName: 'kaj-unit-tasks',
@@ -206,22 +203,7 @@ describe('Module: composition roots', () => {
 
   describe('Bundles: each function carries its own code only', () => {
     /** The repository files in a function's bundle. */
-    async function inputs(entry: string): Promise<string[]> {
-      const result = await build({
-        entryPoints: [join(REPO_ROOT, entry)],
-        absWorkingDir: REPO_ROOT,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        write: false,
-        outfile: 'index.mjs',
-        metafile: true,
-        logLevel: 'silent',
-      });
-      return Object.keys(result.metafile.inputs);
-    }
+    const inputs = bundleInputs;
     const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
       api: [/^shared\/consumer\//, /^shared\/sweeper\//],
       consumer: [/^shared\/api\//, /^shared\/sweeper\//, /^shared\/task\/submit\.ts$/, /^shared\/schedule\//],

@@ -9,14 +9,11 @@
  * - bundles: `kaj/client` carries no DynamoDB/SQS/STS/Secrets Manager client, the direct entry
  *   carries the API's submit code.
  */
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
-import { build } from 'esbuild';
 import * as z from 'zod';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ownerOf } from '../../../shared/api/http.js';
@@ -37,6 +34,7 @@ import { parseProducerConfig, type ProducerConfigInput } from '../../../shared/c
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { idempotentTaskId } from '../../../shared/task/submit.js';
+import { bundleInputs } from '../../support/bundle.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
 import { apiEvent, type UnitKaj, unitKaj } from '../../support/fixtures.js';
 
@@ -541,23 +539,7 @@ describe('ProducerConfig and the producer root', () => {
 });
 
 describe('Bundles', () => {
-  const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-  async function inputs(entry: string): Promise<string[]> {
-    const result = await build({
-      entryPoints: [join(REPO_ROOT, entry)],
-      absWorkingDir: REPO_ROOT,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node22',
-      mainFields: ['module', 'main'],
-      write: false,
-      outfile: 'index.mjs',
-      metafile: true,
-      logLevel: 'silent',
-    });
-    return Object.keys(result.metafile.inputs);
-  }
+  const inputs = bundleInputs;
   const SERVICE_CLIENTS = /node_modules\/@aws-sdk\/client-(dynamodb|sqs|sts|secrets-manager)\//;
 
   it('kaj/client (HTTP) carries no DynamoDB, SQS, STS or Secrets Manager client and none of the submit code', async () => {
