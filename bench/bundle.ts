@@ -1,12 +1,15 @@
 /**
  * Size and cold import time of each Lambda bundle, built as the stack builds it.
  *
- *   npm run bench:bundle -- [--runs 5] [--top 12] [--function api|consumer|sweeper] [--keep]
+ *   npm run bench:bundle -- [--runs 5] [--top 12] [--function api|consumer|sweeper|scheduler] [--keep]
  *
- * Rows: `before` is the wiring before issue 10 (one all-in-one root on the document client; the
- * same bundle for every function); each function as it is; and each function with the esbuild
- * alias `@aws-sdk/credential-provider-node` → `shared/config/lambda-credentials.ts` (what
- * `infra/constructs/kaj-function.ts` would need to pass as `esbuildArgs`).
+ *   npm run bench:bundle -- --runs 3 --top 0     # the table alone (the figures in the README)
+ *
+ * Rows: `before` is the wiring of the first release (one all-in-one root on the document client;
+ * the same bundle for every function); each function as the stack deploys it, with the esbuild
+ * alias `@aws-sdk/credential-provider-node` → `shared/config/lambda-credentials.ts` that
+ * `infra/constructs/kaj-function.ts` passes as `esbuildArgs` (environment-only credentials); and
+ * each function without that alias (`sdk-creds`: the SDK's default credential chain).
  *
  * For each function: esbuild with the options `infra/constructs/kaj-function.ts` gives
  * `NodejsFunction` (ESM, node22, minified, source map without sources content, main fields
@@ -28,8 +31,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, type Metafile } from 'esbuild';
-import { FUNCTION_ENTRIES, PRIORITIES } from '../shared/config/resources.js';
+import { laneQueueNames } from '../shared/config/lanes.js';
+import { FUNCTION_ENTRIES, PRIORITIES, resourceNames } from '../shared/config/resources.js';
 import { functionEnvironment } from '../shared/config/settings.js';
+import { lanes } from '../tasks/lanes.js';
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 
@@ -90,8 +95,24 @@ function lambdaEnvironment(): Record<string, string> {
     string
   >;
   const deadLetterQueueUrls = Object.fromEntries(PRIORITIES.map((p) => [p, url(`kaj-${p}-dlq`)])) as typeof queueUrls;
+  // The example deployment's lanes, and the schedules and limits tables: a consumer whose task
+  // types use a limit refuses to start without the limits table (MissingLimiterError).
+  const laneQueueUrls = Object.fromEntries(
+    Object.keys(lanes).map((lane) => {
+      const names = laneQueueNames('kaj', lane);
+      return [lane, Object.fromEntries(PRIORITIES.map((p) => [p, url(names[p])])) as typeof queueUrls];
+    }),
+  );
+  const names = resourceNames('kaj');
   return {
-    ...functionEnvironment({ tableName: 'kaj-tasks', queueUrls, deadLetterQueueUrls }),
+    ...functionEnvironment({
+      tableName: names.table,
+      schedulesTableName: names.schedules,
+      limitsTableName: names.limits,
+      laneQueueUrls,
+      queueUrls,
+      deadLetterQueueUrls,
+    }),
     KAJ_ID_SECRET: 'bench-secret',
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'AKIDBENCH',
@@ -172,45 +193,45 @@ function zodBytes(meta: Metafile): number {
 }
 
 /**
- * The wiring before issue 10, as one entry: the all-in-one root (every service, whichever function
- * it served) on the document-client store (`bench/lib/document-task-store.ts`) and default clients.
+ * The wiring of the first release, as one entry: the all-in-one root (`createKaj` in
+ * `shared/app.ts`: every service, whichever function it served) on the document-client store
+ * (`bench/lib/document-task-store.ts`) and default SDK clients. It takes the limits store the
+ * consumer needs when a task type uses a limit, as every root does today.
  */
 function beforeEntry(): string {
   const at = (f: string) => JSON.stringify(join(REPO_ROOT, f));
   return `
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { handleHttp } from ${at('shared/api/http.ts')};
-import { queueNamesOf } from ${at('shared/app/on-aws.ts')};
+import { createKaj } from ${at('shared/app.ts')};
+import { laneQueueNamesOf, queueNamesOf } from ${at('shared/app/on-aws.ts')};
 import { loadFunctionConfig } from ${at('shared/config/settings.ts')};
-import { TaskConsumer } from ${at('shared/consumer/consumer.ts')};
 import { createLogger, createMetrics } from ${at('shared/observability.ts')};
 import { SqsTaskQueue } from ${at('shared/queue/sqs-task-queue.ts')};
-import { systemClock } from ${at('shared/runtime/clock.ts')};
-import { cryptoRandom } from ${at('shared/runtime/random.ts')};
-import { OutboxSweeper } from ${at('shared/sweeper/sweeper.ts')};
-import { TaskLifecycle } from ${at('shared/task/lifecycle.ts')};
-import { TaskSubmitter } from ${at('shared/task/submit.ts')};
+import { DynamoLimitStore } from ${at('shared/store/dynamo-limit-store.ts')};
 import { registry } from ${at('tasks/index.ts')};
 import { DocumentTaskStore } from ${at('bench/lib/document-task-store.ts')};
 const logger = createLogger();
 const metrics = createMetrics();
 const config = loadFunctionConfig();
-const d = {
-  store: new DocumentTaskStore(new DynamoDBClient({}), config.tableName),
-  queue: new SqsTaskQueue(new SQSClient({}), { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
+const dynamodb = new DynamoDBClient({});
+const kaj = createKaj({
+  store: new DocumentTaskStore(dynamodb, config.tableName),
+  queue: new SqsTaskQueue(new SQSClient({}), {
+    queues: config.queueUrls,
+    deadLetterQueues: config.deadLetterQueueUrls,
+    lanes: config.laneQueueUrls ?? {},
+  }),
+  ...(config.limitsTableName === undefined ? {} : { limits: new DynamoLimitStore(dynamodb, config.limitsTableName) }),
   registry, settings: config.settings, queueNames: queueNamesOf(config.queueUrls),
-  clock: systemClock, random: cryptoRandom, logger, metrics, idSecret: config.idSecret ?? '',
-};
-const lifecycle = new TaskLifecycle(d);
-const submitter = new TaskSubmitter(d, lifecycle);
-const consumer = new TaskConsumer(d, lifecycle);
-const sweeper = new OutboxSweeper(d, lifecycle);
+  laneQueueNames: laneQueueNamesOf(config.laneQueueUrls ?? {}),
+  logger, metrics, idSecret: config.idSecret ?? '',
+});
 export const handler = async (event, context) => {
   try {
-    if (event?.Records) return await consumer.processBatch(event, context);
-    if (event?.rawPath) return await handleHttp(event, { submitter, lifecycle, logger, defaultOwner: 'anonymous' });
-    return await sweeper.sweep(10_000);
+    if (event?.Records) return await kaj.processBatch(event, context);
+    if (event?.rawPath) return await kaj.handleHttp(event);
+    return await kaj.sweep(10_000);
   } finally {
     metrics.flush();
   }
@@ -245,9 +266,8 @@ try {
   const before = join(dir, 'before-entry.ts');
   writeFileSync(before, beforeEntry());
   await add('before (all-in-one)', before);
-  for (const name of NAMES) await add(name, join(REPO_ROOT, FUNCTION_ENTRIES[name]));
-  for (const name of NAMES)
-    await add(`${name} +env-creds`, join(REPO_ROOT, FUNCTION_ENTRIES[name]), ENV_CREDENTIALS_ALIAS);
+  for (const name of NAMES) await add(name, join(REPO_ROOT, FUNCTION_ENTRIES[name]), ENV_CREDENTIALS_ALIAS);
+  for (const name of NAMES) await add(`${name} sdk-creds`, join(REPO_ROOT, FUNCTION_ENTRIES[name]));
 
   // Round-robin over the bundles, so that whatever else the machine does weighs on all alike.
   for (const b of built) coldImport(b.outfile, env); // warm the OS file cache, as a deployed image is
