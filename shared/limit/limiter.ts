@@ -86,7 +86,10 @@ const CONCURRENCY_RETRY_MS = 1_000;
 const MAX_PAUSE_SECONDS = 3_600;
 /** Items whose local state (pooled starts, tat hints, refusal counts) one process keeps at most. */
 const MAX_LOCAL_ITEMS = 10_000;
-/** A start used this much after its time still counts as on time (timer granularity). */
+/**
+ * A start used this much after its time still counts as on time (timer granularity), when the
+ * rate leaves no margin for more (no `arrivalJitterMs`; see {@link startSlackUs}).
+ */
 const LATE_TOLERANCE_US = 1000;
 /** Times `acquire` takes a new start for one that was past when granted, before it refuses. */
 const MAX_LATE_RETRIES = 2;
@@ -265,10 +268,10 @@ export class Limiter {
         }
       }
       if (waited) this.localWaits += 1;
-      const startAt = Math.max(starts.atUs / 1000, this.clock.now());
+      // The granted time itself, not the time it was found on time: lateness is judged from it.
+      const startAt = rates.length > 0 ? starts.atUs / 1000 : this.clock.now();
       const permit = new HeldPermit(this, taskId, startAt, taken, rates);
-      const wait = starts.atUs / 1000 - this.clock.now();
-      if (wait > 0 && options.waitForStart !== false) await this.clock.sleep?.(wait);
+      if (options.waitForStart !== false) await this.waitForStart(permit);
       return { kind: 'granted', permit };
     } catch (err) {
       await this.letGoAll(taken);
@@ -283,38 +286,42 @@ export class Limiter {
   /**
    * Resolves at the permit's start, right before the task's first call: what a caller that
    * acquired with `waitForStart: false` (the consumer: its claim write comes in between) calls
-   * last. A start the caller missed (its claim took longer than the lead) is not used late —
-   * closer than T to the next start, which another worker uses on time — but taken again for
-   * the permit's rate uses, ahead by the lead and with no horizon (the task is claimed and holds
-   * its slots), waiting out a pause if one came meanwhile. A pause this process learns of while
-   * the permit waits (a 429 of one of its own tasks) is honoured the same way; a pause another
-   * process learnt is seen at the next start taken, so starts granted before it still go out
-   * (at most one horizon of the rate).
+   * last, with nothing but microtasks between its return and the call. It returns only when the
+   * clock is at the start or after it by no more than the start's slack ({@link startSlackUs}):
+   * a timer that fires early is slept out, and a start found later than its slack — missed
+   * during the claim, or a timer fired late (event-loop lag, CPU starvation) — is not used: used
+   * late, it would land closer than T to the next start, which another worker uses on time, and
+   * a provider would count both in one window. It is forfeited (tat has moved on: only that slot
+   * of the rate goes unused) and a new start is taken for the permit's rate uses, ahead by the
+   * lead times the number of retakes and with no horizon (the task is claimed and holds its
+   * slots), then waited for and judged the same way; a pause is waited out. A pause this process
+   * learns of while the permit waits (a 429 of one of its own tasks) is honoured the same way; a
+   * pause another process learnt is seen at the next start taken, so starts granted before it
+   * still go out (at most one horizon of the rate).
    *
    * @throws LimitUnavailableError when the store fails while taking a new start
    */
   async waitForStart(permit: Permit): Promise<void> {
-    if (!this.owns(permit) || permit.released) return;
+    if (!this.owns(permit) || permit.released || permit.rates.length === 0) return;
+    const slackUs = startSlackUs(permit.rates);
     let refused = false;
-    let slept = false;
-    for (let attempt = 1; permit.rates.length > 0; attempt += 1) {
+    for (let retake = 1; ; ) {
+      const now = this.clock.now();
       // A pause this process learnt after the grant (a 429 of one of its tasks) covers the start too.
       const pausedOver = permit.rates.some((u) => (this.pausedUntil.get(u.pk) ?? 0) > permit.startAt);
-      // Lateness is judged before the wait only: a timer firing a little late is not a missed start.
-      const late = !slept && micros(this.clock.now() - permit.startAt) > LATE_TOLERANCE_US;
+      const late = micros(now) - micros(permit.startAt) > slackUs;
       if (!refused && !pausedOver && !late) {
-        const wait = permit.startAt - this.clock.now();
-        if (slept || wait <= 0 || this.clock.sleep === undefined) return;
+        const wait = permit.startAt - now;
+        if (wait <= 0 || this.clock.sleep === undefined) return;
+        // Judged again when the timer fires: early, the rest is slept; late, the start is retaken.
         await this.clock.sleep(wait);
-        slept = true;
         continue;
       }
-      slept = false;
       if (!refused && pausedOver) this.pausedStarts += 1;
       else if (!refused && late) this.lateStarts += 1;
       let starts: Starts;
       try {
-        starts = await this.takeStarts(permit.rates, micros(this.clock.now()) + this.leadUs() * attempt, this.leaseUs);
+        starts = await this.takeStarts(permit.rates, micros(this.clock.now()) + this.leadUs() * retake, this.leaseUs);
       } catch (err) {
         throw new LimitUnavailableError(
           `the limits store failed: ${err instanceof Error ? err.message : String(err)}`,
@@ -324,6 +331,7 @@ export class Limiter {
           },
         );
       }
+      retake += 1;
       refused = starts.kind === 'refused';
       if (starts.kind === 'granted') {
         permit.startAt = starts.atUs / 1000;
@@ -733,6 +741,23 @@ function plan(uses: readonly LimitUse[]): { rates: PlannedUse[]; slots: PlannedU
   }
   const byPk = (a: PlannedUse, b: PlannedUse) => (a.pk < b.pk ? -1 : a.pk > b.pk ? 1 : 0);
   return { rates: [...rates.values()].sort(byPk), slots: [...slots.values()].sort(byPk) };
+}
+
+/**
+ * How late (µs) a start of these rate uses may still be used: half the margin each rate's
+ * interval leaves beyond its period — `count · T − perMs`, that is its `arrivalJitterMs` — and
+ * at least the timer's granularity (1 ms). N + 1 starts of one item are granted at least
+ * `perMs + margin` apart; used up to half the margin late, they still span `perMs` plus half the
+ * margin, which is left for the way from the start to the provider. The smallest over the uses.
+ */
+export function startSlackUs(rates: readonly { readonly spec: LimitSpec }[]): number {
+  let slack = Number.POSITIVE_INFINITY;
+  for (const { spec } of rates) {
+    if (spec.rate === undefined) continue;
+    const marginUs = spec.rate.count * micros(spec.rate.intervalMs) - micros(spec.rate.perMs);
+    slack = Math.min(slack, Math.max(LATE_TOLERANCE_US, Math.floor(marginUs / 2)));
+  }
+  return Number.isFinite(slack) ? slack : LATE_TOLERANCE_US;
 }
 
 function refusalOf(use: PlannedUse, reason: Refusal['reason'], retryAt: number): Refusal {

@@ -66,6 +66,7 @@ const specs = resolveLimits({
   slow: { rate: '1/s' },
   tenth: { rate: '10/s', learnRetryAfter: true },
   tenth_quiet: { rate: '10/s' },
+  forty_margin: { rate: '40/s', arrivalJitterMs: 25 },
   quarter: { rate: '4/s' },
   one_slot: { concurrency: 1 },
   two_slots: { concurrency: 2 },
@@ -660,15 +661,95 @@ describe('Class: Limiter', () => {
       expect(w.limiter.lateStarts).toBe(0);
     });
 
-    it('a timer firing a few ms after the start is not taken for a missed start', async () => {
+    it('a timer firing within half the rate’s arrivalJitterMs after the start is not taken for a missed start', async () => {
+      // forty_margin: T = 25.625 ms, so 41 starts span 1,025 ms: 12.5 ms of the 25 ms margin may go to the timer.
+      const w = world(1, { leadMs: 50 });
+      const p = granted(await w.clock.run(w.limiter.acquire([use('forty_margin')], 'a', { waitForStart: false })));
+      const sleep = w.clock.sleep.bind(w.clock);
+      w.clock.sleep = (ms: number) => sleep(ms + 12);
+      await w.clock.run(w.limiter.waitForStart(p));
+      expect(p.startAt).toBe(T0 + 50);
+      expect(w.clock.now()).toBe(T0 + 62);
+      expect(w.limiter.lateStarts).toBe(0);
+    });
+
+    it('a timer firing later than its slack (1 ms without arrivalJitterMs, half of it with) is a missed start: retaken, not used', async () => {
+      for (const [name, lateMs] of [
+        ['forty', 2],
+        ['forty_margin', 13],
+      ] as const) {
+        const w = world(1, { leadMs: 50 });
+        const p = granted(await w.clock.run(w.limiter.acquire([use(name)], 'a', { waitForStart: false })));
+        const sleep = w.clock.sleep.bind(w.clock);
+        let lateOnce = lateMs;
+        w.clock.sleep = (ms: number) => {
+          const extra = lateOnce;
+          lateOnce = 0;
+          return sleep(ms + extra);
+        };
+        await w.clock.run(w.limiter.waitForStart(p));
+        expect(w.limiter.lateStarts).toBe(1);
+        expect(p.startAt).toBeGreaterThan(T0 + 50 + lateMs);
+        expect(w.clock.now()).toBe(p.startAt); // the new start, used at its time
+      }
+    });
+
+    it('a timer firing early is slept out: the start is never used before its time', async () => {
       const w = world(1, { leadMs: 50 });
       const p = granted(await w.clock.run(w.limiter.acquire([use('forty')], 'a', { waitForStart: false })));
       const sleep = w.clock.sleep.bind(w.clock);
-      w.clock.sleep = (ms: number) => sleep(ms + 5);
+      // Node's timers may fire up to 1 ms early by Date.now() (a timeout under 1 ms is 1 ms).
+      w.clock.sleep = (ms: number) => sleep(ms >= 1 ? ms - 0.7 : 1);
       await w.clock.run(w.limiter.waitForStart(p));
+      expect(w.clock.now()).toBeGreaterThanOrEqual(p.startAt);
       expect(p.startAt).toBe(T0 + 50);
-      expect(w.clock.now()).toBe(T0 + 55);
       expect(w.limiter.lateStarts).toBe(0);
+    });
+
+    it('two processes, one whose timer fires 250 ms late: its start is retaken, and no 1-s window holds more than 10 starts', async () => {
+      // The issue: `rate: '10/s'` across two workers held 12 starts in one window, because a grant
+      // whose timer fired late still started, in the same second as the other worker's next grants.
+      const w = world(1, { leadMs: 50 });
+      const b = w.limiter;
+      let lateOnce = 250; // a's process is starved once: the timer to its start fires 250 ms late
+      const starvedClock = {
+        now: () => w.clock.now(),
+        sleep: (ms: number) => {
+          const extra = lateOnce;
+          lateOnce = 0;
+          return w.clock.sleep(ms + extra);
+        },
+      };
+      const a = new Limiter({
+        store: w.store,
+        clock: starvedClock,
+        random: { next: () => 0.5, id: () => 'starved-process' },
+        logger: w.logger,
+        leaseSeconds: LEASE_MS / 1000,
+        leadMs: 50,
+      });
+      const starts: number[] = [];
+      const pa = granted(await w.clock.run(a.acquire([use('tenth_quiet')], 'a', { waitForStart: false })));
+      expect(pa.startAt).toBe(T0 + 50);
+      let aStarted = 0;
+      const runA = (async () => {
+        await a.waitForStart(pa);
+        aStarted = w.clock.now();
+        starts.push(aStarted);
+      })();
+      const runB = (async () => {
+        for (let i = 0; i < 12; i += 1) {
+          const p = granted(await b.acquire([use('tenth_quiet')], `b${i}`, { waitForStart: false }));
+          await b.waitForStart(p);
+          starts.push(w.clock.now());
+        }
+      })();
+      await w.clock.run(Promise.all([runA, runB]));
+      expect(starts).toHaveLength(13);
+      expect(maxInWindow(starts, 1000)).toBeLessThanOrEqual(10);
+      expect(Math.min(...gapsUs(starts))).toBeGreaterThanOrEqual(100_000);
+      expect(a.lateStarts).toBe(1);
+      expect(aStarted).toBe(pa.startAt); // its new start, used at its time
     });
   });
 
