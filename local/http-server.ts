@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { HttpResult } from '../shared/api/http.js';
+import { isOwnHost } from '../shared/console/security.js';
 
 /** API Gateway HTTP API's own payload limit; Kaj's handler enforces its smaller one. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
@@ -33,8 +34,15 @@ export interface ApiServerOptions {
  * Serves the API handler over plain HTTP by turning each request into the API Gateway HTTP
  * API (payload 2.0) event the deployed function receives. No auth: it listens on loopback only.
  *
+ * Loopback is not enough against a web page the developer's browser opens: through DNS rebinding
+ * (a foreign name resolving to 127.0.0.1) such a page could list, submit and read. So every
+ * request, to the API and to the console alike, must name this server in its `Host` (127.0.0.1,
+ * localhost or [::1] at the port it came in on, the console's own rule, `shared/console/security.ts`):
+ * otherwise `421 misdirected_request`, before anything is read or routed.
+ *
  * Every error it answers itself (body too large, headers too large, a stalled or malformed
- * request) has the API's error shape, `{"error":{"code","message"}}`, like the handler's own.
+ * request, a foreign Host, an invalid `x-kaj-identity`) has the API's error shape,
+ * `{"error":{"code","message"}}`, like the handler's own.
  */
 export function createApiServer(
   handler: (event: APIGatewayProxyEventV2) => Promise<HttpResult>,
@@ -60,9 +68,11 @@ export function createApiServer(
       res.once('close', () => {
         if (inFlight.get(req.socket) === res) inFlight.delete(req.socket);
       });
+      const url = admitted(req);
+      if (!(url instanceof URL)) return send(res, url);
       const pages = options.pages?.();
-      if (pages !== undefined && !(req.url ?? '/').startsWith('/api/')) pages(req, res);
-      else void serve(req, res, handler);
+      if (pages !== undefined && !url.pathname.startsWith('/api/')) pages(req, res);
+      else void serve(req, url, res, handler);
     },
   );
   // Errors Node's HTTP parser raises before (or instead of) a request: without this listener Node
@@ -105,15 +115,49 @@ function rawErrorResponse(status: number, code: string, message: string): string
   );
 }
 
+/**
+ * The request's URL, if the request may be served: its target parses, and its `Host` (and the
+ * authority of an absolute-form target) names this server. Otherwise the answer (400, 421).
+ */
+function admitted(req: IncomingMessage): URL | HttpResult {
+  let url: URL;
+  let absolute = false;
+  const target = req.url ?? '/';
+  try {
+    // Origin-form (`/api/v1/tasks`) is appended to a base, so that `//x` stays a path;
+    // absolute-form (`http://127.0.0.1:3000/…`) is parsed as it is.
+    absolute = /^https?:\/\//i.test(target);
+    if (!absolute && !target.startsWith('/')) throw new TypeError(`not origin-form: ${target}`);
+    url = new URL(absolute ? target : `http://origin-form.invalid${target}`);
+  } catch {
+    return errorResult(400, 'bad_request', 'the request target is not a valid URL');
+  }
+  const port = req.socket.localPort ?? 0;
+  const host = req.headers.host;
+  if (!isOwnHost(host, port) || (absolute && !isOwnHost(url.host, port))) {
+    return errorResult(
+      421,
+      'misdirected_request',
+      `this server answers only requests for 127.0.0.1:${port}, localhost:${port} or [::1]:${port} (Host was ${JSON.stringify(host ?? '')})`,
+    );
+  }
+  return url;
+}
+
 /** The client went away (or timed out) before its body arrived: nobody to answer. */
 class RequestAbortedError extends Error {}
 
 async function serve(
   req: IncomingMessage,
+  url: URL,
   res: ServerResponse,
   handler: (event: APIGatewayProxyEventV2) => Promise<HttpResult>,
 ): Promise<void> {
   try {
+    const identity = identityOf(req.headers[IDENTITY_HEADER]);
+    if (identity instanceof InvalidIdentity) {
+      return send(res, errorResult(400, 'invalid_header', identity.message, IDENTITY_HEADER));
+    }
     const body = await readBody(req);
     if (body === undefined) {
       return send(
@@ -121,7 +165,7 @@ async function serve(
         errorResult(413, 'payload_too_large', `request body exceeds the gateway limit of ${GATEWAY_MAX_BODY} bytes`),
       );
     }
-    const result = await handler(toEvent(req, body));
+    const result = await handler(toEvent(req, url, body, identity));
     send(res, result);
   } catch (err) {
     // A timed-out request was already answered (408) by the clientError listener.
@@ -131,11 +175,11 @@ async function serve(
   }
 }
 
-function errorResult(statusCode: number, code: string, message: string): HttpResult {
+function errorResult(statusCode: number, code: string, message: string, field?: string): HttpResult {
   return {
     statusCode,
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ error: { code, message } }),
+    body: JSON.stringify({ error: field === undefined ? { code, message } : { code, message, field } }),
   };
 }
 
@@ -158,8 +202,7 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
   });
 }
 
-function toEvent(req: IncomingMessage, body: string): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+function toEvent(req: IncomingMessage, url: URL, body: string, identity: string | undefined): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
@@ -192,7 +235,7 @@ function toEvent(req: IncomingMessage, body: string): APIGatewayProxyEventV2 {
       // There is no IAM locally. `x-kaj-identity` stands in for the principal API Gateway's IAM
       // authorizer would pass on AWS, so the owner model can be tried (docs/security.md); the
       // deployed API never reads the header. Without it, requests are the local identity's.
-      ...(identityOf(headers) === undefined ? {} : { authorizer: { iam: { userArn: identityOf(headers) } } }),
+      ...(identity === undefined ? {} : { authorizer: { iam: { userArn: identity } } }),
     } as APIGatewayProxyEventV2['requestContext'],
     ...(body === '' ? {} : { body }),
     ...queryOf(url),
@@ -207,10 +250,17 @@ function queryOf(url: URL): { queryStringParameters?: Record<string, string> } {
   return Object.keys(q).length === 0 ? {} : { queryStringParameters: q };
 }
 
-/** The local stand-in for a caller's IAM identity: printable ASCII, at most 256 characters. */
-function identityOf(headers: Record<string, string>): string | undefined {
-  const v = headers['x-kaj-identity'];
-  return v !== undefined && /^[\x21-\x7e]{1,256}$/.test(v) ? v : undefined;
+const IDENTITY_HEADER = 'x-kaj-identity';
+
+/** An `x-kaj-identity` that names no identity: refused (400), never taken as the default identity. */
+class InvalidIdentity {
+  readonly message = `${IDENTITY_HEADER}: must be 1 to 256 printable ASCII characters without spaces, given once`;
+}
+
+/** The local stand-in for a caller's IAM identity: printable ASCII without spaces, at most 256 characters. */
+function identityOf(value: string | string[] | undefined): string | undefined | InvalidIdentity {
+  if (value === undefined) return undefined;
+  return typeof value === 'string' && /^[\x21-\x7e]{1,256}$/.test(value) ? value : new InvalidIdentity();
 }
 
 function send(res: ServerResponse, result: HttpResult): void {

@@ -165,7 +165,7 @@ describe('local HTTP server: every error has the API error shape', () => {
     const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), handler: async () => ({}) })]);
     const { kaj } = unitKaj(registry);
     const { port } = await listen((e) => kaj.handleHttp(e));
-    const r = await exchange(port, [`${method} ${path} HTTP/1.1\r\nhost: localhost\r\n\r\n`]);
+    const r = await exchange(port, [`${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`]);
     expectApiError(r, 400, 'invalid_path');
   });
 
@@ -176,7 +176,7 @@ describe('local HTTP server: every error has the API error shape', () => {
       return echo(e);
     });
     const r = await exchange(port, [
-      `GET /api/v1/tasks HTTP/1.1\r\nhost: localhost\r\nx-big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n\r\n`,
+      `GET /api/v1/tasks HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nx-big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n\r\n`,
     ]);
     expectApiError(r, 431, 'headers_too_large');
     expect(called).toBe(false);
@@ -190,7 +190,7 @@ describe('local HTTP server: every error has the API error shape', () => {
     });
     const size = 10 * 1024 * 1024 + 1;
     const r = await exchange(port, [
-      `POST /api/v1/tasks HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`,
+      `POST /api/v1/tasks HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`,
       Buffer.alloc(size, 0x61),
     ]);
     expectApiError(r, 413, 'payload_too_large');
@@ -201,7 +201,7 @@ describe('local HTTP server: every error has the API error shape', () => {
     const { port } = await listen(echo);
     const size = 10 * 1024 * 1024;
     const r = await exchange(port, [
-      `POST /x HTTP/1.1\r\nhost: localhost\r\ncontent-length: ${size}\r\n\r\n`,
+      `POST /x HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-length: ${size}\r\n\r\n`,
       Buffer.alloc(size, 0x61),
     ]);
     expect(r.status).toBe(200);
@@ -212,6 +212,136 @@ describe('local HTTP server: every error has the API error shape', () => {
     const { port } = await listen(echo);
     const r = await exchange(port, ['NOT A REQUEST\r\n\r\n']);
     expectApiError(r, 400, 'bad_request');
+  });
+});
+
+describe('local HTTP server: only requests for this server (DNS rebinding)', () => {
+  /** A server with the API and the pages (the console's place); what each was asked. */
+  async function both() {
+    const seen: string[] = [];
+    const { port } = await listen(
+      async (e) => {
+        seen.push(`api ${e.rawPath}`);
+        return echo(e);
+      },
+      {
+        pages: () => (req, res) => {
+          seen.push(`pages ${req.url}`);
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.end('page');
+        },
+      },
+    );
+    return { port, seen };
+  }
+
+  it.each([
+    ['a rebinding name at the port', (p: number) => `host: rebind.example:${p}\r\n`],
+    ['a rebinding name without a port', () => 'host: rebind.example\r\n'],
+    ['loopback at another port', (p: number) => `host: 127.0.0.1:${p + 1}\r\n`],
+    ['no Host at all (HTTP/1.0)', () => ''],
+  ])('%s → 421 misdirected_request, for the API and the pages alike; nothing is served', async (_, host) => {
+    const { port, seen } = await both();
+    for (const path of ['/api/v1/tasks?status=failed', '/', '/schedules']) {
+      const r = await exchange(port, [`GET ${path} HTTP/1.0\r\n${host(port)}\r\n`]);
+      expectApiError(r, 421, 'misdirected_request');
+    }
+    const submit = await exchange(port, [
+      `POST /api/v1/tasks HTTP/1.0\r\n${host(port)}content-type: application/json\r\ncontent-length: 2\r\n\r\n{}`,
+    ]);
+    expectApiError(submit, 421, 'misdirected_request');
+    expect(seen).toEqual([]);
+  });
+
+  it('an absolute-form target naming another host → 421, even with an own Host header', async () => {
+    const { port, seen } = await both();
+    const r = await exchange(port, [
+      `GET http://rebind.example:${port}/api/v1/tasks HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`,
+    ]);
+    expectApiError(r, 421, 'misdirected_request');
+    expect(seen).toEqual([]);
+  });
+
+  it('127.0.0.1, localhost and [::1] at its port (any case) are served; the API and pages split on the path', async () => {
+    const { port, seen } = await both();
+    for (const host of [`127.0.0.1:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`]) {
+      expect((await exchange(port, [`GET /api/v1/x HTTP/1.1\r\nhost: ${host}\r\n\r\n`])).status).toBe(200);
+    }
+    expect((await exchange(port, [`GET / HTTP/1.1\r\nhost: localhost:${port}\r\n\r\n`])).body).toBe('page');
+    // An absolute-form target to this server goes where its path says (it went to the pages).
+    const absolute = await exchange(port, [
+      `GET http://127.0.0.1:${port}/api/v1/y HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`,
+    ]);
+    expect(JSON.parse(absolute.body)).toEqual({ path: '/api/v1/y', bytes: 0 });
+    expect(seen).toEqual(['api /api/v1/x', 'api /api/v1/x', 'api /api/v1/x', 'pages /', 'api /api/v1/y']);
+  });
+});
+
+describe('local HTTP server: a request target that is not a URL', () => {
+  it.each([['GET http://[ HTTP/1.1'], ['GET http://[/api/v1/tasks HTTP/1.1'], ['GET * HTTP/1.1']])(
+    '%s → 400 bad_request in the error shape (it was a 500), with or without the pages',
+    async (line) => {
+      for (const options of [{}, { pages: () => () => expect.unreachable('the pages were asked') }]) {
+        let called = false;
+        const { port } = await listen(async (e) => {
+          called = true;
+          return echo(e);
+        }, options);
+        const r = await exchange(port, [`${line}\r\nhost: 127.0.0.1:${port}\r\n\r\n`]);
+        expectApiError(r, 400, 'bad_request');
+        expect(called).toBe(false);
+      }
+    },
+  );
+
+  it('a path that starts with // stays a path (not a host)', async () => {
+    const { port } = await listen(echo);
+    const r = await exchange(port, [`GET //rebind.example/api HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`]);
+    expect(JSON.parse(r.body)).toEqual({ path: '//rebind.example/api', bytes: 0 });
+  });
+});
+
+describe('local HTTP server: x-kaj-identity', () => {
+  /** The identity the handler was given, from the event's IAM authorizer field. */
+  const whoami = async (e: APIGatewayProxyEventV2): Promise<HttpResult> => ({
+    statusCode: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      who: (e.requestContext as { authorizer?: { iam?: { userArn?: string } } }).authorizer?.iam?.userArn ?? null,
+    }),
+  });
+
+  it.each([
+    ['empty', 'x-kaj-identity: \r\n'],
+    ['with a space', 'x-kaj-identity: alice smith\r\n'],
+    ['not ASCII', 'x-kaj-identity: al\u00e9\r\n'],
+    ['over 256 characters', `x-kaj-identity: ${'a'.repeat(257)}\r\n`],
+    ['given twice', 'x-kaj-identity: alice\r\nx-kaj-identity: bob\r\n'],
+  ])('%s → 400 invalid_header naming x-kaj-identity (it acted as the default identity)', async (_, header) => {
+    let called = false;
+    const { port } = await listen(async (e) => {
+      called = true;
+      return whoami(e);
+    });
+    const r = await exchange(port, [
+      Buffer.from(`GET /api/v1/tasks HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n${header}\r\n`, 'latin1'),
+    ]);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body)).toEqual({
+      error: { code: 'invalid_header', message: expect.stringMatching(/^x-kaj-identity: /), field: 'x-kaj-identity' },
+    });
+    expect(called).toBe(false);
+  });
+
+  it('a valid one is the caller; without one the request is the default identity’s', async () => {
+    const { port } = await listen(whoami);
+    const arn = `arn:aws:iam::1:user/${'a'.repeat(200)}`;
+    const named = await exchange(port, [
+      `GET /x HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nx-kaj-identity: ${arn}\r\n\r\n`,
+    ]);
+    expect(JSON.parse(named.body)).toEqual({ who: arn });
+    const none = await exchange(port, [`GET /x HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`]);
+    expect(JSON.parse(none.body)).toEqual({ who: null });
   });
 });
 
@@ -232,7 +362,7 @@ describe('local HTTP server: a stalled request times out', () => {
       { requestTimeoutMs: 300 },
     );
     const r = await exchange(port, [
-      'POST /api/v1/tasks HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n',
+      `POST /api/v1/tasks HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n`,
       '{"type":"sen',
     ]);
     expectApiError(r, 408, 'request_timeout');
@@ -257,7 +387,7 @@ describe('local HTTP server: a stalled request times out', () => {
       },
       { requestTimeoutMs: 200 },
     );
-    const r = await exchange(port, ['GET /slow HTTP/1.1\r\nhost: localhost\r\n\r\n']);
+    const r = await exchange(port, [`GET /slow HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`]);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toEqual({ path: '/slow', bytes: 0 });
   });
