@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { TASK_STATUSES } from '../../../shared/task/model.js';
+import { outboxPartitions, TASK_STATUSES } from '../../../shared/task/model.js';
 import { isFinished } from '../../../shared/task/state-machine.js';
 import { unitKaj, OWNER } from '../../support/fixtures.js';
 
@@ -102,6 +102,57 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     queue.failNext.send = new Error('sqs down');
     expect(await kaj.sweep()).toMatchObject({ sent: 0, failed: 1 });
     expect(await kaj.sweep()).toMatchObject({ sent: 1, failed: 0 });
+  });
+
+  it('a sweep whose outbox query fails ends only after the partitions it was still reading: the next sweep never runs beside it and sends an entry twice', async () => {
+    const { kaj, queue, clock, store, record } = await owedASend();
+    clock.advance(30_000);
+    const own = store.items.get(record.task_id)?.outbox_pk;
+    const [failing] = outboxPartitions();
+    expect(own).toBeDefined();
+    expect(own).not.toBe(failing);
+    // The entry's partition is read while another query of the same sweep fails (once); its read
+    // is held until `release`.
+    let ownStarted!: () => void;
+    const ownRead = new Promise<void>((r) => {
+      ownStarted = r;
+    });
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const list = store.listOutboxDue.bind(store);
+    let failures = 0;
+    store.listOutboxDue = async (partition, dueBy, limit) => {
+      if (partition === failing && failures === 0) {
+        failures += 1;
+        await ownRead;
+        throw new Error('index unavailable');
+      }
+      if (partition === own) {
+        ownStarted();
+        await held;
+      }
+      return list(partition, dueBy, limit);
+    };
+    // As the runtime runs them (local/serial-timer.ts, one scheduled invocation at a time on AWS):
+    // the next sweep starts once the previous one has settled.
+    let second: Promise<unknown> | undefined;
+    const first = kaj.sweep().then(
+      () => 'resolved',
+      (err: unknown) => {
+        second = kaj.sweep();
+        return String(err);
+      },
+    );
+    await ownRead;
+    for (let i = 0; i < 10; i += 1) await new Promise((r) => setImmediate(r));
+    expect(second).toBeUndefined(); // still reading the entry's partition: not settled
+    release();
+    expect(await first).toBe('Error: index unavailable');
+    expect(await second).toMatchObject({ sent: 0, failed: 0 });
+    expect(queue.sent).toHaveLength(1);
+    expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
   });
 
   it('reads every shard of every partition, and the unsharded ones of earlier versions', async () => {
