@@ -80,20 +80,23 @@ export function claimWritten(record: TaskRecord): boolean {
 }
 
 /**
- * Claims and leases: who may run a task now. A first delivery of a healthy task is claimed
- * lazily: one consistent read, the handler runs, and the outcome write is the claim too; only a
- * task still running at its first heartbeat writes `running` with a lease. A redelivery, or a
- * task that crashed a worker before, is claimed at once by a conditional write that bumps the
- * fencing token (`lease_token`). A worker that vanished is detected at the next claim and its
- * crash recorded (held against the task only if it ran alone — docs/reliability.md, "Crash loops").
- */
-/**
  * Crashes of workers that ran this task among others before its attempts run alone. A task that
  * really kills its worker takes one more shared run (and the tasks beside it one more re-run)
  * before it is found out; a healthy task must be on two dying workers to lose its share.
  */
 export const SHARED_CRASHES_BEFORE_SOLO = 2;
 
+/**
+ * Claims and leases: who may run a task now. A first delivery of a healthy task is claimed
+ * lazily: one consistent read, the handler runs, and the outcome write is the claim too; only a
+ * task still running at its first heartbeat writes `running` with a lease. A redelivery, or a
+ * task that crashed a worker before, is claimed at once by a conditional write that bumps the
+ * fencing token (`lease_token`). A worker that vanished after its claim was written is detected
+ * at the next claim and its crash recorded (held against the task only if it ran alone —
+ * docs/reliability.md, "Crash loops"); one that vanished before leaves no trace, and the task
+ * runs again. What this guarantees (at least once, one recorded outcome per attempt):
+ * docs/reliability.md, "Guarantees".
+ */
 export class TaskClaims {
   constructor(
     private readonly d: LifecycleDeps,
