@@ -6,7 +6,12 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../shared/config/errors.js';
 import { ENV } from '../shared/config/resources.js';
-import { settingsFromEnvironment, type EnvironmentSettings } from '../shared/config/settings.js';
+import {
+  type EnvironmentSettings,
+  type ScheduleRules,
+  scheduleRulesFromEnvironment,
+  settingsFromEnvironment,
+} from '../shared/config/settings.js';
 import { ThroughputRecorder } from '../shared/console/throughput.js';
 import { systemClock } from '../shared/runtime/clock.js';
 import { startLocalConsole } from './console.js';
@@ -59,8 +64,10 @@ async function main(): Promise<void> {
   // The settings the README documents as environment variables, read and checked as the
   // Lambda functions read them; a bad value stops here, naming the variable (exit 2, as for a bad flag).
   let envSettings: EnvironmentSettings;
+  let scheduleRules: ScheduleRules;
   try {
     envSettings = settingsFromEnvironment(process.env);
+    scheduleRules = scheduleRulesFromEnvironment(process.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`kaj: ${err.message}\n`);
@@ -83,6 +90,7 @@ async function main(): Promise<void> {
     logger,
     metrics: throughput.metrics(),
     settings: envSettings,
+    scheduling: scheduleRules,
     ...(args['in-memory'] ? {} : { dataDir }),
     // Owner of requests without an x-kaj-identity header (docs/security.md).
     ...(localIdentity === undefined ? {} : { identity: localIdentity }),

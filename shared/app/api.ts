@@ -44,7 +44,7 @@ export function createApiFunction(
           lifecycle,
           submitter,
           schedules: new DynamoScheduleStore(d.clients.dynamodb, config.schedulesTableName),
-          scheduling: schedulerSettings(),
+          scheduling: schedulerSettings(config.scheduleRules),
         });
   const api = {
     submitter,

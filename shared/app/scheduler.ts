@@ -40,7 +40,7 @@ export function createSchedulerFunction(
     lifecycle,
     submitter: new TaskSubmitter({ ...base, registry }, lifecycle),
     schedules: new DynamoScheduleStore(base.clients.dynamodb, config.schedulesTableName),
-    scheduling: schedulerSettings(options.scheduler),
+    scheduling: schedulerSettings({ ...config.scheduleRules, ...options.scheduler }),
   };
   const ticker = new ScheduleTicker(d);
   const service = new ScheduleService(d);

@@ -192,6 +192,18 @@ export const DEFAULTS = {
   /** Largest herd-spreading window. */
   scheduleMaxJitterSeconds: 3600,
   /**
+   * The smallest interval between two times of a schedule (`every`, and `cron` with 5 or 6
+   * fields): one minute, the tick's own period on AWS.
+   */
+  scheduleMinIntervalSeconds: 60,
+  /** Whether a 6-field cron (seconds first) is accepted. */
+  scheduleAllowSecondsField: false,
+  /**
+   * Schedules one API caller may own. A thousand: well above any real use of one principal, well
+   * below what would make its schedules a noticeable share of a tick (32 at a time, 60 s each).
+   */
+  scheduleMaxPerOwner: 1000,
+  /**
    * Flow control: the first deferral of a task refused by a limit brings its message back after
    * about this long (jittered); further refusals in a row (the limit stays saturated) double it up
    * to `limitDeferCapSeconds`. A deferral counts no attempt and writes nothing to the task.
@@ -263,6 +275,10 @@ export const ENV = {
   dlqUrl: (p: Priority) => `KAJ_DLQ_URL_${p.toUpperCase()}`,
   leaseSeconds: 'KAJ_LEASE_SECONDS',
   retentionDays: 'KAJ_RETENTION_DAYS',
+  /** The deployment's schedule rules (API and scheduler functions); unset: the defaults. */
+  scheduleMinIntervalSeconds: 'KAJ_SCHEDULE_MIN_INTERVAL_SECONDS',
+  scheduleAllowSecondsField: 'KAJ_SCHEDULE_ALLOW_SECONDS_FIELD',
+  scheduleMaxPerOwner: 'KAJ_SCHEDULE_MAX_PER_OWNER',
   /** HMAC key for task ids derived from idempotency keys (the API function's only secret). */
   idSecret: 'KAJ_ID_SECRET',
   logLevel: 'POWERTOOLS_LOG_LEVEL',

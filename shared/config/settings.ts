@@ -91,6 +91,45 @@ export interface FunctionConfig {
   readonly limitsTableName?: string;
   /** KAJ_LANE_QUEUE_URLS: the queues of every lane but the default one (`{}` without lanes). */
   readonly laneQueueUrls?: LaneQueueUrls;
+  /** KAJ_SCHEDULE_*: the deployment's schedule rules, those set (the scheduler's settings check them). */
+  readonly scheduleRules?: ScheduleRules;
+}
+
+/**
+ * The deployment's rules for schedules, one source for the CDK stack (`schedules` in the stack's
+ * config) and the local runtime; validated by `schedulerSettings()`.
+ */
+export interface ScheduleRules {
+  /** Smallest interval between two times of one schedule (`every`, `cron`). @default 60 */
+  readonly minIntervalSeconds?: number;
+  /** Accept 6-field crons (seconds first). @default false */
+  readonly allowSecondsField?: boolean;
+  /** Schedules one API caller may own. @default 1000 */
+  readonly maxPerOwner?: number;
+}
+
+/** Reads the KAJ_SCHEDULE_* variables (unset or empty: the default). @throws ConfigError naming the variable */
+export function scheduleRulesFromEnvironment(env: Readonly<Record<string, string | undefined>>): ScheduleRules {
+  const out: { minIntervalSeconds?: number; allowSecondsField?: boolean; maxPerOwner?: number } = {};
+  const number = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new ConfigError(name, `${name} must be an integer >= 1, got "${v}"`);
+    return n;
+  };
+  const min = number(ENV.scheduleMinIntervalSeconds);
+  if (min !== undefined) out.minIntervalSeconds = min;
+  const max = number(ENV.scheduleMaxPerOwner);
+  if (max !== undefined) out.maxPerOwner = max;
+  const seconds = env[ENV.scheduleAllowSecondsField];
+  if (seconds !== undefined && seconds !== '') {
+    if (seconds !== 'true' && seconds !== 'false') {
+      throw new ConfigError(ENV.scheduleAllowSecondsField, `${ENV.scheduleAllowSecondsField} must be true or false`);
+    }
+    out.allowSecondsField = seconds === 'true';
+  }
+  return out;
 }
 
 export function loadFunctionConfig(env: Readonly<Record<string, string | undefined>> = process.env): FunctionConfig {
@@ -121,6 +160,7 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
   const schedulesTableName = env[ENV.schedulesTableName];
   const limitsTableName = env[ENV.limitsTableName];
   const lanes = env[ENV.laneQueueUrls];
+  const scheduleRules = scheduleRulesFromEnvironment(env);
   return {
     tableName: need(ENV.tableName),
     queueUrls,
@@ -130,6 +170,7 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
     ...(schedulesTableName === undefined || schedulesTableName === '' ? {} : { schedulesTableName }),
     ...(limitsTableName === undefined || limitsTableName === '' ? {} : { limitsTableName }),
     ...(lanes === undefined || lanes === '' ? {} : { laneQueueUrls: parseLaneQueueUrls(lanes) }),
+    ...(Object.keys(scheduleRules).length === 0 ? {} : { scheduleRules }),
   };
 }
 
@@ -169,6 +210,7 @@ export function functionEnvironment(c: {
   deadLetterQueueUrls: Readonly<Record<Priority, string>>;
   leaseSeconds?: number;
   retentionDays?: number;
+  scheduleRules?: ScheduleRules;
 }): Record<string, string> {
   const env: Record<string, string> = { [ENV.tableName]: c.tableName };
   if (c.schedulesTableName !== undefined) env[ENV.schedulesTableName] = c.schedulesTableName;
@@ -182,6 +224,10 @@ export function functionEnvironment(c: {
   }
   if (c.leaseSeconds !== undefined) env[ENV.leaseSeconds] = String(c.leaseSeconds);
   if (c.retentionDays !== undefined) env[ENV.retentionDays] = String(c.retentionDays);
+  const rules = c.scheduleRules ?? {};
+  if (rules.minIntervalSeconds !== undefined) env[ENV.scheduleMinIntervalSeconds] = String(rules.minIntervalSeconds);
+  if (rules.allowSecondsField !== undefined) env[ENV.scheduleAllowSecondsField] = String(rules.allowSecondsField);
+  if (rules.maxPerOwner !== undefined) env[ENV.scheduleMaxPerOwner] = String(rules.maxPerOwner);
   return env;
 }
 

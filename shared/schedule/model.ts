@@ -97,8 +97,16 @@ export interface ScheduleRecord {
   spec: ScheduleSpec;
   /** Hash of the spec as declared: a PUT with the same body changes nothing. */
   spec_hash: string;
-  /** Random per creation (kept by replacements): part of each run's task id, so a re-created schedule starts afresh. */
-  uid: string;
+  /**
+   * Present only on schedules created by earlier versions, whose runs' task ids were derived from
+   * it (random per creation). Runs' ids now derive from the owner, the name and the scheduled time.
+   */
+  uid?: string;
+  /**
+   * With `uid`: runs at or before this time (epoch ms) may exist under their earlier id, which
+   * is looked up before a run is created. Set by the first tick of this version.
+   */
+  legacy_runs_until?: number;
   state: ScheduleState;
   pause_note?: string;
   paused_at?: string;

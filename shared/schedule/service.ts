@@ -9,11 +9,14 @@
  * @module
  */
 import type { RandomSource } from '../runtime/random.js';
-import { ScheduleVersionConflictError } from '../store/errors.js';
+import { ScheduleVersionConflictError, StoreRejectedError } from '../store/errors.js';
+import type { SchedulePage } from '../store/schedule-store.js';
+import { CursorSigner } from '../task/cursor.js';
 import type { TaskRegistry } from '../task/define.js';
+import { InvalidCursorError } from '../task/errors.js';
 import type { TaskStatus } from '../task/model.js';
 import type { ScheduleDeclaration } from './declaration.js';
-import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from './errors.js';
+import { ScheduleConflictError, ScheduleError, ScheduleNotFoundError, ScheduleValidationError } from './errors.js';
 import { CODE_OWNER, type RunEntry, type RunKind, type ScheduleRecord, type ScheduleSpec } from './model.js';
 import { fireAt, withDue, withRecent } from './plan.js';
 import { checkScheduleName, parseDeclaration, parseScheduleSpec, renderSpec } from './spec.js';
@@ -23,6 +26,12 @@ import { jitterOffsetMs, nextTimeAfter, timesBetween, upcoming } from './timing.
 export interface ScheduleServiceDeps extends SchedulerDeps {
   readonly registry: TaskRegistry;
   readonly random: RandomSource;
+  /**
+   * The deployment's id secret: the listing's cursors are signed under a key derived from it
+   * (`shared/task/cursor.ts`), as the task listing's are. Without one (the scheduler function,
+   * which never lists) `list` refuses to run.
+   */
+  readonly idSecret?: string;
 }
 
 /** Who asks: an API caller (owner), or an operator (`undefined`: the CLI, the code sync). */
@@ -92,12 +101,17 @@ const WRITE_ROUNDS = 5;
 const UPCOMING = 5;
 
 export class ScheduleService {
-  constructor(private readonly d: ScheduleServiceDeps) {}
+  private readonly cursors: CursorSigner | undefined;
+
+  constructor(private readonly d: ScheduleServiceDeps) {
+    this.cursors =
+      d.idSecret === undefined ? undefined : new CursorSigner(`${d.idSecret}\nschedules`, 'kaj-schedule-cursor');
+  }
 
   /** `PUT /schedules/{name}`: creates or replaces; the same body twice changes nothing. */
   async put(name: string, body: unknown, caller: ScheduleCaller): Promise<PutResult> {
     checkScheduleName(name);
-    const { spec, hash } = parseScheduleSpec(body, this.d.registry);
+    const { spec, hash } = parseScheduleSpec(body, this.d.registry, { rules: this.d.scheduling });
     return this.upsert(name, spec, hash, caller === undefined ? 'operator' : caller.owner, 'api');
   }
 
@@ -105,7 +119,10 @@ export class ScheduleService {
     return this.view(await this.readable(name, caller));
   }
 
-  /** A page of schedules the caller may see (all of them for an operator), by name. */
+  /**
+   * A page of schedules the caller may see (all of them for an operator), by name. The cursor is
+   * signed and bound to the caller: a tampered, foreign or unsound one is an `InvalidCursorError`.
+   */
   async list(
     caller: ScheduleCaller,
     options: { limit?: number; cursor?: string } = {},
@@ -114,12 +131,26 @@ export class ScheduleService {
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
       throw new ScheduleValidationError('limit', 'limit: must be an integer in [1, 200]');
     }
-    const page = await this.d.schedules.list(limit, options.cursor);
+    const cursors = this.cursors;
+    if (cursors === undefined) {
+      throw new ScheduleError('this schedule service has no id secret to sign listing cursors with', undefined);
+    }
+    const scope = caller === undefined ? ['operator', ''] : ['owner', caller.owner];
+    const from = options.cursor === undefined ? undefined : storeCursorOf(cursors.decode(options.cursor, scope));
+    let page: SchedulePage;
+    try {
+      page = await this.d.schedules.list(limit, from);
+    } catch (err) {
+      // The limit is checked above: a refusal is the position's (a signature says who wrote it, not that it is sound).
+      if (from !== undefined && err instanceof StoreRejectedError)
+        throw new InvalidCursorError(undefined, { cause: err });
+      throw err;
+    }
     const items = page.items
       .filter((r) => visible(r, caller))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .map((r) => this.summary(r));
-    return page.cursor === undefined ? { items } : { items, cursor: page.cursor };
+    return page.cursor === undefined ? { items } : { items, cursor: cursors.encode([page.cursor], scope) };
   }
 
   /** Deletes a schedule (runs already created are left alone). */
@@ -197,7 +228,7 @@ export class ScheduleService {
     };
     const declared = new Set<string>();
     for (const { type, declaration } of declarations) {
-      const { name, spec, hash } = parseDeclaration(declaration, type, this.d.registry);
+      const { name, spec, hash } = parseDeclaration(declaration, type, this.d.registry, this.d.scheduling);
       if (declared.has(name)) throw new ScheduleValidationError('name', `schedule "${name}" is declared twice`);
       declared.add(name);
       try {
@@ -254,6 +285,7 @@ export class ScheduleService {
           throw new ScheduleConflictError(name, 'name_taken', `the name "${name}" is taken`);
         }
         if (existing.spec_hash === hash) return { view: await this.view(existing), created: false, changed: false };
+        this.checkAt(name, spec, source, existing.spec.at, now);
         // A changed spec takes effect from the next time not yet handled (or now).
         const from = existing.next_time === undefined ? now : Math.min(existing.next_time, now);
         const next = nextTimeAfter(spec, from - 1);
@@ -280,6 +312,7 @@ export class ScheduleService {
           continue;
         }
       }
+      this.checkAt(name, spec, source, undefined, now);
       const next = nextTimeAfter(spec, now - 1);
       const record: ScheduleRecord = {
         name,
@@ -287,7 +320,6 @@ export class ScheduleService {
         source,
         spec,
         spec_hash: hash,
-        uid: this.d.random.id(),
         state: next === undefined ? 'finished' : 'active',
         fired: 0,
         missed: 0,
@@ -306,6 +338,34 @@ export class ScheduleService {
       }
     }
     throw new ScheduleConflictError(name, 'concurrent_change', `schedule "${name}" is being changed by others; retry`);
+  }
+
+  /**
+   * A one-time schedule whose `at` has passed would never run: refused through the API (422
+   * naming `at`) when the schedule is new or its `at` changes. Declared in code, it is stored
+   * finished, with a warning (a declaration is synced at every start; refusing it would stop the
+   * deployment once the time has passed).
+   */
+  private checkAt(
+    name: string,
+    spec: ScheduleSpec,
+    source: ScheduleRecord['source'],
+    storedAt: number | undefined,
+    now: number,
+  ): void {
+    if (spec.at === undefined || spec.at > now || spec.at === storedAt) return;
+    if (source === 'code') {
+      this.d.logger.warn('schedule declared in code has an at time in the past: it will not run', {
+        schedule: name,
+        at: new Date(spec.at).toISOString(),
+      });
+      return;
+    }
+    throw new ScheduleValidationError(
+      'at',
+      `at: ${new Date(spec.at).toISOString()} has passed; give a future time (to run the task now, POST /api/v1/tasks)`,
+      { schedule: name },
+    );
   }
 
   /** Read-modify-write with the version condition; `apply` returns the new record or `'delete'`. */
@@ -458,6 +518,13 @@ export class ScheduleService {
 }
 
 /** An operator sees every schedule; a caller its own and those declared in code. */
+/** The store's own cursor, which a listing cursor holds (one non-empty string). */
+function storeCursorOf(position: unknown[]): string {
+  const [cursor, ...rest] = position;
+  if (typeof cursor !== 'string' || cursor === '' || rest.length > 0) throw new InvalidCursorError();
+  return cursor;
+}
+
 function visible(r: ScheduleRecord, caller: ScheduleCaller): boolean {
   return caller === undefined || r.owner === caller.owner || r.source === 'code';
 }

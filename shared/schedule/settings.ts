@@ -11,6 +11,12 @@ export interface SchedulerSettings {
   readonly recentRuns: number;
   readonly maxBackfill: number;
   readonly tickConcurrency: number;
+  /** Smallest interval between two times of one schedule (`every`, `cron`), in seconds. */
+  readonly minIntervalSeconds: number;
+  /** Whether a 6-field cron (seconds first) is accepted. */
+  readonly allowSecondsField: boolean;
+  /** Schedules one API caller may own (schedules declared in code and the operator's are not counted). */
+  readonly maxPerOwner: number;
 }
 
 export function schedulerSettings(overrides: Partial<SchedulerSettings> = {}): SchedulerSettings {
@@ -21,6 +27,9 @@ export function schedulerSettings(overrides: Partial<SchedulerSettings> = {}): S
     recentRuns: overrides.recentRuns ?? DEFAULTS.scheduleRecentRuns,
     maxBackfill: overrides.maxBackfill ?? DEFAULTS.scheduleMaxBackfill,
     tickConcurrency: overrides.tickConcurrency ?? DEFAULTS.scheduleTickConcurrency,
+    minIntervalSeconds: overrides.minIntervalSeconds ?? DEFAULTS.scheduleMinIntervalSeconds,
+    allowSecondsField: overrides.allowSecondsField ?? DEFAULTS.scheduleAllowSecondsField,
+    maxPerOwner: overrides.maxPerOwner ?? DEFAULTS.scheduleMaxPerOwner,
   };
   if (!(s.tickSeconds >= 0.1 && s.tickSeconds <= 900)) {
     throw new ConfigError('tickSeconds', `tickSeconds must be in [0.1, 900], got ${s.tickSeconds}`);
@@ -28,7 +37,13 @@ export function schedulerSettings(overrides: Partial<SchedulerSettings> = {}): S
   if (!(s.misfireGraceSeconds >= s.tickSeconds)) {
     throw new ConfigError('misfireGraceSeconds', 'misfireGraceSeconds must be at least tickSeconds');
   }
-  for (const k of ['maxRunsPerTick', 'recentRuns', 'maxBackfill', 'tickConcurrency'] as const) {
+  if (!Number.isInteger(s.minIntervalSeconds) || s.minIntervalSeconds < 1 || s.minIntervalSeconds > 86_400) {
+    throw new ConfigError(
+      'minIntervalSeconds',
+      `minIntervalSeconds must be an integer in [1, 86400], got ${s.minIntervalSeconds}`,
+    );
+  }
+  for (const k of ['maxRunsPerTick', 'recentRuns', 'maxBackfill', 'tickConcurrency', 'maxPerOwner'] as const) {
     if (!Number.isInteger(s[k]) || s[k] < 1) throw new ConfigError(k, `${k} must be an integer >= 1`);
   }
   return s;

@@ -12,7 +12,16 @@ import { canonicalJson } from '../task/submit.js';
 import type { ScheduleDeclaration } from './declaration.js';
 import { ScheduleValidationError } from './errors.js';
 import { MISFIRE_POLICIES, OVERLAP_POLICIES, type ScheduleSpec, type ScheduleTaskTemplate } from './model.js';
-import { checkCron, formatDuration, isTimeZone, parseDuration, wallTimeToEpoch } from './timing.js';
+import type { SchedulerSettings } from './settings.js';
+import { checkCron, formatDuration, isTimeZone, parseDuration, timesBetween, wallTimeToEpoch } from './timing.js';
+
+/** The deployment's rules a spec is held to (`schedulerSettings()`); the defaults when not given. */
+export type IntervalRules = Pick<SchedulerSettings, 'minIntervalSeconds' | 'allowSecondsField'>;
+
+const DEFAULT_RULES: IntervalRules = {
+  minIntervalSeconds: DEFAULTS.scheduleMinIntervalSeconds,
+  allowSecondsField: DEFAULTS.scheduleAllowSecondsField,
+};
 
 /** A schedule's name: a letter or digit, then up to 127 letters, digits, `_ . : -`. */
 export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -30,7 +39,6 @@ export function checkScheduleName(name: string): void {
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const DAY = 86_400 * SECOND;
-const MIN_EVERY_MS = MINUTE;
 const MAX_EVERY_MS = 366 * DAY;
 const MAX_JITTER_MS = DEFAULTS.scheduleMaxJitterSeconds * SECOND;
 const MIN_CATCHUP_MS = SECOND;
@@ -79,8 +87,11 @@ export const scheduleRequestSchema = z.strictObject({
       if (reason !== undefined) ctx.issues.push({ code: 'custom', message: reason, input: ctx.value });
     })
     .optional(),
-  /** A fixed interval (at least 1 minute), aligned to `start_at` when given, else to the Unix epoch. */
-  every: duration(MIN_EVERY_MS, MAX_EVERY_MS).optional(),
+  /**
+   * A fixed interval, aligned to `start_at` when given, else to the Unix epoch; at least the
+   * deployment's smallest interval (1 minute unless configured).
+   */
+  every: duration(SECOND, MAX_EVERY_MS).optional(),
   /** One time: with an offset or `Z`, or a local date-time read in `timezone`. */
   at: z.iso
     .datetime({
@@ -135,7 +146,7 @@ export interface ParsedSpec {
 export function parseScheduleSpec(
   body: unknown,
   registry: TaskRegistry,
-  options: { readonly type?: string } = {},
+  options: { readonly type?: string; readonly rules?: IntervalRules } = {},
 ): ParsedSpec {
   let input = body;
   if (options.type !== undefined && isRecord(body)) {
@@ -183,7 +194,55 @@ export function parseScheduleSpec(
   if (endAt !== undefined) spec.end_at = endAt;
   if (req.limit !== undefined) spec.limit = req.limit;
   if (req.description !== undefined) spec.description = req.description;
+  checkInterval(spec, options.rules ?? DEFAULT_RULES);
   return { spec, hash: specHash(spec) };
+}
+
+/** Times of a cron looked at for its smallest interval. */
+const INTERVAL_SAMPLE = 1000;
+/** Where they start: a fixed instant, so a body is accepted or refused whenever it is sent. */
+const INTERVAL_FROM = Date.UTC(2001, 0, 1);
+
+/**
+ * One rule for the smallest interval between two times of a schedule, `every` and `cron` alike:
+ * at least `minIntervalSeconds`; a 6-field cron (seconds first) only where `allowSecondsField`.
+ * A 5-field cron is never closer than a minute; with a larger minimum, or a seconds field, its
+ * closest two times are looked for among its first 1,000 times from 2001-01-01 as UTC reads them
+ * (so a daylight-saving change can bring two times of a zoned cron closer by the hour it moves).
+ * @throws ScheduleValidationError naming `every` or `cron`
+ */
+export function checkInterval(spec: Pick<ScheduleSpec, 'cron' | 'every_ms'>, rules: IntervalRules): void {
+  const minMs = rules.minIntervalSeconds * SECOND;
+  if (spec.every_ms !== undefined && spec.every_ms < minMs) {
+    throw new ScheduleValidationError(
+      'every',
+      `every: must be at least ${formatDuration(minMs)} (the deployment's smallest interval)`,
+    );
+  }
+  if (spec.cron === undefined) return;
+  const seconds = !spec.cron.startsWith('@') && spec.cron.split(' ').length === 6;
+  if (seconds && !rules.allowSecondsField) {
+    throw new ScheduleValidationError(
+      'cron',
+      'cron: a seconds field is not allowed in this deployment: give 5 fields (minute hour day-of-month month day-of-week)',
+    );
+  }
+  if (!seconds && minMs <= MINUTE) return;
+  const times = timesBetween(
+    { cron: spec.cron, timezone: 'UTC' },
+    INTERVAL_FROM,
+    Number.POSITIVE_INFINITY,
+    INTERVAL_SAMPLE,
+  );
+  for (let i = 1; i < times.length; i += 1) {
+    const gap = (times[i] as number) - (times[i - 1] as number);
+    if (gap < minMs) {
+      throw new ScheduleValidationError(
+        'cron',
+        `cron: two of its times are ${formatDuration(gap)} apart, below the deployment's smallest interval (${formatDuration(minMs)})`,
+      );
+    }
+  }
 }
 
 /**
@@ -195,11 +254,12 @@ export function parseDeclaration(
   decl: ScheduleDeclaration,
   type: string,
   registry: TaskRegistry,
+  rules: IntervalRules = DEFAULT_RULES,
 ): { name: string; spec: ScheduleSpec; hash: string } {
   const { name, ...rest } = decl;
   try {
     checkScheduleName(name);
-    return { name, ...parseScheduleSpec(rest, registry, { type }) };
+    return { name, ...parseScheduleSpec(rest, registry, { type, rules }) };
   } catch (err) {
     if (!(err instanceof ScheduleValidationError)) throw err;
     throw new ScheduleValidationError(err.field, err.message, {

@@ -5,10 +5,13 @@
  * then write the schedule conditioned on the version read.
  *
  * Exactly one task per scheduled time, however many ticks run at once: a run's task id is
- * derived from the schedule's `uid` and the run key (`name@time`), and the task store's create is
- * conditional, so a second tick's create is a replay; the second tick's schedule write then
- * fails its version condition and changes nothing. A tick that dies between the two leaves the
- * schedule as it was: the next tick plans the same runs and finds them created.
+ * derived from the schedule's owner, name and scheduled time ({@link runTaskId}), and the task
+ * store's create is conditional, so a second tick's create is a replay; the second tick's
+ * schedule write then fails its version condition and changes nothing. A tick that dies between
+ * the two leaves the schedule as it was: the next tick plans the same runs and finds them
+ * created. The id does not depend on the schedule's instance, so a schedule deleted and created
+ * again under the same name and owner finds the runs of its earlier instance: a time that ran
+ * once never runs again (backfill, the ticker, a misfire policy).
  *
  * @module
  */
@@ -59,10 +62,30 @@ export function runKeyOf(name: string, scheduledTime: number): string {
   return `${name}@${new Date(scheduledTime).toISOString()}`;
 }
 
-/** The task id of a run: from the schedule's incarnation and the run key (so never two tasks for one run). */
-export function runTaskId(uid: string, runKey: string): string {
+/**
+ * The task id of a run: from the schedule's owner, name and scheduled time only, so one scheduled
+ * time of one schedule is one task whatever instance of the schedule asks (never two tasks for one
+ * run, even after DELETE and PUT again).
+ */
+export function runTaskId(owner: string, name: string, scheduledTime: number): string {
+  const key = `run\n${owner}\n${runKeyOf(name, scheduledTime)}`;
+  return `t_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * The task id earlier versions gave a run: from the schedule's random `uid` (kept on the schedules
+ * they created) and the run key.
+ */
+export function legacyRunTaskId(uid: string, runKey: string): string {
   return `t_${createHash('sha256').update(`${uid}\n${runKey}`).digest('hex').slice(0, 32)}`;
 }
+
+/**
+ * How long after the first tick of this version the runs of a schedule created by an earlier
+ * version are still looked up under their earlier id: one tick, plus Lambda's longest run (15
+ * minutes), for a tick of the earlier version still running during the upgrade.
+ */
+export const LEGACY_RUN_MARGIN_MS = 15 * 60 * 1000;
 
 export class ScheduleTicker {
   constructor(private readonly d: SchedulerDeps) {}
@@ -131,6 +154,9 @@ export class ScheduleTicker {
     if (!plan.changed) return;
     if (plan.cancel !== undefined) await this.cancelQuietly(plan.cancel, name);
     let out = plan.record;
+    if (record.uid !== undefined && record.legacy_runs_until === undefined) {
+      out = { ...out, legacy_runs_until: now + this.d.scheduling.tickSeconds * 1000 + LEGACY_RUN_MARGIN_MS };
+    }
     for (const run of plan.runs) {
       const made = await createRun(this.d, record, run);
       if (made.kind === 'invalid') {
@@ -191,15 +217,27 @@ export type CreatedRun =
  * Creates one run's task (any kind). A run the task domain refuses for good (the payload no longer
  * fits the type, the type is gone) is `invalid`, recorded, and never retried; anything else that
  * fails is thrown (the caller retries: the id is the same).
+ *
+ * A schedule created by an earlier version (it has a `uid`) may have run this time under the id
+ * that version gave it: for times up to `legacy_runs_until` (all times, until the first tick of
+ * this version sets it) that id is read first, and a task found there is this run (a replay).
  */
 export async function createRun(
-  d: Pick<SchedulerDeps, 'submitter' | 'clock'>,
+  d: Pick<SchedulerDeps, 'submitter' | 'clock' | 'lifecycle'>,
   record: ScheduleRecord,
   run: PlannedRun,
 ): Promise<CreatedRun> {
   const runKey = runKeyOf(record.name, run.scheduledTime);
-  const taskId = runTaskId(record.uid, runKey);
+  const taskId = runTaskId(record.owner, record.name, run.scheduledTime);
   const t = record.spec.task;
+  if (record.uid !== undefined && run.scheduledTime <= (record.legacy_runs_until ?? Number.POSITIVE_INFINITY)) {
+    const legacyId = legacyRunTaskId(record.uid, runKey);
+    const earlier = await d.lifecycle.requests.find(legacyId).catch((err: unknown) => {
+      if (err instanceof TaskNotFoundError) return undefined;
+      throw err;
+    });
+    if (earlier !== undefined) return { kind: 'created', taskId: legacyId, replayed: true };
+  }
   try {
     const { replayed } = await d.submitter.submitRun({
       taskId,

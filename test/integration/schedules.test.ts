@@ -65,7 +65,8 @@ describe.each(targets())('scheduler on $name', (target) => {
         prefix: uniquePrefix('sch'),
         port: 0,
         waitTimeSeconds: 1,
-        scheduling: { tickSeconds: 1 },
+        // Runs every two seconds: a deployment that allows a seconds field.
+        scheduling: { tickSeconds: 1, allowSecondsField: true, minIntervalSeconds: 1 },
       }));
     }, 60_000);
     afterAll(() => stop(), 60_000);
@@ -103,6 +104,35 @@ describe.each(targets())('scheduler on $name', (target) => {
       const del = await call(runtime, 'DELETE', '/api/v1/schedules/every-2s');
       expect(del.status).toBe(200);
     }, 40_000);
+
+    it('deleted and created again, a schedule runs no time twice: not by its ticker, not by backfill', async () => {
+      seen.length = 0;
+      const body = { cron: '*/2 * * * * *', type: 'tick_probe', overlap: 'allow' };
+      const runsOf = () => seen.filter((s) => s.schedule === 'again');
+      expect((await call(runtime, 'PUT', '/api/v1/schedules/again', body)).status).toBe(201);
+      await waitFor('two runs of again', () => (runsOf().length >= 2 ? true : undefined), { timeoutMs: 20_000 });
+      // Again at once: the times the first instance handed over already are the new one's first.
+      expect((await call(runtime, 'DELETE', '/api/v1/schedules/again')).status).toBe(200);
+      expect((await call(runtime, 'PUT', '/api/v1/schedules/again', body)).status).toBe(201);
+      const ran = runsOf().map((s) => s.scheduledTime ?? '');
+      const from = ran.reduce((a, b) => (a < b ? a : b));
+      const to = ran.reduce((a, b) => (a > b ? a : b));
+      const backfill = await call(runtime, 'POST', '/api/v1/schedules/again/backfill', { from, to });
+      expect(backfill.status).toBe(202);
+      const runs = backfill.body.runs as { scheduled_time: string; created: boolean }[];
+      for (const time of ran) expect(runs.find((r) => r.scheduled_time === time)?.created, time).toBe(false);
+      // Two runs of the new instance after the backfill: its messages (sent at once) were received before them.
+      await waitFor(
+        'two runs after the backfill',
+        () => (runsOf().filter((s) => (s.scheduledTime ?? '') > to).length >= 2 ? true : undefined),
+        { timeoutMs: 20_000 },
+      );
+      expect((await call(runtime, 'DELETE', '/api/v1/schedules/again')).status).toBe(200);
+      const times = runsOf().map((s) => s.scheduledTime);
+      expect(times.length, JSON.stringify(times)).toBe(new Set(times).size);
+      const tasks = await tasksOf(runtime, 'again');
+      expect(tasks.length).toBe(new Set(tasks.map((t) => t.scheduled_time)).size);
+    }, 60_000);
 
     it('PUT twice with the same body is idempotent; a changed spec takes effect at the next fire', async () => {
       const body = { cron: '0 3 * * *', timezone: 'America/New_York', type: 'tick_probe' };
@@ -147,7 +177,7 @@ describe.each(targets())('scheduler on $name', (target) => {
         consumers: false,
         scheduler: false,
         clock,
-        scheduling: { tickSeconds: 60, misfireGraceSeconds: 150 },
+        scheduling: { tickSeconds: 60, misfireGraceSeconds: 150, allowSecondsField: true, minIntervalSeconds: 1 },
       }));
     }, 60_000);
     afterAll(() => stop(), 60_000);

@@ -6,7 +6,7 @@ import {
 } from '../../../shared/schedule/errors.js';
 import { CODE_OWNER, type ScheduleRecord } from '../../../shared/schedule/model.js';
 import type { SchedulerSettings } from '../../../shared/schedule/settings.js';
-import { runKeyOf, runTaskId } from '../../../shared/schedule/tick.js';
+import { LEGACY_RUN_MARGIN_MS, legacyRunTaskId, runKeyOf, runTaskId } from '../../../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
@@ -89,13 +89,11 @@ describe('ScheduleService: put', () => {
   it('a changed spec takes effect at the next fire (the old next time replaced)', async () => {
     const s = setup();
     await s.service.put('nightly', body(), OWNER);
-    const uid = s.stored('nightly').uid;
     const version = s.stored('nightly').version;
     const changed = await s.service.put('nightly', body({ every: '15m', payload: { value: 2 } }), OWNER);
     expect(changed).toMatchObject({ created: false, changed: true });
     const r = s.stored('nightly');
     expect(r.version).toBe(version + 1);
-    expect(r.uid).toBe(uid);
     expect(r.next_time).toBe(T0 + 15 * MINUTE);
     expect(r.due_at).toBe(T0 + 15 * MINUTE);
     expect(changed.view.next_times[0]).toBe(iso(T0 + 15 * MINUTE));
@@ -285,9 +283,9 @@ describe('ScheduleService: schedules declared in code', () => {
     expect(s.schedules.writes).toBe(writes);
 
     await s.service.pause('from-code', 'held by ops', OPERATOR);
-    const uid = s.stored('from-code').uid;
+    const created = s.stored('from-code').created_at;
     expect(await s.service.syncDeclared(declared({ every: '15m' }))).toMatchObject({ updated: ['from-code'] });
-    expect(s.stored('from-code')).toMatchObject({ state: 'paused', pause_note: 'held by ops', uid });
+    expect(s.stored('from-code')).toMatchObject({ state: 'paused', pause_note: 'held by ops', created_at: created });
     expect(s.stored('from-code').spec.every_ms).toBe(15 * MINUTE);
 
     expect(await s.service.syncDeclared([])).toMatchObject({ deleted: ['from-code'] });
@@ -396,7 +394,7 @@ describe('ScheduleService: trigger and backfill', () => {
     expect(result).toEqual({
       run_key: key,
       scheduled_time: iso(now),
-      task_id: runTaskId(s.stored('t').uid, key),
+      task_id: runTaskId(OWNER.owner, 't', now),
       created: true,
     });
     const task = s.store.items.get(result.task_id);
@@ -450,6 +448,87 @@ describe('ScheduleService: trigger and backfill', () => {
       [iso(T0 + 20 * MINUTE), true],
     ]);
     expect(s.runTimes('b')).toEqual([0, 10, 20].map((m) => iso(T0 + m * MINUTE)));
+  });
+
+  it('a schedule deleted and created again does not run a time that ran (backfill, ticker)', async () => {
+    const s = setup();
+    await s.service.put('again', body({ overlap: 'allow' }), OWNER);
+    s.clock.set(T0 + 10 * MINUTE);
+    await s.ticker.tick();
+    s.clock.set(T0 + 20 * MINUTE - 30 * SECOND);
+    await s.ticker.tick(); // hands over T0 + 20 min, half a minute ahead
+    expect(s.runTimes('again')).toEqual([iso(T0 + 10 * MINUTE), iso(T0 + 20 * MINUTE)]);
+    const ids = s.runs('again').map((t) => t.task_id);
+
+    await s.service.delete('again', OWNER);
+    await s.service.put('again', body({ overlap: 'allow' }), OWNER);
+    // The new instance's first time is T0 + 20 min, which the old one handed over already.
+    await s.ticker.tick();
+    s.clock.set(T0 + 25 * MINUTE);
+    const result = await s.service.backfill('again', { from: iso(T0), to: iso(T0 + 20 * MINUTE) }, OWNER);
+    expect(result.runs.map((r) => [r.scheduled_time, r.created])).toEqual([
+      [iso(T0), true],
+      [iso(T0 + 10 * MINUTE), false],
+      [iso(T0 + 20 * MINUTE), false],
+    ]);
+    expect(s.runTimes('again')).toEqual([0, 10, 20].map((m) => iso(T0 + m * MINUTE)));
+    expect(s.runs('again').map((t) => t.task_id)).toEqual(expect.arrayContaining(ids));
+  });
+
+  it('the same name under another owner is another schedule: its runs are its own', async () => {
+    const s = setup();
+    await s.service.put('shared-name', body(), OWNER);
+    s.clock.set(T0 + 10 * MINUTE);
+    await s.ticker.tick();
+    await s.service.delete('shared-name', OWNER);
+    await s.service.put('shared-name', body(), OTHER);
+    s.clock.set(T0 + 15 * MINUTE);
+    const result = await s.service.backfill(
+      'shared-name',
+      { from: iso(T0 + 10 * MINUTE), to: iso(T0 + 10 * MINUTE) },
+      OTHER,
+    );
+    expect(result.runs).toEqual([expect.objectContaining({ created: true })]);
+    expect(result.runs[0]?.task_id).toBe(runTaskId(OTHER.owner, 'shared-name', T0 + 10 * MINUTE));
+  });
+
+  it('a schedule created by an earlier version: a run made under its earlier id is not made again', async () => {
+    const s = setup();
+    await s.service.put('old', body(), OWNER);
+    // As an earlier version stored it: a uid, from which it derived its runs' ids.
+    const legacy = { ...s.stored('old'), uid: 'uid-before-upgrade' };
+    s.schedules.items.set('old', legacy);
+    // That version created the run of T0 + 10 min, and its tick died before the schedule write.
+    const earlierId = legacyRunTaskId('uid-before-upgrade', runKeyOf('old', T0 + 10 * MINUTE));
+    await s.kaj.submitter.submitRun({
+      taskId: earlierId,
+      runKey: runKeyOf('old', T0 + 10 * MINUTE),
+      schedule: 'old',
+      owner: OWNER.owner,
+      scheduledTime: T0 + 10 * MINUTE,
+      runAt: T0 + 10 * MINUTE,
+      type: 'echo',
+      payload: { value: 1 },
+      priority: 'normal',
+    });
+    s.clock.set(T0 + 10 * MINUTE);
+    const report = await s.ticker.tick();
+    expect(report).toMatchObject({ created: 0, replayed: 1 });
+    expect(s.runs('old').map((t) => t.task_id)).toEqual([earlierId]);
+    expect(s.stored('old').last_run?.task_id).toBe(earlierId);
+    // The first tick of this version bounds the look-ups: later times are created at once.
+    const until = s.stored('old').legacy_runs_until;
+    expect(until).toBe(T0 + 10 * MINUTE + 60 * SECOND + LEGACY_RUN_MARGIN_MS);
+    s.finish(earlierId);
+    s.clock.set(T0 + 20 * MINUTE);
+    await s.ticker.tick();
+    expect(s.runTimes('old')).toEqual([iso(T0 + 10 * MINUTE), iso(T0 + 20 * MINUTE)]);
+    expect(s.store.items.has(runTaskId(OWNER.owner, 'old', T0 + 20 * MINUTE))).toBe(true);
+    // Backfill over the earlier run finds it too.
+    s.clock.set(T0 + 25 * MINUTE);
+    const result = await s.service.backfill('old', { from: iso(T0 + 10 * MINUTE), to: iso(T0 + 10 * MINUTE) }, OWNER);
+    expect(result.runs).toEqual([expect.objectContaining({ task_id: earlierId, created: false })]);
+    expect(s.runs('old')).toHaveLength(2);
   });
 
   it('backfill: a range over maxBackfill, or reaching into the future, is refused (field to)', async () => {
@@ -531,9 +610,49 @@ describe('ScheduleService: view', () => {
     expect(view.next_fire_times).toEqual([]);
   });
 
-  it('an at time already past when declared: the schedule is finished at once', async () => {
+  it('an at time already past is refused through the API (at), and nothing is stored', async () => {
     const s = setup({}, T0 + 10 * MINUTE + GRACE);
-    await s.service.put('late', { at: iso(T0), type: 'echo', payload: { value: 1 } }, OWNER);
-    expect(s.stored('late').state).toBe('finished');
+    const err = await rejects(
+      s.service.put('late', { at: iso(T0), type: 'echo', payload: { value: 1 } }, OWNER),
+      ScheduleValidationError,
+    );
+    expect(err.field).toBe('at');
+    expect(err.message).toMatch(/^at: 2026-01-01T00:00:00.000Z has passed/);
+    expect(s.schedules.items.has('late')).toBe(false);
+    // Now, or a moment ago, is past too; a moment ahead runs once.
+    await rejects(s.service.put('late', { at: iso(s.clock.now()), type: 'echo' }, OWNER), ScheduleValidationError);
+    await s.service.put('late', { at: iso(s.clock.now() + SECOND), type: 'echo', payload: { value: 1 } }, OWNER);
+    expect(s.stored('late')).toMatchObject({ state: 'active', next_time: s.clock.now() + SECOND });
+  });
+
+  it('a one-time schedule whose time has passed: PUT again as it is changes nothing; a new past at is refused', async () => {
+    const s = setup();
+    const at = iso(T0 + 5 * MINUTE);
+    await s.service.put('once', { at, type: 'echo', payload: { value: 1 } }, OWNER);
+    s.clock.set(T0 + 5 * MINUTE);
+    await s.ticker.tick();
+    s.clock.set(T0 + 30 * MINUTE);
+    await expect(s.service.put('once', { at, type: 'echo', payload: { value: 1 } }, OWNER)).resolves.toMatchObject({
+      changed: false,
+    });
+    // Its description changed, its time not: accepted, still finished.
+    await s.service.put('once', { at, type: 'echo', payload: { value: 1 }, description: 'done' }, OWNER);
+    expect(s.stored('once').state).toBe('finished');
+    const err = await rejects(
+      s.service.put('once', { at: iso(T0 + 10 * MINUTE), type: 'echo', payload: { value: 1 } }, OWNER),
+      ScheduleValidationError,
+    );
+    expect(err.field).toBe('at');
+    expect(s.runs('once')).toHaveLength(1);
+  });
+
+  it('declared in code with an at time already past: stored finished, with a warning (a start is not stopped)', async () => {
+    const s = setup({}, T0 + 10 * MINUTE + GRACE);
+    const report = await s.service.syncDeclared([
+      { type: 'echo', declaration: { name: 'late-code', at: iso(T0), payload: { value: 1 } } },
+    ]);
+    expect(report.created).toEqual(['late-code']);
+    expect(s.stored('late-code').state).toBe('finished');
+    expect(s.logger.entries.some((l) => l.level === 'warn' && /at time in the past/.test(l.message))).toBe(true);
   });
 });

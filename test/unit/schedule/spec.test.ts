@@ -12,6 +12,7 @@ import {
   SCHEDULE_NAME,
   scheduleRequestSchema,
 } from '../../../shared/schedule/spec.js';
+import type { IntervalRules } from '../../../shared/schedule/spec.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 
 const registry = new TaskRegistry([
@@ -27,7 +28,7 @@ const registry = new TaskRegistry([
 const email = { type: 'send_email', payload: { to: 'ops@example.com' } };
 
 /** The validation error parseScheduleSpec throws for `body` (fails the test if none). */
-function failure(body: unknown, options?: { type?: string }): ScheduleValidationError {
+function failure(body: unknown, options?: Parameters<typeof parseScheduleSpec>[2]): ScheduleValidationError {
   try {
     parseScheduleSpec(body, registry, options);
   } catch (err) {
@@ -199,9 +200,10 @@ describe('Function: parseScheduleSpec', () => {
       } satisfies ScheduleSpec);
     });
 
-    it('defaults the payload to {} and accepts cron nicknames and seconds', () => {
+    it('defaults the payload to {} and accepts cron nicknames, and seconds where the deployment allows them', () => {
       expect(parseScheduleSpec({ type: 'sales_report', cron: '@daily' }, registry).spec.task.payload).toEqual({});
-      expect(parseScheduleSpec({ type: 'sales_report', cron: '*/10 * * * * *' }, registry).spec.cron).toBe(
+      const rules = { allowSecondsField: true, minIntervalSeconds: 10 };
+      expect(parseScheduleSpec({ type: 'sales_report', cron: '*/10 * * * * *' }, registry, { rules }).spec.cron).toBe(
         '*/10 * * * * *',
       );
     });
@@ -319,9 +321,10 @@ describe('Function: renderSpec', () => {
   ];
 
   it.each(bodies)('gives back the same spec and hash when parsed again (%#)', (body) => {
-    const first = parseScheduleSpec(body, registry);
+    const rules = { allowSecondsField: true, minIntervalSeconds: 1 };
+    const first = parseScheduleSpec(body, registry, { rules });
     const wire = renderSpec(first.spec);
-    const again = parseScheduleSpec(wire, registry);
+    const again = parseScheduleSpec(wire, registry, { rules });
     expect(again.spec).toStrictEqual(first.spec);
     expect(again.hash).toBe(first.hash);
     // Valid for the schema as it stands, and JSON all the way.
@@ -401,5 +404,41 @@ describe('Function: parseDeclaration', () => {
     expect(err.schedule).toBe('fast');
     expect(err.message).toMatch(/^every: /);
     expect(bad({ name: 'typo', every: '1h', ...({ evry: '1h' } as object) }).field).toBe('evry');
+  });
+});
+
+describe('Function: checkInterval (the smallest interval, one rule for every and cron)', () => {
+  const defaults: IntervalRules = { minIntervalSeconds: DEFAULTS.scheduleMinIntervalSeconds, allowSecondsField: false };
+  const refusal = (body: Record<string, unknown>, rules = defaults) =>
+    failure({ type: 'sales_report', ...body }, { rules });
+
+  it('by default: a seconds field is refused (cron), every below a minute is refused (every)', () => {
+    expect(refusal({ cron: '* * * * * *' })).toMatchObject({ field: 'cron' });
+    expect(refusal({ cron: '0 * * * * *' }).message).toMatch(/^cron: a seconds field is not allowed/);
+    expect(refusal({ every: '59s' })).toMatchObject({ field: 'every', message: expect.stringMatching(/at least 1m/) });
+    expect(parseScheduleSpec({ type: 'sales_report', every: '1m' }, registry).spec.every_ms).toBe(60_000);
+    expect(parseScheduleSpec({ type: 'sales_report', cron: '* * * * *' }, registry).spec.cron).toBe('* * * * *');
+  });
+
+  it('with seconds allowed, a 6-field cron is held to the smallest interval like every', () => {
+    const rules = { minIntervalSeconds: 10, allowSecondsField: true };
+    expect(refusal({ cron: '* * * * * *' }, rules)).toMatchObject({ field: 'cron' });
+    expect(refusal({ cron: '0,5 * * * * *' }, rules).message).toMatch(/5s apart/);
+    expect(refusal({ every: '9s' }, rules)).toMatchObject({ field: 'every' });
+    expect(parseScheduleSpec({ type: 'sales_report', cron: '*/10 * * * * *' }, registry, { rules }).spec.cron).toBe(
+      '*/10 * * * * *',
+    );
+  });
+
+  it('a larger minimum holds 5-field crons to it, across the day boundary too', () => {
+    const rules = { minIntervalSeconds: 7200, allowSecondsField: false };
+    expect(refusal({ cron: '*/30 * * * *' }, rules)).toMatchObject({ field: 'cron' });
+    // 23:00 to 00:00 the next day.
+    expect(refusal({ cron: '0 0,23 * * *' }, rules).message).toMatch(/1h apart/);
+    expect(refusal({ every: '1h59m' }, rules)).toMatchObject({ field: 'every' });
+    expect(parseScheduleSpec({ type: 'sales_report', cron: '0 */2 * * *' }, registry, { rules }).spec.cron).toBe(
+      '0 */2 * * *',
+    );
+    expect(parseScheduleSpec({ type: 'sales_report', cron: '@daily' }, registry, { rules }).spec.cron).toBe('@daily');
   });
 });

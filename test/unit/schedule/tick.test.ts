@@ -33,7 +33,7 @@ function setup(scheduling: Partial<SchedulerSettings> = {}, start = T0) {
       .filter((t) => t.schedule === name)
       .sort((a, b) => (a.scheduled_time ?? '').localeCompare(b.scheduled_time ?? ''));
   const taskOf = (name: string, time: number): TaskRecord | undefined =>
-    u.store.items.get(runTaskId(stored(name).uid, runKeyOf(name, time)));
+    u.store.items.get(runTaskId(stored(name).owner, name, time));
   /** Ends a run's task as if its worker had finished it. */
   const finish = (taskId: string): void => {
     const t = u.store.items.get(taskId);
@@ -47,7 +47,7 @@ const sum = (reports: TickReport[], k: keyof TickReport) => reports.reduce((n, r
 
 describe('ScheduleTicker', () => {
   it('works earliest fire first across the due shards, and leaves the latest to the next tick when its budget runs out', async () => {
-    const s = setup({ tickConcurrency: 1 }, T0 + 30 * SECOND);
+    const s = setup({ tickConcurrency: 1, allowSecondsField: true, minIntervalSeconds: 1 }, T0 + 30 * SECOND);
     // Names in several shards, each due at its own second within the coming minute.
     const names = Array.from({ length: 28 }, (_, i) => `herd-${i}`);
     for (const [i, name] of names.entries()) {
@@ -94,8 +94,7 @@ describe('ScheduleTicker', () => {
     const before = s.stored('jittered');
     report = await s.ticker.tick();
     expect(report).toMatchObject({ due: 1, created: 1, replayed: 0, skipped: 0, conflicts: 0, failures: 0 });
-    const uid = before.uid;
-    const taskId = runTaskId(uid, runKeyOf('jittered', time));
+    const taskId = runTaskId(before.owner, 'jittered', time);
     expect(runKeyOf('jittered', time)).toBe(`jittered@${iso(time)}`);
     const task = s.store.items.get(taskId);
     expect(task).toMatchObject({
