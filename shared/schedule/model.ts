@@ -6,7 +6,12 @@ import type { Priority } from '../config/resources.js';
  * - `allow`: start it anyway.
  * - `forbid`: skip this time, recorded as `skipped_overlap`.
  * - `buffer_one`: start it once the current run finishes; later times collapse into it.
- * - `replace`: cancel the current run (the ordinary cancel path), then start.
+ * - `replace`: cancel the current run (the ordinary cancel path), then start. The two overlap:
+ *   the new run starts at once, and the old one's worker sees the cancel at its next cancel
+ *   poll (`cancelPollSeconds`, 5 s; the heartbeat, lease/3, where that is shorter), one eventually
+ *   consistent read later; its handler's `signal` aborts then, and the run ends when the handler
+ *   returns. So the window is up to 5 s plus one read plus however long the handler takes to stop
+ *   after its signal. A handler that must never overlap itself uses `forbid` or `buffer_one`.
  */
 export const OVERLAP_POLICIES = ['allow', 'forbid', 'buffer_one', 'replace'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
