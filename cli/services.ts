@@ -1,5 +1,5 @@
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { createKajOnAws, type Kaj } from '../shared/app.js';
+import { createKajOnAws, DEVELOPMENT_ID_SECRET, type Kaj } from '../shared/app.js';
 import { FlowControl } from '../shared/consumer/flow-control.js';
 import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
@@ -196,6 +196,8 @@ export function scheduleServiceOf(ctx: CliContext, s: Services, registry: TaskRe
     random: ctx.random,
     logger: silentLogger,
     metrics: noMetrics,
+    // The CLI's listing cursors are its own (as its task listing's: createKajOnAws's development key).
+    idSecret: DEVELOPMENT_ID_SECRET,
   });
 }
 

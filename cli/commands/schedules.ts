@@ -12,7 +12,7 @@ import * as z from 'zod';
 import { ScheduleValidationError } from '../../shared/schedule/errors.js';
 import type { RunResult, ScheduleService, ScheduleSummary, ScheduleView } from '../../shared/schedule/service.js';
 import { checkScheduleName } from '../../shared/schedule/spec.js';
-import { StoreRejectedError } from '../../shared/store/errors.js';
+import { InvalidCursorError } from '../../shared/task/errors.js';
 import type { CliContext, RunState } from '../context.js';
 import { EXIT, UsageError } from '../errors.js';
 import { commonOptions, optionsOf } from '../options.js';
@@ -77,7 +77,7 @@ export function registerSchedules(
             ...(o.cursor === undefined ? {} : { cursor: o.cursor }),
           });
         } catch (err) {
-          if (err instanceof StoreRejectedError && o.cursor !== undefined)
+          if (err instanceof InvalidCursorError && o.cursor !== undefined)
             throw new UsageError(`--cursor "${truncate(o.cursor, 60)}" is not a cursor kaj schedules list printed`);
           throw asFlagError(err, { limit: '--limit' });
         }

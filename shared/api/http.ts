@@ -5,6 +5,7 @@ import type { Logger } from '../runtime/logger.js';
 import { StoreUnavailableError } from '../store/errors.js';
 import {
   IdempotencyConflictError,
+  InvalidCursorError,
   PayloadTooLargeError,
   TaskNotCancellableError,
   TaskNotFoundError,
@@ -12,7 +13,7 @@ import {
   ValidationError,
 } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';
-import { toView, type TaskRecord } from '../task/model.js';
+import { TASK_ID_PATTERN, toView, type TaskRecord } from '../task/model.js';
 import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
 import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
 import type { ScheduleService } from '../schedule/service.js';
@@ -44,7 +45,6 @@ export type HttpResult = APIGatewayProxyStructuredResultV2 & {
   body: string;
 };
 
-const TASK_ID = /^t_[0-9a-f]{32}$/;
 /** How long a client should wait before retrying after a 503. */
 const RETRY_AFTER_SECONDS = '1';
 
@@ -79,7 +79,7 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
       case 'schedule_put':
       case 'schedule_pause':
       case 'schedule_backfill': {
-        const body = match.route.name === 'schedule_put' ? jsonBody(event) : optionalJsonBody(event);
+        const body = match.route.name === 'schedule_put' ? jsonObjectBody(event) : optionalJsonObjectBody(event);
         const r = await scheduleRoute(match.route.name, name, event, body, d.schedules, caller);
         return json(r.status, r.body);
       }
@@ -107,7 +107,7 @@ export function ownerOf(event: APIGatewayProxyEventV2, defaultOwner: string): st
 }
 
 async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller): Promise<HttpResult> {
-  const body = jsonBody(event);
+  const body = jsonObjectBody(event);
   const { record, replayed } = await d.submitter.submit(body, caller);
   const headers: Record<string, string> = { location: `/api/v1/tasks/${record.task_id}` };
   if (replayed) headers['idempotent-replayed'] = 'true';
@@ -120,7 +120,7 @@ async function submit(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller)
  * `422`, `503`). The request itself fails (`400`/`413`/`415`/`422`) only when it is not a batch.
  */
 async function submitBatch(event: APIGatewayProxyEventV2, d: ApiDeps, caller: Caller): Promise<HttpResult> {
-  const parsed = submitBatchRequestSchema.safeParse(jsonBody(event, DEFAULTS.maxBatchRequestBytes));
+  const parsed = submitBatchRequestSchema.safeParse(jsonObjectBody(event, DEFAULTS.maxBatchRequestBytes));
   if (!parsed.success) throw validationErrorOf(parsed.error);
   const results = await d.submitter.submitMany(parsed.data.tasks, caller);
   const items = results.map((r, index) => {
@@ -149,10 +149,32 @@ function documentOf(d: ApiDeps): Record<string, unknown> {
   return doc;
 }
 
-/** A body that may be absent (an action without options): `undefined` then. */
-function optionalJsonBody(event: APIGatewayProxyEventV2): unknown {
+/** A body that may be absent (an action without options): `undefined` then; else a JSON object. */
+function optionalJsonObjectBody(event: APIGatewayProxyEventV2): Record<string, unknown> | undefined {
   if (event.body === undefined || event.body === '') return undefined;
-  return jsonBody(event);
+  return jsonObjectBody(event);
+}
+
+/**
+ * The request's body as every route with a body takes it: a JSON object (what {@link jsonBody}
+ * refuses, and 422 naming `body` for JSON that is not an object: `null`, a list, a string).
+ */
+function jsonObjectBody(
+  event: APIGatewayProxyEventV2,
+  maxBytes: number = DEFAULTS.maxRequestBytes,
+): Record<string, unknown> {
+  const body = jsonBody(event, maxBytes);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ValidationError('body', `body: must be a JSON object, got ${jsonKind(body)}`);
+  }
+  return body as Record<string, unknown>;
+}
+
+/** What a JSON value is, for messages: `null`, `a list`, `a string`… */
+function jsonKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return `a ${typeof value}`;
 }
 
 /**
@@ -189,7 +211,7 @@ function jsonBody(event: APIGatewayProxyEventV2, maxBytes: number = DEFAULTS.max
 }
 
 async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResult> {
-  if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+  if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
   const r = await d.lifecycle.cancel(id, caller.owner);
   if (r.status === 'running') {
     // The worker sees the request at its next heartbeat and aborts the handler.
@@ -199,7 +221,7 @@ async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResul
 }
 
 async function find(lifecycle: TaskLifecycle, id: string, caller: Caller): Promise<TaskRecord> {
-  if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+  if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
   return lifecycle.find(id, caller.owner);
 }
 
@@ -263,6 +285,7 @@ export function problemOf(err: unknown, logger: Logger, fields: Record<string, u
   if (err instanceof HttpError) {
     return problemWith(err.status, err.code, err.message, err.field, err.allow ? { allow: err.allow } : undefined);
   }
+  if (err instanceof InvalidCursorError) return problemWith(400, 'invalid_cursor', err.message, err.field);
   if (err instanceof PayloadTooLargeError) return problemWith(413, 'payload_too_large', err.message, err.field);
   if (err instanceof ValidationError) return problemWith(422, 'validation_error', err.message, err.field);
   if (err instanceof UnknownTaskTypeError) return problemWith(422, 'unknown_type', err.message, 'type');

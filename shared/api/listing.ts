@@ -12,7 +12,7 @@ import { listedAt, MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
 import { LISTING_VIEWS, type ListingView } from '../task/model.js';
 import type { Caller } from '../task/submit.js';
 import { validationErrorOf } from '../task/submit.js';
-import { ValidationError } from '../task/errors.js';
+import { InvalidCursorError, ValidationError } from '../task/errors.js';
 import { HttpError } from './errors.js';
 
 /** Rows per page when the request names no `limit`. */
@@ -47,7 +47,8 @@ export const listQuerySchema = z.strictObject({
         .max(MAX_LIST_LIMIT, `must be an integer from 1 to ${MAX_LIST_LIMIT}`),
     )
     .optional(),
-  cursor: z.string().min(1).max(2048).optional(),
+  // Checked by the listing (empty, too long, tampered: 400 invalid_cursor), as the schedule listing's.
+  cursor: z.string().optional(),
 });
 
 /** A row of the listing, as the API answers it. */
@@ -85,7 +86,7 @@ export async function listRoute(
   return { items: page.items.map(toListedView), ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
 }
 
-/** A bad query parameter (a tampered cursor included) is a 400 naming it, not a 422: there is no body. */
+/** A bad query parameter is a 400 naming it, not a 422: there is no body. A bad cursor is `invalid_cursor`. */
 function badQuery(err: ValidationError): HttpError {
   return new HttpError(400, 'invalid_query', err.message, { field: err.field, cause: err });
 }
@@ -94,6 +95,6 @@ async function catchingBadQuery<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    throw err instanceof ValidationError ? badQuery(err) : err;
+    throw err instanceof ValidationError && !(err instanceof InvalidCursorError) ? badQuery(err) : err;
   }
 }

@@ -190,6 +190,9 @@ function cursorOfKey(key: Record<string, AttributeValue>): string {
   return Buffer.from(JSON.stringify(unmarshall(key)), 'utf8').toString('base64url');
 }
 
+/** DynamoDB's limit on a sort key (a partition key may have 2,048 bytes): no key of this table comes near. */
+const MAX_KEY_BYTES = 1024;
+
 /**
  * `ExclusiveStartKey` from a cursor; an `InvalidRequest` for anything no page of this listing
  * gave (`fits` checks the key attributes beyond the table key).
@@ -209,7 +212,12 @@ function keyOfCursor(
     key !== null &&
     !Array.isArray(key) &&
     typeof (key as Record<string, unknown>)[PK] === 'string' &&
-    Object.values(key).every((v) => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) &&
+    // Key values DynamoDB takes: a non-empty string within its key size, a number it can hold.
+    Object.values(key).every(
+      (v) =>
+        (typeof v === 'string' && v !== '' && Buffer.byteLength(v) <= MAX_KEY_BYTES) ||
+        (typeof v === 'number' && Number.isSafeInteger(v)),
+    ) &&
     fits(key as Record<string, string | number>);
   if (!valid) throw new InvalidRequest('the cursor is not one this store gave');
   return marshall(key as Record<string, string | number>, MARSHALL);

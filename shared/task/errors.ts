@@ -25,6 +25,19 @@ export class ValidationError extends TaskError {
   }
 }
 
+/**
+ * A page cursor this listing did not give for this query: tampered with, of another listing or
+ * filters, or holding a position no page ends at. Field `cursor`.
+ */
+export class InvalidCursorError extends ValidationError {
+  constructor(
+    message = 'cursor: not a cursor of this listing (pass back the one a page returned, with the same filters)',
+    options: { cause?: unknown } = {},
+  ) {
+    super('cursor', message, options);
+  }
+}
+
 export class UnknownTaskTypeError extends TaskError {
   constructor(
     readonly type: string,

@@ -18,7 +18,6 @@
  *
  * @module
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type {
   ListingPage,
   ListingPosition,
@@ -30,12 +29,14 @@ import type {
   TaskListingReader,
   TaskStore,
 } from '../store/task-store.js';
-import { ValidationError } from './errors.js';
+import { CursorSigner } from './cursor.js';
+import { InvalidCursorError, ValidationError } from './errors.js';
 import {
   LISTED_STATUSES,
   type ListedStatus,
   type ListingView,
   outboxPartitions,
+  TASK_ID_PATTERN,
   type TaskRecord,
   type TaskStatus,
 } from './model.js';
@@ -142,14 +143,18 @@ interface PartitionHead {
 }
 
 /**
- * Reads the listing index. The cursor is `<position>.<signature>`, both base64url: the position
- * (last row's key), the query it belongs to, and an HMAC over both under the deployment's key.
+ * Reads the listing index. The cursor is signed (`shared/task/cursor.ts`): the position (the last
+ * row's key) bound to the query it continues (status, type, owner).
  */
 export class TaskListing {
+  private readonly cursors: CursorSigner;
+
   constructor(
     private readonly reader: TaskListingReader,
-    private readonly cursorKey: string,
-  ) {}
+    cursorKey: string,
+  ) {
+    this.cursors = new CursorSigner(cursorKey, 'kaj-list-cursor');
+  }
 
   /** @throws ValidationError (field `cursor` or `limit`), StoreUnavailableError */
   async list(query: ListingQuery): Promise<ListingResult> {
@@ -262,59 +267,50 @@ export class TaskListing {
       'list_sk' in position
         ? [position.list_sk, position.task_id]
         : [position.due, position.partition, position.task_id];
-    const body = Buffer.from(JSON.stringify(parts)).toString('base64url');
-    return `${body}.${this.sign(body, query)}`;
+    return this.cursors.encode(parts, scopeOf(query));
   }
 
+  /** The key of the row a page ended at: `<ISO time>#<task id>`, as {@link listingKey} writes it. */
   private decodePosition(cursor: string, query: ListingQuery): ListingPosition {
-    const parsed = this.decode(cursor, query);
-    if (parsed.length !== 2 || !parsed.every((p) => typeof p === 'string')) throw badCursor();
-    return { list_sk: parsed[0] as string, task_id: parsed[1] as string };
+    const [sk, taskId, ...rest] = this.cursors.decode(cursor, scopeOf(query));
+    if (
+      typeof sk !== 'string' ||
+      typeof taskId !== 'string' ||
+      rest.length > 0 ||
+      !TASK_ID_PATTERN.test(taskId) ||
+      !isIsoTime(sk.slice(0, -(taskId.length + 1))) ||
+      !sk.endsWith(`#${taskId}`)
+    )
+      throw new InvalidCursorError();
+    return { list_sk: sk, task_id: taskId };
   }
 
+  /** Where a delayed listing stopped: a due time (epoch ms), a queue partition and a task id. */
   private decodeDelayed(cursor: string, query: ListingQuery): DelayedPosition {
-    const [due, partition, taskId, ...rest] = this.decode(cursor, query);
+    const [due, partition, taskId, ...rest] = this.cursors.decode(cursor, scopeOf(query));
     if (
-      typeof due !== 'number' ||
+      !Number.isSafeInteger(due) ||
+      (due as number) < 0 ||
       !Number.isSafeInteger(partition) ||
       (partition as number) < 0 ||
       (partition as number) >= QUEUE_PARTITIONS.length ||
       typeof taskId !== 'string' ||
+      !TASK_ID_PATTERN.test(taskId) ||
       rest.length > 0
     )
-      throw badCursor();
-    return { due, partition: partition as number, task_id: taskId };
-  }
-
-  private decode(cursor: string, query: ListingQuery): unknown[] {
-    const [body, signature, ...rest] = cursor.split('.');
-    if (body === undefined || signature === undefined || rest.length > 0) throw badCursor();
-    const expected = Buffer.from(this.sign(body, query));
-    const given = Buffer.from(signature);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badCursor();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
-    } catch (err) {
-      throw new ValidationError('cursor', 'cursor: malformed', { cause: err });
-    }
-    if (!Array.isArray(parsed)) throw badCursor();
-    return parsed;
-  }
-
-  private sign(body: string, query: ListingQuery): string {
-    return createHmac('sha256', this.cursorKey)
-      .update(`kaj-list-cursor\n${query.status}\n${query.type ?? ''}\n${query.owner ?? ''}\n${body}`)
-      .digest('base64url')
-      .slice(0, 32);
+      throw new InvalidCursorError();
+    return { due: due as number, partition: partition as number, task_id: taskId };
   }
 }
 
-function badCursor(): ValidationError {
-  return new ValidationError(
-    'cursor',
-    'cursor: not a cursor of this listing (pass back the one a page returned, with the same filters)',
-  );
+/** What a listing cursor is bound to: the query it continues. */
+function scopeOf(query: ListingQuery): string[] {
+  return [query.status, query.type ?? '', query.owner ?? ''];
+}
+
+/** An instant as `Date.toISOString()` writes it (what every listing key starts with). */
+function isIsoTime(s: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(s) && !Number.isNaN(Date.parse(s));
 }
 
 /**

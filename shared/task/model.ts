@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { PRIORITIES, type Priority, TABLE_SCHEMA } from '../config/resources.js';
 
+/** A task id as Kaj makes them: `t_` and 32 lowercase hex digits (random, or an HMAC of an idempotency key). */
+export const TASK_ID_PATTERN = /^t_[0-9a-f]{32}$/;
+
 export const TASK_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 

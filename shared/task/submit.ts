@@ -44,13 +44,16 @@ export interface SubmitResult {
   readonly replayed: boolean;
 }
 
-/** Turns a zod failure into the domain's error naming the first offending field. */
-export function validationErrorOf(error: z.ZodError, prefix?: string): ValidationError {
+/**
+ * Turns a zod failure into the domain's error naming the first offending field.
+ * @param prefix the path of the value checked (`payload`), before the issue's own path
+ * @param root what to name when the value checked is itself at fault (`body`; a batch's `tasks[3]`)
+ */
+export function validationErrorOf(error: z.ZodError, prefix?: string, root = 'body'): ValidationError {
   const issue = error.issues[0];
   const path = issue?.path.map(String) ?? [];
   if (issue?.code === 'unrecognized_keys') path.push(...issue.keys.slice(0, 1));
-  const field =
-    [prefix, ...path].filter((p): p is string => p !== undefined && p !== '').join('.') || (prefix ?? 'body');
+  const field = [prefix, ...path].filter((p): p is string => p !== undefined && p !== '').join('.') || (prefix ?? root);
   const message = issue?.code === 'unrecognized_keys' ? 'unknown field' : (issue?.message ?? 'invalid');
   return new ValidationError(field, `${field}: ${message}`, { cause: error });
 }
@@ -120,7 +123,7 @@ export class TaskSubmitter {
     bodies.forEach((body, index) => {
       let record: TaskRecord;
       try {
-        record = this.prepare(body, caller);
+        record = this.prepare(body, caller, `tasks[${index}]`);
       } catch (err) {
         if (!(err instanceof TaskError)) throw err;
         results[index] = { kind: 'rejected', error: err };
@@ -159,10 +162,13 @@ export class TaskSubmitter {
     return results;
   }
 
-  /** Validates a submit's body and builds the task it asks for (nothing written or sent). */
-  private prepare(body: unknown, caller: Caller): TaskRecord {
+  /**
+   * Validates a submit's body and builds the task it asks for (nothing written or sent).
+   * @param root what the body is called when it is itself at fault (not an object): `body`, or a batch's `tasks[3]`
+   */
+  private prepare(body: unknown, caller: Caller, root = 'body'): TaskRecord {
     const parsed = submitRequestSchema.safeParse(body);
-    if (!parsed.success) throw validationErrorOf(parsed.error);
+    if (!parsed.success) throw validationErrorOf(parsed.error, undefined, root);
     const req = parsed.data;
     if (req.delay_seconds !== undefined && req.run_at !== undefined) {
       throw new ValidationError('run_at', 'run_at: give either delay_seconds or run_at, not both');

@@ -440,6 +440,11 @@ export function scheduleStoreContract(
         await expectRejected(store.list(10, '%%%'));
         await expectRejected(store.list(10, Buffer.from('{"name":7}').toString('base64url')));
         await expectRejected(store.list(10, dueCursor));
+        // Keys no schedule has: empty, or longer than any key of the table.
+        await expectRejected(store.list(10, Buffer.from('{"name":""}').toString('base64url')));
+        await expectRejected(
+          store.list(10, Buffer.from(JSON.stringify({ name: 'n'.repeat(1100) })).toString('base64url')),
+        );
       });
     });
   });

@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
+import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/app.js';
+import { CursorSigner } from '../../shared/task/cursor.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
 import { uniquePrefix, waitFor } from '../support/wait.js';
@@ -136,5 +138,23 @@ describe.each(targets())('task listing on $name', (target) => {
     const res = await list('status=failed&cursor=eyJ4Ijp0cnVlfQ.AAAA');
     expect(res.status).toBe(400);
     expect(res.body.error?.field).toBe('cursor');
+  });
+
+  // Signed with the runtime's key (the development key: no secret), so only what they hold is
+  // wrong; each reached the table as an ExclusiveStartKey it refuses, and was a 500.
+  it.each([
+    ['an empty position', 'failed', ['', '']],
+    // Under the 2,048 characters a cursor may have: the key alone is over DynamoDB's 1,024 bytes.
+    ['a sort key over 1 KB', 'failed', [`2030-01-01T00:00:00.000Z#t_${'a'.repeat(1010)}`, 't_a']],
+    ['a due time of 1e308', 'delayed', [1e308, 0, `t_${'a'.repeat(32)}`]],
+  ])('a signed cursor holding %s is a 400 invalid_cursor, not a 500', async (_, status, position) => {
+    const cursor = new CursorSigner(`${DEVELOPMENT_ID_SECRET}\nlisting`, 'kaj-list-cursor').encode(position, [
+      status,
+      '',
+      LOCAL_OWNER,
+    ]);
+    const res = await list(`status=${status}&cursor=${encodeURIComponent(cursor)}`);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_cursor', field: 'cursor' });
   });
 });

@@ -147,7 +147,8 @@ function positionOf(cursor: string, operation: string, fits: (key: Record<string
   }
   if (typeof key !== 'object' || key === null || Array.isArray(key)) return invalid();
   const k = key as Record<string, unknown>;
-  if (typeof k.name !== 'string' || !fits(k)) return invalid();
+  // As DynamoDBScheduleStore: no key is empty or over 1,024 bytes.
+  if (typeof k.name !== 'string' || k.name === '' || Buffer.byteLength(k.name) > 1024 || !fits(k)) return invalid();
   if (operation === 'Query' && typeof k.due_at !== 'number') return invalid();
   return typeof k.due_at === 'number' ? { name: k.name, due_at: k.due_at } : { name: k.name };
 }

@@ -228,6 +228,22 @@ describe('POST /api/v1/tasks/batch', () => {
     expect(queue.sent).toHaveLength(0);
   });
 
+  it('an item that is not an object is named by its place (tasks[3]), not as the body; the others are accepted', async () => {
+    const { kaj } = unitKaj(registry);
+    const b = body(await kaj.handleHttp(batch([{ type: 'job', payload: { n: 1 } }, null, [], 'job', 7])));
+    expect(b.results.map((i: { http_status: number }) => i.http_status)).toEqual([202, 422, 422, 422, 422]);
+    expect(b.results.slice(1).map((i: { error: { field: string } }) => i.error.field)).toEqual([
+      'tasks[1]',
+      'tasks[2]',
+      'tasks[3]',
+      'tasks[4]',
+    ]);
+    expect(b.results[3].error.message).toMatch(/^tasks\[3\]: /);
+    // A field inside an item is still named from the item (its index says which).
+    const inner = body(await kaj.handleHttp(batch([{ type: 'job', payload: { n: 'x' } }])));
+    expect(inner.results[0].error.field).toBe('payload.n');
+  });
+
   it('is POST only, and does not shadow a task id route (GET answers 405 with Allow: POST)', async () => {
     const { kaj } = unitKaj(registry);
     const r = await kaj.handleHttp(event('GET', '/api/v1/tasks/batch'));

@@ -1,6 +1,8 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { DEVELOPMENT_ID_SECRET } from '../../../shared/app.js';
+import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
 import { apiEvent, unitKaj } from '../../support/fixtures.js';
@@ -173,9 +175,96 @@ describe('schedule routes', () => {
     expect((await kaj.handleHttp(broken)).statusCode).toBe(400);
   });
 
+  it.each([
+    ['null', 'null'],
+    ['a list', '[]'],
+    ['a string', '"db migration"'],
+    ['a number', '42'],
+  ])('a body that is JSON but not an object (%s) is 422 naming body; nothing changes', async (_, raw) => {
+    const { call } = await setup();
+    await call('PUT', '/api/v1/schedules/ok', ALICE, { every: '1h', type: 'report' });
+    for (const [method, path] of [
+      ['POST', '/api/v1/schedules/ok/pause'],
+      ['POST', '/api/v1/schedules/ok/backfill'],
+      ['PUT', '/api/v1/schedules/ok'],
+    ] as const) {
+      const r = await call(method, path, ALICE, raw);
+      expect(r, `${method} ${path}`).toMatchObject({
+        status: 422,
+        body: { error: { code: 'validation_error', field: 'body', message: expect.stringMatching(/^body: /) } },
+      });
+    }
+    expect((await call('GET', '/api/v1/schedules/ok', ALICE)).body).toMatchObject({ state: 'active' });
+  });
+
   it('without a schedules store the routes answer 404', async () => {
     const { kaj } = unitKaj(registry);
     const r = await kaj.handleHttp(apiEvent('GET', '/api/v1/schedules', {}));
     expect(r.statusCode).toBe(404);
+  });
+});
+
+describe('schedule listing cursors', () => {
+  /** Alice owns `count` schedules besides the one declared in code. */
+  async function withSchedules(count: number) {
+    const h = await setup();
+    for (let i = 0; i < count; i += 1)
+      await h.call('PUT', `/api/v1/schedules/s${i}`, ALICE, { every: '1h', type: 'report' });
+    return h;
+  }
+  const invalidCursor = { status: 400, body: { error: { code: 'invalid_cursor', field: 'cursor' } } };
+
+  it("pages through every schedule with the cursors it returns (signed: not the store's own)", async () => {
+    const { call } = await withSchedules(3);
+    const seen: unknown[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await call(
+        'GET',
+        '/api/v1/schedules',
+        ALICE,
+        undefined,
+        `limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      seen.push(...(page.body.items as { name: string }[]).map((i) => i.name));
+      cursor = page.body.cursor as string | undefined;
+      if (cursor !== undefined) expect(cursor).toMatch(/^[\w-]+\.[\w-]{32}$/);
+      pages += 1;
+    } while (cursor !== undefined && pages < 10);
+    // `nightly` is declared in code: read-only, and listed to every caller.
+    expect(seen.sort()).toEqual(['nightly', 's0', 's1', 's2']);
+  });
+
+  it.each([
+    ['AAAA', 'AAAA'],
+    ['empty', ''],
+    ['tampered', 'eyJ4Ijp0cnVlfQ.AAAA'],
+    ["the store's own cursor, unsigned", Buffer.from(JSON.stringify({ name: 's0' })).toString('base64url')],
+    ['over 2,048 characters', 'A'.repeat(2049)],
+  ])('cursor %s → 400 invalid_cursor naming cursor (it was a 500)', async (_, cursor) => {
+    const { call } = await withSchedules(2);
+    const r = await call('GET', '/api/v1/schedules', ALICE, undefined, `cursor=${encodeURIComponent(cursor)}`);
+    expect(r).toMatchObject(invalidCursor);
+  });
+
+  it("refuses another caller's cursor (a cursor is bound to the caller)", async () => {
+    const { call } = await withSchedules(2);
+    const first = await call('GET', '/api/v1/schedules', ALICE, undefined, 'limit=1');
+    const cursor = first.body.cursor as string;
+    expect(cursor).toBeDefined();
+    const r = await call('GET', '/api/v1/schedules', BOB, undefined, `cursor=${encodeURIComponent(cursor)}`);
+    expect(r).toMatchObject(invalidCursor);
+  });
+
+  it('a cursor signed with the key yet holding no position of the store is a 400 too', async () => {
+    const { call } = await withSchedules(1);
+    const signer = new CursorSigner(`${DEVELOPMENT_ID_SECRET}\nschedules`, 'kaj-schedule-cursor');
+    for (const position of [[''], [42], ['not base64 json'], [Buffer.from('{"name":""}').toString('base64url')], []]) {
+      const cursor = signer.encode(position, ['owner', ALICE]);
+      const r = await call('GET', '/api/v1/schedules', ALICE, undefined, `cursor=${encodeURIComponent(cursor)}`);
+      expect(r, JSON.stringify(position)).toMatchObject(invalidCursor);
+    }
   });
 });

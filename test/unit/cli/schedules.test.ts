@@ -58,6 +58,7 @@ function serviceOver(h: Pick<Harness, 'store' | 'clock'>, reg: TaskRegistry, uni
     random: sequenceRandom([0.5]),
     logger: silentLogger,
     metrics: noMetrics,
+    idSecret: 'cli-test-id-secret',
   });
 }
 
