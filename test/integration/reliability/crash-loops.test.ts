@@ -88,76 +88,115 @@ describe.each(targets())('crash loops and stale workers on $name', (target) => {
     }
   });
 
-  it('a worker paused past its lease after its claim was written tries to complete while the new owner runs: fenced off by the lease token, the new owner’s outcome stands', async () => {
-    const stale = await bench.startWorker({ label: 'stale' });
-    // Attempt 1 sleeps past its first heartbeat (the claim is written: running, lease_token 1),
-    // then blocks its worker's event loop (no heartbeat, no timers) well past the lease, and
-    // wakes while attempt 2 is still running: the task is `running`, so only the fencing token
-    // (lease_token) can reject the stale success write.
-    const id = await bench.submit('block', { lead_ms: 1_500, ms: LEASE * 1000 + 4_000, retry_ms: 8_000 });
-    await bench.claimed(id, { attempt: 1 });
-    const fresh = await bench.startWorker({ label: 'fresh' });
-    await bench.started(id, 2);
+  /**
+   * The longest a paused worker stays paused, or a rerun waits to be released, should the test
+   * never raise their flags (it failed): the pause and the rerun end on the state the test waits
+   * for, not on a guess of how fast this machine starts a worker process or polls a queue.
+   */
+  const AT_MOST_MS = 90_000;
+  /** Each stale-worker case starts two worker processes (node + tsx: seconds each on a loaded machine). */
+  const STALE_CASE_TIMEOUT_MS = 150_000;
 
-    // The stale worker wakes up, finishes its handler and tries to record success with lease 1.
-    await waitFor(
-      'the stale worker to finish its handler',
-      () => bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
-      { timeoutMs: 20_000 },
-    );
-    await waitFor(
-      'the stale write to be fenced off',
-      () => (stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined),
-      { timeoutMs: 10_000 },
-    );
-    expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2, attempts: 2 });
+  it(
+    'a worker paused past its lease after its claim was written tries to complete while the new owner runs: fenced off by the lease token, the new owner’s outcome stands',
+    async () => {
+      const stale = await bench.startWorker({ label: 'stale' });
+      // Attempt 1 sleeps until `pause` is raised: once its first heartbeat has written the claim
+      // (running, lease_token 1). Then it blocks its worker's event loop (no heartbeat, no timers)
+      // until `wake` is raised: once attempt 2 runs. Attempt 2 runs until `release` is raised, so the
+      // stale worker wakes while the task is `running`: only the fencing token (lease_token) can
+      // reject its success write.
+      const pause = bench.flag('pause');
+      const wake = bench.flag('wake');
+      const release = bench.flag('release');
+      const id = await bench.submit('block', {
+        lead_ms: AT_MOST_MS,
+        pause_file: pause.path,
+        ms: AT_MOST_MS,
+        wake_file: wake.path,
+        retry_ms: AT_MOST_MS,
+        release_file: release.path,
+      });
+      await bench.claimed(id, { attempt: 1 });
+      pause.raise();
+      const fresh = await bench.startWorker({ label: 'fresh' });
+      // However long that start took, the stale worker is still paused: its lease runs out and its
+      // message comes back to the fresh worker, which reclaims the task as a crash.
+      await bench.started(id, 2);
+      expect(bench.starts(id).map((e) => [e.worker, e.attempt])).toEqual([
+        [stale.label, 1],
+        [fresh.label, 2],
+      ]);
 
-    const done = await bench.until(id, ['succeeded'], 30_000);
-    expect(done.result).toMatchObject({ worker: fresh.label, attempt: 2 });
-    expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
-    expect((await bench.record(id))?.lease_token).toBe(2);
-    await expectSettled(bench, [id]);
-  });
+      // The stale worker wakes up, finishes its handler and tries to record success with lease 1.
+      wake.raise();
+      await waitFor('the stale worker to finish its handler', () =>
+        bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
+      );
+      await waitFor('the stale write to be fenced off', () =>
+        stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined,
+      );
+      expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 2, attempts: 2 });
 
-  it('a worker paused before its first heartbeat (claim not written) tries to complete after a redelivery claimed the task by a write: fenced off by dispatch and status, one outcome, the lost run not in the history', async () => {
-    const stale = await bench.startWorker({ label: 'stale-lazy' });
-    // The first run blocks its worker's event loop at once, longer than the queue's visibility
-    // timeout (2 × lease): no heartbeat ever writes its claim, and the message comes back. The
-    // rerun (attempt 1 again: the first run was no attempt) sleeps long enough for the stale one
-    // to wake while it runs.
-    const id = await bench.submit('block', { ms: 2 * LEASE * 1000 + 3_000, retry_ms: 6_000, first: 'run' });
-    await bench.started(id);
-    const fresh = await bench.startWorker({ label: 'fresh-lazy' });
-    await waitFor('the redelivery to start on the fresh worker', () =>
-      bench.starts(id).find((e) => e.worker === fresh.label),
-    );
-    expect(await bench.record(id)).toMatchObject({ status: 'running', attempts: 1, lease_token: 1 });
+      release.raise();
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(done.result).toMatchObject({ worker: fresh.label, attempt: 2 });
+      expect(done.history.map((h) => h.outcome)).toEqual(['crashed', 'succeeded']);
+      expect((await bench.record(id))?.lease_token).toBe(2);
+      await expectSettled(bench, [id]);
+    },
+    STALE_CASE_TIMEOUT_MS,
+  );
 
-    // The stale worker wakes up, finishes its handler and tries its lazy success write, which
-    // is conditioned on the dispatch and the waiting status: the task is running now.
-    await waitFor(
-      'the stale worker to finish its handler',
-      () => bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
-      { timeoutMs: 20_000 },
-    );
-    await waitFor(
-      'the stale write to be fenced off',
-      () => (stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined),
-      { timeoutMs: 10_000 },
-    );
-    expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 1, attempts: 1 });
+  it(
+    'a worker paused before its first heartbeat (claim not written) tries to complete after a redelivery claimed the task by a write: fenced off by dispatch and status, one outcome, the lost run not in the history',
+    async () => {
+      const stale = await bench.startWorker({ label: 'stale-lazy' });
+      // The first run blocks its worker's event loop at once, until `wake` is raised: no heartbeat
+      // ever writes its claim, and the message comes back after the queue's visibility timeout. The
+      // rerun (attempt 1 again: the first run was no attempt) runs until `release` is raised, so the
+      // stale one wakes while it runs.
+      const wake = bench.flag('wake');
+      const release = bench.flag('release');
+      const id = await bench.submit('block', {
+        ms: AT_MOST_MS,
+        wake_file: wake.path,
+        retry_ms: AT_MOST_MS,
+        release_file: release.path,
+        first: 'run',
+      });
+      await bench.started(id);
+      const fresh = await bench.startWorker({ label: 'fresh-lazy' });
+      await waitFor('the redelivery to start on the fresh worker', () =>
+        bench.starts(id).find((e) => e.worker === fresh.label),
+      );
+      expect(await bench.record(id)).toMatchObject({ status: 'running', attempts: 1, lease_token: 1 });
 
-    const done = await bench.until(id, ['succeeded'], 30_000);
-    expect(done.result).toMatchObject({ worker: fresh.label, attempt: 1 });
-    // Two runs of attempt 1, both completed (the handler's side effects happened twice), one outcome.
-    expect(bench.starts(id).map((e) => [e.worker, e.attempt])).toEqual([
-      [stale.label, 1],
-      [fresh.label, 1],
-    ]);
-    expect(done.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
-    const record = await bench.record(id);
-    expect(record?.lease_token).toBe(1);
-    expect((record?.crashes ?? 0) + (record?.unattributed_crashes ?? 0)).toBe(0);
-    await expectSettled(bench, [id]);
-  });
+      // The stale worker wakes up, finishes its handler and tries its lazy success write, which
+      // is conditioned on the dispatch and the waiting status: the task is running now.
+      wake.raise();
+      await waitFor('the stale worker to finish its handler', () =>
+        bench.executions(id).find((e) => e.event === 'E' && e.worker === stale.label),
+      );
+      await waitFor('the stale write to be fenced off', () =>
+        stale.output().includes('write fenced off: lease lost to another worker') ? true : undefined,
+      );
+      expect(await bench.record(id)).toMatchObject({ status: 'running', lease_token: 1, attempts: 1 });
+
+      release.raise();
+      const done = await bench.until(id, ['succeeded'], 30_000);
+      expect(done.result).toMatchObject({ worker: fresh.label, attempt: 1 });
+      // Two runs of attempt 1, both completed (the handler's side effects happened twice), one outcome.
+      expect(bench.starts(id).map((e) => [e.worker, e.attempt])).toEqual([
+        [stale.label, 1],
+        [fresh.label, 1],
+      ]);
+      expect(done.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);
+      const record = await bench.record(id);
+      expect(record?.lease_token).toBe(1);
+      expect((record?.crashes ?? 0) + (record?.unattributed_crashes ?? 0)).toBe(0);
+      await expectSettled(bench, [id]);
+    },
+    STALE_CASE_TIMEOUT_MS,
+  );
 });
