@@ -20,7 +20,15 @@ export function consoleListener(app: ConsoleApp, onError: (err: unknown) => void
 }
 
 async function serve(app: ConsoleApp, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://console.invalid');
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://console.invalid');
+  } catch {
+    // A target such as `http://[` is the client's mistake, not the console's (it was a 500).
+    res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end('bad request: the request target is not a valid URL\n');
+    return;
+  }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers))
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
