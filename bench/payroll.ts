@@ -2,7 +2,7 @@
  * The payroll run on the real local runtime (issue "Flow control", proof (a)).
  *
  *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10] [--workers 2]
- *                            [--time-scale 1]
+ *                            [--time-scale 1] [--jitter MS]
  *
  * `--time-scale N` stretches time N times (provider 40/N per second, email 1.2·N s, render
  * 0.8·N s; concurrencies unchanged, so every ratio holds): the local emulators (dynalite, one
@@ -17,6 +17,9 @@
  * in the number of slips, so every ratio of the 50,000-slip run holds and the limits and counts
  * are the real ones. Workers are separate processes (`local/worker.ts`, as Lambda instances are):
  * the limits hold across them through the limits table.
+ *
+ * `--jitter MS` declares the provider's rate with `arrivalJitterMs: MS` instead of 25 (0: none).
+ * `--time-scale 4 --configs kaj` is a two-process `rate: '10/s'` run.
  *
  * For each configuration (`seed`: email concurrency 45; `kaj`: rate 40/s + concurrency 50) it
  * prints, per run and as the median of the runs: makespan and its ratio to the floor (slips ÷
@@ -76,6 +79,8 @@ interface RunResult {
   readonly maxAttemptsSeen: number;
   readonly deferrals: number;
   readonly pauses: number;
+  /** Rate starts the workers' limiters forfeited (past their slack when due) and took again. */
+  readonly lateStarts: number;
   readonly requests: Record<string, number>;
   readonly failedRequests: Record<string, number>;
 }
@@ -89,6 +94,7 @@ function args() {
       kills: { type: 'string', default: '0' },
       workers: { type: 'string', default: '2' },
       'time-scale': { type: 'string', default: '1' },
+      jitter: { type: 'string' },
       lease: { type: 'string', default: '10' },
       json: { type: 'boolean', default: false },
     },
@@ -101,6 +107,7 @@ function args() {
     kills: Number(values.kills),
     workers: Number(values.workers),
     timeScale: Number(values['time-scale']),
+    jitter: values.jitter,
     lease: Number(values.lease),
     json: values.json === true,
   };
@@ -144,7 +151,13 @@ function addCounts(into: RequestCounts, from: RequestCounts): void {
   }
 }
 
-async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills: number): Promise<RunResult> {
+/** One run; its line is printed as soon as it is measured, before the runtime stops. */
+async function runOnce(
+  config: PayrollConfig,
+  o: ReturnType<typeof args>,
+  kills: number,
+  label: string,
+): Promise<RunResult> {
   const provider = await spawnProvider({ perSecond: RATE_PER_SECOND, latencyMs: EMAIL_MS });
   const dir = mkdtempSync(join(tmpdir(), 'kaj-payroll-'));
   const env = {
@@ -152,6 +165,7 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     PAYROLL_PROVIDER: provider.url,
     PAYROLL_RENDER_MS: String(RENDER_MS),
     PAYROLL_TIME_SCALE: String(o.timeScale),
+    PAYROLL_JITTER_MS: o.jitter ?? '',
     PAYROLL_API: '',
   };
   const registry = createRegistry(env);
@@ -253,9 +267,12 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
   await Promise.all(workers.map((w) => w.exited));
 
   const counts: RequestCounts = { requests: {}, failed: {}, metrics: {} };
+  let lateStarts = 0;
   for (const f of files) {
     try {
-      addCounts(counts, JSON.parse(readFileSync(f, 'utf8')) as RequestCounts);
+      const saved = JSON.parse(readFileSync(f, 'utf8')) as RequestCounts & { gauges?: Record<string, number> };
+      addCounts(counts, saved);
+      lateStarts += saved.gauges?.limiterLateStarts ?? 0;
     } catch {
       // A worker killed before its first save: its counts are lost (at most a second's worth).
     }
@@ -315,10 +332,7 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
       );
     }
   }
-  await rt.stop(1000);
-  await provider.stop();
-  rmSync(dir, { recursive: true, force: true });
-  return {
+  const result: RunResult = {
     config,
     kills: killed,
     makespanS,
@@ -339,9 +353,15 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     maxAttemptsSeen,
     deferrals: counts.metrics.LimitDeferrals ?? 0,
     pauses: counts.metrics.LimitPauses ?? 0,
+    lateStarts,
     requests: counts.requests,
     failedRequests: counts.failed,
   };
+  process.stdout.write(`  ${label}: ${line(result, o.slips)}\n`);
+  await rt.stop(1000);
+  await provider.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return result;
 }
 
 const median = (xs: number[]) => {
@@ -371,7 +391,7 @@ function line(r: RunResult, slips: number): string {
     `${r.config.padEnd(4)} kills ${String(r.kills).padStart(2)}`,
     `makespan ${r.makespanS.toFixed(1)} s / floor ${r.floorS.toFixed(1)} s = ${r.ratio.toFixed(3)}`,
     `first email +${r.firstEmailS.toFixed(1)} s, steady ${pr.steadyPerSecond.toFixed(2)}/s`,
-    `429s ${pr.tooManyRequests}`,
+    `429s ${pr.tooManyRequests}, arrivals over the limit ${pr.arrivalsOverLimit} (peak arrived/1s ${pr.peakArrivalsPerSecond}), starts forfeited late ${r.lateStarts}`,
     `peak in flight ${pr.peakInFlight}`,
     `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms)`,
     `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
@@ -408,22 +428,18 @@ async function main(): Promise<void> {
   );
   for (const config of o.configs) {
     for (let i = 0; i < o.runs; i += 1) {
-      const r = await runOnce(config, o, 0);
-      results.push(r);
-      process.stdout.write(`  run ${i + 1}: ${line(r, o.slips)}\n`);
+      results.push(await runOnce(config, o, 0, `run ${i + 1}`));
     }
   }
   if (o.kills > 0) {
-    const r = await runOnce('kaj', o, o.kills);
-    results.push(r);
-    process.stdout.write(`  kill run: ${line(r, o.slips)}\n`);
+    results.push(await runOnce('kaj', o, o.kills, 'kill run'));
   }
   process.stdout.write('\nmedians (no kills):\n');
   for (const config of o.configs) {
     const rs = results.filter((r) => r.config === config && r.kills === 0);
     const m = (f: (r: RunResult) => number) => median(rs.map(f));
     process.stdout.write(
-      `  ${config.padEnd(4)} makespan ${m((r) => r.makespanS).toFixed(1)} s, floor ${rs[0]?.floorS.toFixed(1)} s, ratio ${m((r) => r.ratio).toFixed(3)}, steady ${m((r) => r.provider.steadyPerSecond).toFixed(2)}/s, 429s ${m((r) => r.provider.tooManyRequests)}, peak/1s ${m((r) => r.provider.peakPerSecond)}, peak in flight ${m((r) => r.provider.peakInFlight)}, dup ${m((r) => r.provider.duplicates)}, failed ${m((r) => r.failed)}, deferrals/slip ${m((r) => r.deferrals / o.slips).toFixed(2)}, SQS/slip ${m((r) => perSlip(r, o.slips).sqs).toFixed(1)}, DDB writes/slip ${m((r) => perSlip(r, o.slips).dynamodbWrites).toFixed(2)}\n`,
+      `  ${config.padEnd(4)} makespan ${m((r) => r.makespanS).toFixed(1)} s, floor ${rs[0]?.floorS.toFixed(1)} s, ratio ${m((r) => r.ratio).toFixed(3)}, steady ${m((r) => r.provider.steadyPerSecond).toFixed(2)}/s, 429s ${m((r) => r.provider.tooManyRequests)}, arrivals over the limit ${m((r) => r.provider.arrivalsOverLimit)}, peak/1s ${m((r) => r.provider.peakPerSecond)}, peak in flight ${m((r) => r.provider.peakInFlight)}, dup ${m((r) => r.provider.duplicates)}, failed ${m((r) => r.failed)}, deferrals/slip ${m((r) => r.deferrals / o.slips).toFixed(2)}, SQS/slip ${m((r) => perSlip(r, o.slips).sqs).toFixed(1)}, DDB writes/slip ${m((r) => perSlip(r, o.slips).dynamodbWrites).toFixed(2)}\n`,
     );
   }
   if (o.json) process.stdout.write(`${JSON.stringify(results)}\n`);

@@ -5,7 +5,8 @@
  * accepted before is answered `200` again without sending a second email.
  *
  * It records what a benchmark reports: emails sent by key, 429s (over-limit calls), replays of an
- * accepted key, the peak number of emails in flight, the peak accepted in any 1-s window, and —
+ * accepted key, the peak number of emails in flight, the peak accepted and the peak arrived in any
+ * 1-s window, the calls that arrived over the limit (every call counted, by arrival time), and —
  * from the `x-started-at` header the task sets — the peak of calls started in any 1-s window and
  * the delay from a call's start to its arrival (what a limit enforced at the start cannot see).
  *
@@ -34,6 +35,13 @@ export interface ProviderReport {
   readonly peakInFlight: number;
   /** Most emails accepted in any window of 1,000 ms. */
   readonly peakPerSecond: number;
+  /** Most calls arrived (accepted, refused or replayed: every call the rate let start) in any window of 1,000 ms. */
+  readonly peakArrivalsPerSecond: number;
+  /**
+   * Calls that arrived with `perSecond` or more calls already in the 1,000 ms before them (a
+   * sliding window on arrival time, every call counted): the windows over the limit. Must be 0.
+   */
+  readonly arrivalsOverLimit: number;
   /** Most calls started (the handler's clock, before the request) in any window of 1,000 ms. */
   readonly peakStartsPerSecond: number;
   /** Delay from a call's start to its arrival here, ms: median and maximum. */
@@ -54,6 +62,16 @@ export function peakInWindow(times: readonly number[], windowMs: number): number
   return peak;
 }
 
+/** How many values of sorted `times` find `limit` or more values in the `windowMs` before them (half-open). */
+export function overLimitInWindow(times: readonly number[], windowMs: number, limit: number): number {
+  let over = 0;
+  for (let i = 0, k = 0; i < times.length; i += 1) {
+    while ((times[i] as number) - (times[k] as number) >= windowMs) k += 1;
+    if (i - k >= limit) over += 1;
+  }
+  return over;
+}
+
 /** Values per second of sorted `times` between their 10th and 90th percentiles (0 when too few). */
 export function steadyRate(times: readonly number[]): number {
   const lo = Math.floor(times.length * 0.1);
@@ -67,6 +85,8 @@ export class EmailProvider {
   private readonly accepted: number[] = [];
   /** Every call (accepted, refused, replayed): when its handler started it, when it arrived. */
   private readonly calls: { start: number; arrival: number }[] = [];
+  /** Every call's arrival, stamped or not. */
+  private readonly arrivals: number[] = [];
   private readonly sentByKey = new Map<string, number>();
   private inFlight = 0;
   private peakInFlight = 0;
@@ -87,6 +107,7 @@ export class EmailProvider {
       req.resume();
       req.on('end', () => {
         const now = Date.now();
+        this.arrivals.push(now);
         if (Number.isFinite(started)) this.calls.push({ start: started, arrival: now });
         if (this.sentByKey.has(key)) {
           this.replays += 1;
@@ -129,6 +150,8 @@ export class EmailProvider {
       tooManyRequests: this.tooMany,
       peakInFlight: this.peakInFlight,
       peakPerSecond: peakInWindow(this.accepted, 1000),
+      peakArrivalsPerSecond: peakInWindow(this.arrivals, 1000),
+      arrivalsOverLimit: overLimitInWindow(this.arrivals, 1000, this.o.perSecond),
       peakStartsPerSecond: peakInWindow(starts, 1000),
       arrivalDelayMs: { median: delays[Math.floor(delays.length / 2)] ?? 0, max: delays.at(-1) ?? 0 },
       steadyPerSecond: steadyRate(this.accepted),

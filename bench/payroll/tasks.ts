@@ -11,7 +11,8 @@
  *
  * Configured by environment (the bench sets it for every worker): PAYROLL_CONFIG (`seed` | `kaj`),
  * PAYROLL_API (the runtime's URL), PAYROLL_PROVIDER (the provider's URL), PAYROLL_RENDER_MS,
- * PAYROLL_PERIOD (`2026-11`), PAYROLL_TIME_SCALE (rates divided by it; `1`).
+ * PAYROLL_PERIOD (`2026-11`), PAYROLL_TIME_SCALE (rates divided by it; `1`), PAYROLL_JITTER_MS (the
+ * rate's `arrivalJitterMs` instead of the declared 25).
  *
  * @module
  */
@@ -34,16 +35,19 @@ export type PayrollConfig = keyof typeof PAYROLL_LIMITS;
 /**
  * A configuration's limits with time stretched `timeScale` times (a whole divisor of 40): rates
  * divided by it, concurrencies unchanged — rate × duration, what a concurrency limit binds, stays
- * the same when durations are multiplied by the same factor.
+ * the same when durations are multiplied by the same factor. `arrivalJitterMs`, when given,
+ * replaces the rate's declared one (`--jitter` of the bench).
  */
-export function payrollLimits(config: PayrollConfig, timeScale = 1): LimitDeclarations {
+export function payrollLimits(config: PayrollConfig, timeScale = 1, arrivalJitterMs?: number): LimitDeclarations {
   const declared: LimitDeclarations = PAYROLL_LIMITS[config];
-  if (timeScale === 1) return declared;
+  if (timeScale === 1 && arrivalJitterMs === undefined) return declared;
   if (!Number.isInteger(40 / timeScale)) throw new Error(`time scale ${timeScale} does not divide 40`);
   return Object.fromEntries(
     Object.entries(declared).map(([name, d]) => [
       name,
-      d.rate === undefined ? d : { ...d, rate: `${40 / timeScale}/s` },
+      d.rate === undefined
+        ? d
+        : { ...d, rate: `${40 / timeScale}/s`, ...(arrivalJitterMs === undefined ? {} : { arrivalJitterMs }) },
     ]),
   );
 }
@@ -62,6 +66,8 @@ export function createRegistry(env: Readonly<Record<string, string | undefined>>
   const provider = env.PAYROLL_PROVIDER ?? 'http://127.0.0.1:0/send';
   const renderMs = Number(env.PAYROLL_RENDER_MS ?? 800);
   const timeScale = Number(env.PAYROLL_TIME_SCALE ?? 1);
+  const jitter =
+    env.PAYROLL_JITTER_MS === undefined || env.PAYROLL_JITTER_MS === '' ? undefined : Number(env.PAYROLL_JITTER_MS);
   const period = env.PAYROLL_PERIOD ?? '2026-11';
   const keyOf = (emp: number) => `slip:${period}:emp-${emp}`;
 
@@ -109,5 +115,5 @@ export function createRegistry(env: Readonly<Record<string, string | undefined>>
       return { sent: true };
     },
   });
-  return new TaskRegistry([render, send], { lanes: PAYROLL_LANES, limits: payrollLimits(config, timeScale) });
+  return new TaskRegistry([render, send], { lanes: PAYROLL_LANES, limits: payrollLimits(config, timeScale, jitter) });
 }

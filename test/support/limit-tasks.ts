@@ -30,6 +30,12 @@ export const LIMITS = defineLimits({
    * at 20 — what `arrivalJitterMs` is for.
    */
   rated: { rate: '20/s', arrivalJitterMs: 200 },
+  /**
+   * At most 10 starts in any 1 s window, with handlers that block their worker's event loop: a
+   * start's timer often fires late there. T = (1,000 + 40) / 10 = 104 ms; a start may be used up
+   * to half the 40 ms margin late (the limiter's slack), later it is taken again.
+   */
+  tenth: { rate: '10/s', arrivalJitterMs: 40 },
   /** A provider's 429 with Retry-After pauses it for every worker. */
   provider: { rate: '10/s', learnRetryAfter: true },
   /** One at a time: tasks behind it are deferred again and again. */
@@ -104,6 +110,24 @@ export function createRegistry(o: LimitTaskOptions = {}): TaskRegistry {
       sleeper('pooled', ['pool']),
       sleeper('rated', ['rated']),
       sleeper('single', ['single']),
+      defineTask({
+        type: 'busy_rated',
+        description:
+          'Blocks its worker’s event loop for `spin_ms` (CPU work): the timers of the worker’s other tasks fire late.',
+        schema: z.object({ spin_ms: z.number().int().min(0).max(5_000) }),
+        uses: ['tenth'],
+        maxAttempts: 5,
+        backoff: fast,
+        handler: async (p, ctx) => {
+          log('S', ctx.taskId, ctx.attempt, 'busy_rated');
+          const until = Date.now() + p.spin_ms;
+          while (Date.now() < until) {
+            // CPU work: nothing else of this process runs meanwhile.
+          }
+          log('E', ctx.taskId, ctx.attempt, 'busy_rated');
+          return { worker: label, attempt: ctx.attempt };
+        },
+      }),
       defineTask({
         type: 'provider_call',
         description: 'Calls the test provider once; a 429 becomes RetryableError({ retryAfterSeconds }).',
