@@ -6,22 +6,17 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  */
 const { defaultContext } = await import('./context.js');
 const { runCli } = await import('./program.js');
+const { EXIT_TERMINATED, installStopHandlers } = await import('./process.js');
 
 const { EventEmitter } = await import('node:events');
 const controller = new AbortController();
 // Every paced wait (--rate) listens on it: many at once is expected.
 EventEmitter.setMaxListeners(0, controller.signal);
-let interrupts = 0;
-process.on('SIGINT', () => {
-  interrupts += 1;
-  if (interrupts > 1) process.exit(130);
-  process.stderr.write(
-    '\nstopping: finishing the current step and releasing held messages (Ctrl-C again to quit at once)\n',
-  );
-  controller.abort();
-});
+const stopping = installStopHandlers(process, controller);
 
-const code = await runCli(process.argv.slice(2), defaultContext({ signal: controller.signal }));
+const ran = await runCli(process.argv.slice(2), defaultContext({ signal: controller.signal }));
+stopping.dispose();
+const code = stopping.terminated() ? EXIT_TERMINATED : ran;
 process.exitCode = code;
 // Idle keep-alive sockets of the AWS clients must not hold the process open.
 setTimeout(() => process.exit(code), 100).unref();

@@ -6,6 +6,8 @@
 import type { Command } from 'commander';
 import * as z from 'zod';
 import { PRIORITIES } from '../shared/config/resources.js';
+import { MAX_REASON_LENGTH } from '../shared/task/operations.js';
+import { UsageError } from './errors.js';
 
 const flag = z.boolean().optional();
 const text = z.string().optional();
@@ -72,4 +74,19 @@ export const submitOptions = commonOptions.extend({
 /** A command's flags (its own and those of `kaj`), as its schema types them. */
 export function optionsOf<S extends z.ZodType>(cmd: Command, schema: S): z.infer<S> {
   return schema.parse(cmd.optsWithGlobals());
+}
+
+/** `--reason` help, for every command that records one in the tasks' audit entries. */
+export const REASON_HELP = `why, for the audit entry of each task (at most ${MAX_REASON_LENGTH} characters)`;
+
+/**
+ * The operator's `--reason`, refused (exit 2) when longer than the domain accepts, before
+ * anything is read: the same cap as the console's.
+ */
+export function reasonOf(o: { readonly reason?: string | undefined }): { reason?: string } {
+  if (o.reason === undefined) return {};
+  if (o.reason.length > MAX_REASON_LENGTH) {
+    throw new UsageError(`--reason: at most ${MAX_REASON_LENGTH} characters (got ${o.reason.length})`);
+  }
+  return { reason: o.reason };
 }

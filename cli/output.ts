@@ -12,8 +12,9 @@ export interface CliIo {
 
 export function processIo(): CliIo {
   return {
-    out: (t) => void process.stdout.write(t),
-    err: (t) => void process.stderr.write(t),
+    // Once a reader has gone (`kaj … | head`), its stream is closed: write nothing more there.
+    out: (t) => void (process.stdout.writable && process.stdout.write(t)),
+    err: (t) => void (process.stderr.writable && process.stderr.write(t)),
     stdoutIsTTY: process.stdout.isTTY === true,
     stderrIsTTY: process.stderr.isTTY === true,
     stdinIsTTY: process.stdin.isTTY === true,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerDlq } from './commands/dlq/index.js';
 import { registerSchedules } from './commands/schedules.js';
@@ -14,12 +15,18 @@ const EXIT_HELP = `
 Exit status: 0 success; 1 failure (or some items of a batch failed); 2 usage error; 130 interrupted.
 Set KAJ_DEBUG=1 to print stack traces of unexpected errors.`;
 
+/** Kaj's version, as package.json says (`kaj --version`). */
+export const KAJ_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
 /** The `kaj` command tree, writing through `ctx.io` and never calling process.exit. */
 export function buildProgram(ctx: CliContext, state: RunState): Command {
   const program = new Command('kaj')
     .description(
       'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules, the web console (ui).',
     )
+    .version(KAJ_VERSION, '-V, --version', "print kaj's version")
     .option('--local', 'the Kaj that `npm start` runs in this directory')
     .option('--stack <name>', 'a deployed Kaj stack (CloudFormation outputs)')
     .option('--endpoint-url <url>', 'with --stack: one endpoint for all AWS services (LocalStack)')

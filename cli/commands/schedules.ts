@@ -13,6 +13,7 @@ import { ScheduleValidationError } from '../../shared/schedule/errors.js';
 import type { RunResult, ScheduleService, ScheduleSummary, ScheduleView } from '../../shared/schedule/service.js';
 import { checkScheduleName } from '../../shared/schedule/spec.js';
 import { InvalidCursorError } from '../../shared/task/errors.js';
+import { approved, YES_HELP } from '../confirm.js';
 import type { CliContext, RunState } from '../context.js';
 import { EXIT, UsageError } from '../errors.js';
 import { commonOptions, optionsOf } from '../options.js';
@@ -26,6 +27,7 @@ export type OpenSchedules = <T>(flags: TargetFlags, fn: (schedules: ScheduleServ
 
 const listOptions = commonOptions.extend({ limit: z.number().optional(), cursor: z.string().optional() });
 const putOptions = commonOptions.extend({ file: z.string().optional(), spec: z.unknown().optional() });
+const deleteOptions = commonOptions.extend({ yes: z.boolean().optional() });
 const pauseOptions = commonOptions.extend({ note: z.string().optional() });
 const backfillOptions = commonOptions.extend({ from: z.string(), to: z.string() });
 
@@ -128,9 +130,11 @@ export function registerSchedules(
     .command('delete')
     .description('delete a schedule (the tasks of its runs are left alone)')
     .argument('<name>', 'the schedule name', parseScheduleName)
+    .option('--yes', YES_HELP)
     .option('--json', 'print { name, deleted }')
     .action(async (name: string, _o: unknown, cmd: Command) => {
-      const o = optionsOf(cmd, commonOptions);
+      const o = optionsOf(cmd, deleteOptions);
+      if (!(await approved(ctx, state, o, `Delete schedule ${name}?`, `delete schedule ${name}`, false))) return;
       await open(o, async (service) => {
         await service.delete(name, undefined);
         ctx.io.out(o.json === true ? json({ name, deleted: true }) : `deleted: schedule ${name}\n`);

@@ -1,14 +1,18 @@
 import type { Command } from 'commander';
 import { TaskNotCancellableError, TaskNotFoundError } from '../../shared/task/errors.js';
+import * as z from 'zod';
+import { approved, YES_HELP } from '../confirm.js';
 import type { CliContext, RunState } from '../context.js';
 import { CliError } from '../errors.js';
-import { commonOptions, optionsOf } from '../options.js';
+import { commonOptions, optionsOf, REASON_HELP, reasonOf } from '../options.js';
 import { json } from '../output.js';
 import { parseTaskId } from '../parse.js';
 import { withServices } from '../services.js';
 import { recordLines } from './task-record.js';
 
-export function registerTask(program: Command, ctx: CliContext, _state: RunState): void {
+const cancelOptions = commonOptions.extend({ yes: z.boolean().optional(), reason: z.string().optional() });
+
+export function registerTask(program: Command, ctx: CliContext, state: RunState): void {
   const task = program.command('task').description('one task: show, cancel');
 
   task
@@ -30,13 +34,17 @@ export function registerTask(program: Command, ctx: CliContext, _state: RunState
     .command('cancel')
     .description('cancel a task: at once if it has not started; a running one gets a cancel request its worker acts on')
     .argument('<task-id>', 'the task id', parseTaskId)
+    .option('--yes', YES_HELP)
+    .option('--reason <text>', REASON_HELP.replace('each task', 'the task'))
     .option('--json', 'print the task as JSON afterwards')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
-      const o = optionsOf(cmd, commonOptions);
+      const o = optionsOf(cmd, cancelOptions);
+      const reason = reasonOf(o);
+      if (!(await approved(ctx, state, o, `Cancel task ${taskId}?`, `cancel task ${taskId}`, false))) return;
       await withServices(ctx, o, async (s) => {
         let r;
         try {
-          r = await s.kaj.lifecycle.cancel(taskId);
+          r = await s.kaj.lifecycle.cancel(taskId, undefined, { actor: ctx.actor, ...reason });
         } catch (err) {
           if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError)
             throw new CliError(err.message, 1, { cause: err });

@@ -13,11 +13,11 @@ import { LISTING_VIEWS, type ListingView } from '../../shared/task/model.js';
 import { Pacer } from '../admin/pacer.js';
 import type { CliContext, RunState } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
-import { commonOptions, optionsOf } from '../options.js';
+import { commonOptions, optionsOf, REASON_HELP, reasonOf } from '../options.js';
 import { json, table } from '../output.js';
 import { parsePositiveInt, parseRate } from '../parse.js';
 import { withServices } from '../services.js';
-import { approved } from './dlq/batch-command.js';
+import { approved, YES_HELP } from '../confirm.js';
 
 const listOptions = commonOptions.extend({
   status: z.enum(LISTING_VIEWS),
@@ -100,8 +100,8 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
     .option('--max <n>', `select at most this many (default ${DEFAULT_MAX})`, parsePositiveInt)
     .option('--rate <n/s>', `at most this many cancels per second (default ${DEFAULT_RATE}/s)`, parseRate)
     .option('--dry-run', 'only show what would be cancelled')
-    .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
-    .option('--reason <text>', 'why, for the audit entry of each task')
+    .option('--yes', YES_HELP)
+    .option('--reason <text>', REASON_HELP)
     .option('--json', 'print the report as JSON')
     .addHelpText(
       'after',
@@ -115,6 +115,7 @@ cancelled through the same path as DELETE /api/v1/tasks/{id}; a task that moved 
     )
     .action(async (_o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, cancelOptions);
+      const reason = reasonOf(o);
       await withServices(ctx, o, async (s) => {
         const listing = listingOf(s.kaj.listing);
         const selected = await selectAll(listing, o.status, o.type, o.owner, o.max ?? DEFAULT_MAX);
@@ -137,10 +138,7 @@ cancelled through the same path as DELETE /api/v1/tasks/{id}; a task that moved 
           }
           await pacer.take(ctx.signal);
           try {
-            const r = await s.kaj.lifecycle.cancel(t.task_id, undefined, {
-              actor: ctx.actor,
-              ...(o.reason === undefined ? {} : { reason: o.reason }),
-            });
+            const r = await s.kaj.lifecycle.cancel(t.task_id, undefined, { actor: ctx.actor, ...reason });
             report.cancelled += 1;
             items.push({ task_id: t.task_id, outcome: r.status === 'running' ? 'cancel_requested' : 'cancelled' });
           } catch (err) {

@@ -9,7 +9,7 @@ import { ScheduleNotFoundError, ScheduleValidationError } from '../schedule/erro
 import type { Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
 import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../task/errors.js';
-import type { Operator } from '../task/operations.js';
+import { MAX_REASON_LENGTH, type Operator } from '../task/operations.js';
 import { assets } from './assets.js';
 import { ActionRefusedError, BadParameterError, ForeignHostError, PageNotFoundError } from './errors.js';
 import type { Html } from './html.js';
@@ -215,7 +215,7 @@ export class ConsoleApp {
     const b = this.o.backend;
     const parts = segments(req.path);
     const [a, x, y] = parts;
-    const reason = P.optional(req.form, 'reason', 200);
+    const reason = P.optional(req.form, 'reason', MAX_REASON_LENGTH);
     const operator: Operator = { actor: this.o.actor, ...(reason === undefined ? {} : { reason }) };
     if (a === 'tasks' && x !== undefined && parts.length === 3) {
       const id = P.taskId(x, 'task id');

@@ -9,6 +9,7 @@ import { PRIORITIES } from '../config/resources.js';
 import type { ScheduleSummary, ScheduleView } from '../schedule/service.js';
 import type { ListedTask } from '../store/task-store.js';
 import { listedAt } from '../task/listing.js';
+import { MAX_REASON_LENGTH } from '../task/operations.js';
 import { LISTED_STATUSES, LISTING_VIEWS, type TaskRecord } from '../task/model.js';
 import { throughputChart, totals } from './chart.js';
 import { bytes, count, duration, jsonBytes, jsonText, timeTag } from './format.js';
@@ -314,7 +315,7 @@ export function confirmPage(ctx: PageContext, verb: 'redrive' | 'purge', g: Dead
 <input type="hidden" name="_token" value="${ctx.token}">
 <input type="hidden" name="ids" value="${g.taskIds.join(',')}">
 <input type="hidden" name="description" value="${`${g.taskIds.length} ${g.type ?? ''} task(s) that died with: ${g.error ?? '—'}`.slice(0, 500)}">
-<label>Reason (for the audit entries)<input name="reason" size="40" maxlength="200" placeholder="e.g. SMTP_HOST fixed"></label>
+<label>Reason (for the audit entries)<input name="reason" size="40" maxlength="${MAX_REASON_LENGTH}" placeholder="e.g. SMTP_HOST fixed"></label>
 <button type="submit" class="${verb === 'purge' ? 'danger' : ''}"${ctx.actionsAllowed ? '' : html` disabled title="read-only console: start kaj ui with --allow-actions"`}>${v.title} these ${count(g.taskIds.length)}</button>
 <a class="button secondary" href="/dead-letters">Cancel</a>
 </form>

@@ -2,6 +2,7 @@ import { DEFAULTS, type Priority } from '../config/resources.js';
 import { ConditionFailedError } from '../store/errors.js';
 import type { TaskChanges } from '../store/task-store.js';
 import { cancelChanges, finishedExpiry, iso, nextDispatchId, outboxFields } from './changes.js';
+import { ValidationError } from './errors.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { AuditEntry, TaskRecord, TaskStatus } from './model.js';
 import { deadLetterOf, type TaskOutbox } from './outbox.js';
@@ -22,7 +23,29 @@ import { isFinished, transition } from './state-machine.js';
 /** Who acts, and why: every operator write appends an audit entry. */
 export interface Operator {
   readonly actor: string;
+  /** At most {@link MAX_REASON_LENGTH} characters: every audit entry is kept in the task record. */
   readonly reason?: string;
+}
+
+/**
+ * The longest reason an operator may give. Each redrive, purge or cancel appends its reason to
+ * the task record's audit trail, and a DynamoDB item holds at most 400 KB: a few long reasons
+ * would make the record too large for the next write.
+ */
+export const MAX_REASON_LENGTH = 200;
+
+/**
+ * Refuses a reason over {@link MAX_REASON_LENGTH} characters before anything is read or written.
+ * @throws ValidationError (field `reason`)
+ */
+export function checkOperator(who: Operator, taskId?: string): void {
+  if (who.reason !== undefined && who.reason.length > MAX_REASON_LENGTH) {
+    throw new ValidationError(
+      'reason',
+      `reason: at most ${MAX_REASON_LENGTH} characters (got ${who.reason.length})`,
+      taskId === undefined ? {} : { taskId },
+    );
+  }
 }
 
 export interface RedriveRequest extends Operator {
@@ -241,6 +264,7 @@ export class OperatorActions {
     record: TaskRecord | undefined,
     request: RedriveRequest,
   ): Promise<RedriveOutcome> {
+    checkOperator(request, letter.taskId);
     const plan = planLetterRedrive(letter, record, (r) => this.outbox.sendUnconfirmed(r));
     if (record === undefined || plan.action === 'leave') return { kind: 'skipped', reason: 'not_found' };
     switch (plan.action) {
@@ -260,6 +284,7 @@ export class OperatorActions {
    * SQS of `npm start`, or deleted by hand). Only a `failed`, not discarded task is reset.
    */
   async redriveRecord(record: TaskRecord, request: RedriveRequest): Promise<RedriveOutcome> {
+    checkOperator(request, record.task_id);
     const plan = planRecordRedrive(record);
     if (plan.action === 'skip') return { kind: 'skipped', reason: plan.reason, status: record.status };
     return this.reset(record, redriveTarget(request.to, record.priority), request);
@@ -271,6 +296,7 @@ export class OperatorActions {
    * should the move fail.
    */
   async resetForMove(record: TaskRecord, request: RedriveRequest): Promise<MoveResetOutcome> {
+    checkOperator(request, record.task_id);
     try {
       const reset = await this.d.store.update(
         record.task_id,
@@ -308,6 +334,7 @@ export class OperatorActions {
 
   /** Purges the task a DLQ message stands for (see `PurgePlan`), on the record as the caller read it. */
   async purgeLetter(letter: DeadLetterRef, record: TaskRecord | undefined, operator: Operator): Promise<PurgeOutcome> {
+    checkOperator(operator, letter.taskId);
     const plan = planLetterPurge(letter, record);
     if (record === undefined) return { kind: 'skipped', reason: 'not_found' };
     switch (plan.action) {
@@ -324,6 +351,7 @@ export class OperatorActions {
 
   /** Discards a dead task from its record alone (no dead letter at hand). Only a `failed` task is marked. */
   async discardRecord(record: TaskRecord, operator: Operator): Promise<PurgeOutcome> {
+    checkOperator(operator, record.task_id);
     const plan = planRecordPurge(record);
     if (plan.action === 'skip') return { kind: 'skipped', reason: plan.reason, status: record.status };
     return this.discard(record, operator);
@@ -499,6 +527,7 @@ export class OperatorActions {
   }
 }
 
-function auditEntry(action: 'redrive' | 'purge', who: Operator, now: number): AuditEntry {
+/** The audit entry of an operator's write (its reason checked by {@link checkOperator} first). */
+export function auditEntry(action: 'redrive' | 'purge' | 'cancel', who: Operator, now: number): AuditEntry {
   return { action, at: iso(now), by: who.actor, ...(who.reason === undefined ? {} : { reason: who.reason }) };
 }

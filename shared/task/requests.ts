@@ -4,7 +4,7 @@ import { cancelChanges, iso } from './changes.js';
 import { TaskNotCancellableError, TaskNotFoundError } from './errors.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { TaskRecord } from './model.js';
-import type { Operator } from './operations.js';
+import { auditEntry, checkOperator, type Operator } from './operations.js';
 import { isFinished } from './state-machine.js';
 
 /**
@@ -31,29 +31,16 @@ export class TaskRequests {
    * `cancelPollSeconds`, and whatever its handler does, it ends `cancelled`.
    * @param owner the caller; omitted for an operator
    * @param operator who cancels, for the task's audit trail (the CLI's bulk cancel); API cancels are not audited
-   * @throws TaskNotFoundError, TaskNotCancellableError
+   * @throws TaskNotFoundError, TaskNotCancellableError, ValidationError (a reason over `MAX_REASON_LENGTH`)
    */
   async cancel(taskId: string, owner?: string, operator?: Operator): Promise<TaskRecord> {
+    if (operator !== undefined) checkOperator(operator, taskId);
     for (let round = 0; round < 3; round += 1) {
       const current = await this.find(taskId, owner);
       if (current.status === 'cancelled') return current;
       if (isFinished(current.status)) throw new TaskNotCancellableError(taskId, current.status);
       const now = this.d.clock.now();
-      const audit =
-        operator === undefined
-          ? {}
-          : {
-              append: {
-                audit: [
-                  {
-                    action: 'cancel',
-                    at: iso(now),
-                    by: operator.actor,
-                    ...(operator.reason === undefined ? {} : { reason: operator.reason }),
-                  },
-                ],
-              },
-            };
+      const audit = operator === undefined ? {} : { append: { audit: [auditEntry('cancel', operator, now)] } };
       try {
         if (current.status === 'running') {
           return await this.d.store.update(

@@ -6,7 +6,8 @@ import type { Priority } from '../../../shared/config/resources.js';
 import type { BatchCounts, BatchOptions, BatchReport, ReportItem } from '../../admin/batch.js';
 import type { DeadLetterFilter } from '../../admin/dead-letters.js';
 import type { CliContext, RunState } from '../../context.js';
-import { EXIT, UsageError } from '../../errors.js';
+import { approved } from '../../confirm.js';
+import { EXIT } from '../../errors.js';
 import type { BatchCommandOptions } from '../../options.js';
 import { json, Progress, table, truncate } from '../../output.js';
 import { withServices, type Services } from '../../services.js';
@@ -95,32 +96,6 @@ export function batchOptions(
     ...(o.rate === undefined ? {} : { ratePerSecond: o.rate }),
     ...(o.onProgress === undefined ? {} : { onProgress: o.onProgress }),
   };
-}
-
-/** Asks on a terminal; refuses (usage error) when there is none to ask on. */
-export async function confirm(ctx: CliContext, question: string, what: string): Promise<boolean> {
-  if (!ctx.io.stdinIsTTY || !ctx.io.stderrIsTTY) {
-    throw new UsageError(
-      `refusing to ${what} without --yes (no terminal to ask on). Add --yes, or --dry-run to preview.`,
-    );
-  }
-  const answer = await ctx.prompt(`${question} [y/N] `);
-  return /^y(es)?$/i.test(answer.trim());
-}
-
-/** A batch that changes things goes ahead with --dry-run, --yes, or a yes on the terminal. */
-export async function approved(
-  ctx: CliContext,
-  state: RunState,
-  o: Pick<BatchCommandOptions, 'dryRun' | 'yes'>,
-  question: string,
-  what: string,
-): Promise<boolean> {
-  if (o.dryRun === true || o.yes === true) return true;
-  if (await confirm(ctx, question, what)) return true;
-  ctx.io.err('nothing was changed.\n');
-  state.exitCode = EXIT.failure;
-  return false;
 }
 
 function countsText(c: Readonly<BatchCounts>, done: string): string {

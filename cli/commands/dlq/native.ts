@@ -6,7 +6,7 @@ import { EXIT } from '../../errors.js';
 import type { RedriveCommandOptions } from '../../options.js';
 import { json, Progress, table } from '../../output.js';
 import type { Services } from '../../services.js';
-import { approved } from './batch-command.js';
+import { approved } from '../../confirm.js';
 
 /** `kaj dlq redrive --native`: reset the records, then let SQS move whole DLQs (cli/admin/native.ts). */
 export async function runNative(

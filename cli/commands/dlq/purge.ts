@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { purgeDeadLetters } from '../../admin/purge.js';
+import { YES_HELP } from '../../confirm.js';
 import type { CliContext, RunState } from '../../context.js';
-import { optionsOf, purgeOptions } from '../../options.js';
+import { optionsOf, purgeOptions, REASON_HELP, reasonOf } from '../../options.js';
 import { parseRate } from '../../parse.js';
 import { runBatchCommand } from './batch-command.js';
 import { addFilterOptions, LISTING_EFFECTS } from './selection.js';
@@ -26,13 +27,14 @@ export function registerPurge(dlq: Command, ctx: CliContext, state: RunState): v
   addFilterOptions(purge, { task: true, limitHelp: 'purge at most N tasks' });
   purge
     .option('--dry-run', 'show what would happen, change nothing')
-    .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
-    .option('--reason <text>', 'why, for the audit entry of each task')
+    .option('--yes', YES_HELP)
+    .option('--reason <text>', REASON_HELP)
     .option('--rate <n/s>', 'at most this many tasks per second', parseRate)
     .option('--json', 'print the report as JSON')
     .addHelpText('after', HELP)
     .action(async (_o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, purgeOptions);
+      const reason = reasonOf(o);
       await runBatchCommand(ctx, state, o, {
         verb: 'purge',
         doneKey: 'purged',
@@ -42,7 +44,7 @@ export function registerPurge(dlq: Command, ctx: CliContext, state: RunState): v
         run: (s, batch) =>
           purgeDeadLetters(
             { dlq: s.dlq, store: s.kaj.store, lifecycle: s.kaj.lifecycle, clock: ctx.clock, sleep: ctx.sleep },
-            { ...batch, actor: ctx.actor, ...(o.reason === undefined ? {} : { reason: o.reason }) },
+            { ...batch, actor: ctx.actor, ...reason },
           ),
         done: (report) => report.purged,
       });

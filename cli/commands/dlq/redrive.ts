@@ -1,9 +1,10 @@
 import { Option, type Command } from 'commander';
 import { isEmptyFilter } from '../../admin/dead-letters.js';
 import { redriveDeadLetters } from '../../admin/redrive.js';
+import { YES_HELP } from '../../confirm.js';
 import type { CliContext, RunState } from '../../context.js';
 import { UsageError } from '../../errors.js';
-import { optionsOf, redriveOptions } from '../../options.js';
+import { optionsOf, REASON_HELP, reasonOf, redriveOptions } from '../../options.js';
 import { parseRate, parseTarget } from '../../parse.js';
 import { withServices } from '../../services.js';
 import { runBatchCommand } from './batch-command.js';
@@ -60,9 +61,9 @@ export function registerRedrive(dlq: Command, ctx: CliContext, state: RunState):
     )
     .option('--rate <n/s>', 'at most this many tasks per second, e.g. 20/s (default: as fast as it goes)', parseRate)
     .option('--dry-run', 'show what would happen, change nothing')
-    .option('--yes', 'do not ask for confirmation (required when not on a terminal)')
+    .option('--yes', YES_HELP)
     .option('--keep-attempts', 'keep the attempt count (default: reset to 0, so each task gets its full retries again)')
-    .option('--reason <text>', 'why, for the audit entry of each task')
+    .option('--reason <text>', REASON_HELP)
     .option('--native', "use SQS's StartMessageMoveTask for whole DLQs (see below); no filters")
     .option('--json', 'print the report as JSON')
     .addHelpText('after', HELP)
@@ -72,7 +73,7 @@ export function registerRedrive(dlq: Command, ctx: CliContext, state: RunState):
         to: o.to,
         keepAttempts: o.keepAttempts === true,
         actor: ctx.actor,
-        ...(o.reason === undefined ? {} : { reason: o.reason }),
+        ...reasonOf(o),
       };
       if (o.native === true) {
         if (!isEmptyFilter(filterOf(o, ctx.clock.now())) || o.limit !== undefined) {

@@ -174,13 +174,13 @@ describe('kaj submit, task show, task cancel, stats', () => {
 
   it('task cancel: a delayed task is cancelled; a finished one cannot be', async () => {
     const sub = JSON.parse((await kaj(['submit', 'fixable', '--local', '--delay', '600', '--json'])).out);
-    const cancelled = await kaj(['task', 'cancel', sub.task_id, '--local', '--json']);
+    const cancelled = await kaj(['task', 'cancel', sub.task_id, '--local', '--yes', '--json']);
     expect(cancelled.code).toBe(0);
     expect(JSON.parse(cancelled.out)).toEqual({ task_id: sub.task_id, status: 'cancelled', cancel_requested: false });
 
     const done = JSON.parse((await kaj(['submit', 'fixable', '--local', '--json'])).out);
     await untilStatus(runtime, [done.task_id], 'succeeded');
-    const refused = await kaj(['task', 'cancel', done.task_id, '--local']);
+    const refused = await kaj(['task', 'cancel', done.task_id, '--local', '--yes']);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/succeeded and can no longer be cancelled/);
   });

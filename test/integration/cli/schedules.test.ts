@@ -160,7 +160,7 @@ describe('kaj schedules on a local runtime', () => {
     );
 
     // delete: gone (the tasks of its runs are left alone).
-    const deleted = await kaj(['schedules', 'delete', NAME, '--local', '--json']);
+    const deleted = await kaj(['schedules', 'delete', NAME, '--local', '--yes', '--json']);
     expect(deleted.code).toBe(0);
     expect(JSON.parse(deleted.out)).toEqual({ name: NAME, deleted: true });
     const gone = await kaj(['schedules', 'show', NAME, '--local']);

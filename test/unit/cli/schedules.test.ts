@@ -400,14 +400,14 @@ describe('kaj schedules: verbs and their output', () => {
 
   it('delete, then the schedule is not found (exit 1, a clear message)', async () => {
     await put(h, 'hourly', HOURLY);
-    expect((await h.kaj(['schedules', 'delete', 'hourly', '--local'])).out).toBe('deleted: schedule hourly\n');
+    expect((await h.kaj(['schedules', 'delete', 'hourly', '--local', '--yes'])).out).toBe('deleted: schedule hourly\n');
     for (const verb of ['show', 'delete', 'pause', 'resume', 'trigger']) {
-      const r = await h.kaj(['schedules', verb, 'hourly', '--local']);
+      const r = await h.kaj(['schedules', verb, 'hourly', '--local', ...(verb === 'delete' ? ['--yes'] : [])]);
       expect(r).toMatchObject({ code: 1, out: '' });
       expect(r.err).toBe('kaj: schedule "hourly" not found (see kaj schedules list)\n');
     }
     await put(h, 'other', HOURLY);
-    expect(JSON.parse((await h.kaj(['schedules', 'delete', 'other', '--local', '--json'])).out)).toEqual({
+    expect(JSON.parse((await h.kaj(['schedules', 'delete', 'other', '--local', '--yes', '--json'])).out)).toEqual({
       name: 'other',
       deleted: true,
     });

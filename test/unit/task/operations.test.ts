@@ -7,8 +7,10 @@ import { sequenceRandom } from '../../support/doubles.js';
 import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import { dispatchSequence } from '../../../shared/task/changes.js';
 import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
+import { ValidationError } from '../../../shared/task/errors.js';
 import {
   dlqRetentionStart,
+  MAX_REASON_LENGTH,
   planLetterPurge,
   planLetterRedrive,
   planRecordPurge,
@@ -471,5 +473,41 @@ describe('OperatorActions.recover (npm start after a restart)', () => {
     s.clock.advance(DEFAULTS.dlqRetentionSeconds * 1000 + 1);
     expect(await s.ops.recover(old)).toEqual({ kind: 'skipped', reason: 'letter_expired' });
     expect(s.queue.dead).toEqual([]);
+  });
+});
+
+describe('the reason cap: every operator write refuses a reason over MAX_REASON_LENGTH, before it reads or writes', () => {
+  const long = 'x'.repeat(MAX_REASON_LENGTH + 1);
+  const cases: [string, (s: ReturnType<typeof setup>, r: TaskRecord, reason: string) => Promise<unknown>][] = [
+    ['redriveLetter', (s, r, reason) => s.ops.redriveLetter(letterOf(r), r, { ...request, reason })],
+    ['redriveRecord', (s, r, reason) => s.ops.redriveRecord(r, { ...request, reason })],
+    ['resetForMove', (s, r, reason) => s.ops.resetForMove(r, { ...request, reason })],
+    ['purgeLetter', (s, r, reason) => s.ops.purgeLetter(letterOf(r), r, { actor: 'ops', reason })],
+    ['discardRecord', (s, r, reason) => s.ops.discardRecord(r, { actor: 'ops', reason })],
+    ['cancel', (s, r, reason) => s.lifecycle.cancel(r.task_id, undefined, { actor: 'ops', reason })],
+  ];
+
+  it.each(cases)(
+    '%s: 201 characters are refused (field reason, the task id), the record is unchanged',
+    async (_n, op) => {
+      const s = setup();
+      const r = await stored(s, _n === 'cancel' ? { status: 'retrying' } : {});
+      const err = await op(s, r, long).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect(err).toMatchObject({
+        field: 'reason',
+        taskId: r.task_id,
+        message: 'reason: at most 200 characters (got 201)',
+      });
+      expect(await s.get(r.task_id)).toEqual(r);
+      expect(s.queue.sent).toEqual([]);
+    },
+  );
+
+  it.each(cases)('%s: exactly 200 characters are written to the audit entry', async (_n, op) => {
+    const s = setup();
+    const r = await stored(s, _n === 'cancel' ? { status: 'retrying' } : {});
+    await op(s, r, 'y'.repeat(MAX_REASON_LENGTH));
+    expect((await s.get(r.task_id)).audit?.at(-1)?.reason).toBe('y'.repeat(MAX_REASON_LENGTH));
   });
 });
