@@ -108,6 +108,21 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
   /** The attempt number each run of the handler had, in order. */
   const runAttempts = (id: string) => bench.starts(id).map((e) => e.attempt);
 
+  /**
+   * The task as first read without an outbox entry. Who removed the entry shows in its status:
+   * the sweeper's removal after its send leaves the task waiting or running; an outcome write
+   * removes it too, and finishes the task.
+   */
+  const entryRemoved = (id: string) =>
+    waitFor(
+      `the outbox entry of ${id} to be removed`,
+      async () => {
+        const r = await bench.record(id);
+        return r !== undefined && r.outbox_pk === undefined ? r : undefined;
+      },
+      { intervalMs: 50 },
+    );
+
   /** What the runtime logged about one task. */
   const logsFor = (text: string, id: string) =>
     bench.log.entries.filter((e) => e.message.includes(text) && e.fields?.task_id === id);
@@ -154,6 +169,17 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     return id;
   }
 
+  /**
+   * {@link occupyLow} until `release()` is called rather than for a fixed time: for a case that
+   * needs the low queue held until something has happened a number of times.
+   */
+  async function holdLow(): Promise<{ id: string; release(): void }> {
+    const flag = bench.flag('low');
+    const id = await submitOne('block', { lead_ms: 90_000, pause_file: flag.path, ms: 0 }, { priority: 'low' });
+    await bench.started(id, 1, 10_000);
+    return { id, release: flag.raise };
+  }
+
   async function settled(...ids: string[]): Promise<void> {
     await expectSettled(bench, ids, { queuesEmpty: true, timeoutMs: 25_000 });
   }
@@ -184,6 +210,10 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
     it('fails and the client gives up: the orphan is deferred (1 s, 2 s, …) while younger than the send-first window, then dropped; nothing stored, nothing runs, the queue empties', async () => {
       const { id, body } = keyed('sleep', { ms: 0 });
       const reads = app.watch('GetItem', forTask(id));
+      const sends = watchSends(id);
+      // Nothing else is on the normal queue: its visibility changes are the orphan's deferrals.
+      const normalQueue = bench.runtime.resources.queueUrls.normal;
+      const deferrals = app.watch('ChangeMessageVisibility', (input) => input.QueueUrl === normalQueue);
       const f = await inject({ command: 'PutItem', error: 'internal' });
       const postedAt = Date.now();
       expect((await bench.post(body)).status).toBe(503);
@@ -196,7 +226,20 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       expect(dropReasons(id)).toEqual(['task not found']);
       const deferred = logsFor('message deferred', id);
       expect(deferred.every((e) => e.fields?.reason === 'task not found')).toBe(true);
-      expect(deferred.slice(0, 2).map((e) => e.fields?.seconds)).toEqual([1, 2]);
+      // 1 s, 2 s, 4 s, … (doubling with the receive count), but never past the window: shorter
+      // only when less of it is left. The window left when the deferral was asked for is at most
+      // what it was when the consumer decided: where that is a full backoff, the backoff is whole.
+      const seconds = deferred.map((e) => Number(e.fields?.seconds));
+      expect(deferrals.inputs.map((i) => i.VisibilityTimeout)).toEqual(seconds);
+      const sentAt = sentMessage(sends.inputs[0] ?? {}).sent_at ?? postedAt;
+      expect(seconds[0]).toBe(1);
+      for (const [i, s] of seconds.entries()) {
+        const backoff = 2 ** i;
+        expect(s).toBeGreaterThanOrEqual(1);
+        expect(s).toBeLessThanOrEqual(backoff);
+        const leftMs = window * 1000 - ((deferrals.at[i] ?? 0) - sentAt);
+        if (leftMs >= backoff * 1000) expect(s, `deferral ${i + 1}, ${leftMs} ms of the window left`).toBe(backoff);
+      }
       // The first delivery reads, then looks again after 25, 100 and 250 ms; every later one reads once.
       expect(reads.count).toBe(4 + deferred.length);
       await waitFor('the queues to empty', async () => ((await bench.queuedMessages()) === 0 ? true : undefined), {
@@ -248,16 +291,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
       await bench.started(id, 1, 10_000);
       // Removed by the sweeper once its send went out: while the handler still runs.
-      await waitFor(
-        'the entry to be removed while the task runs',
-        async () => {
-          const r = await bench.record(id);
-          if (r === undefined || (FINISHED as readonly string[]).includes(r.status))
-            throw new Error(`task ${r?.status}`);
-          return r.outbox_pk === undefined ? true : undefined;
-        },
-        { timeoutMs: 2_000, intervalMs: 50 },
-      );
+      expect(FINISHED).not.toContain((await entryRemoved(id)).status);
       expect(removals.count).toBe(1);
       const done = await bench.until(id, ['succeeded']);
       expect(done.attempts).toBe(1);
@@ -303,7 +337,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
 
   describe('sweeper', () => {
     it('its removal of the entry after a send fails: the entry stays, so every sweep sends again while the task waits; once the task’s claim is written (first heartbeat) the entry is moved past the lease instead, and the success write removes it; one run', async () => {
-      const blocker = await occupyLow(4_000);
+      const blocker = await holdLow();
       const { id, body } = keyed('sleep', { ms: 3_000 }, { priority: 'low' });
       const sends = watchSends(id);
       const moves = app.watch('UpdateItem', forTask(id, isUpdate('outboxMove')));
@@ -316,8 +350,11 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       });
       await post202(body, id);
       expect(send.fired).toBe(1);
+      // The low consumer is held until two sweeps have sent the message and failed to remove the entry.
+      await waitFor('two sweeps to send and fail to remove the entry', () => (removal.fired >= 2 ? true : undefined));
+      blocker.release();
       const done = await bench.until(id, ['succeeded'], 30_000);
-      await settled(id, blocker);
+      await settled(id, blocker.id);
       expect(done.attempts).toBe(1);
       expect(runs(id)).toBe(1);
       // While the low consumer was busy, each sweep sent the owed message and failed to remove the entry.
@@ -331,7 +368,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       expect(dropReasons(id)).toEqual(Array(removal.fired - 1).fill('task is succeeded'));
     });
 
-    it('its outbox query fails twice while a send is owed; a later run sends it', async () => {
+    it('its outbox query fails twice while a send is owed; a later run sends it, once', async () => {
       await inject({ command: 'SendMessage', match: toMain(), error: 'unavailable' });
       // The task table's Queries only: the runtime's scheduler queries its own table every second,
       // and a fault it took instead would leave the sweep unharmed (a flaky pass or failure).
@@ -342,13 +379,17 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
         error: 'internal',
         times: 2,
       });
-      const id = await submitOne('sleep', { ms: 0 });
+      const { id, body } = keyed('sleep', { ms: 0 });
+      const sends = watchSends(id);
+      await post202(body, id);
       expect((await bench.record(id))?.outbox_pk).toBe(outboxKey('queue', 'normal', id));
       await bench.until(id, ['succeeded'], 15_000);
       expect(q.fired).toBe(2);
       expect(bench.logged('sweep failed')).toBe(true);
-      expect(runs(id)).toBe(1);
       await settled(id);
+      // The failed send, and one from the sweeper: a failed sweep ends before the next one starts.
+      expect(sends.count).toBe(2);
+      expect(runs(id)).toBe(1);
     });
   });
 
@@ -680,16 +721,7 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       expect(retries.count).toBe(1);
       expect(updatedAttributes(retries.inputs[0] ?? {}).set.has('outbox_pk')).toBe(true);
       // Removed by the sweeper after its send, while attempt 2 still runs.
-      await waitFor(
-        'the entry to be removed while attempt 2 runs',
-        async () => {
-          const r = await bench.record(id);
-          if (r === undefined || (FINISHED as readonly string[]).includes(r.status))
-            throw new Error(`task ${r?.status}`);
-          return r.outbox_pk === undefined ? true : undefined;
-        },
-        { timeoutMs: 2_000, intervalMs: 50 },
-      );
+      expect(FINISHED).not.toContain((await entryRemoved(id)).status);
       const done = await bench.until(id, ['succeeded'], 15_000);
       expect(done.attempts).toBe(2);
       expect(done.history.map((h) => h.outcome)).toEqual(['retrying', 'succeeded']);
