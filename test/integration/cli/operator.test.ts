@@ -271,7 +271,12 @@ describe('the kaj process', () => {
     expect(below.length).toBeGreaterThan(0);
     npx.kill('SIGTERM');
     await w.exited;
-    await waitFor('every process npx started to end', async () => (below.some(alive) ? undefined : true), 60_000);
+    try {
+      await waitFor('every process npx started to end', async () => (below.some(alive) ? undefined : true), 60_000);
+    } finally {
+      // Failed: leave no orphan serving behind.
+      for (const pid of below.filter(alive)) process.kill(pid, 'SIGKILL');
+    }
     expect(await serving(url)).toBe(false);
     expect(w.err()).not.toMatch(STACK_TRACE);
   }, 180_000);
