@@ -32,6 +32,12 @@ describe.each(targets())('crash loops and stale workers on $name', (target) => {
 
   /** Handler runs a crash loop takes: see below. */
   const RUNS = CRASHES + 3;
+  /**
+   * A crash loop starts a worker process for each of its RUNS runs (node + tsx: seconds each on a
+   * loaded machine) and waits a visibility timeout or a lease between them: more than the default
+   * 60 s there. Above the 90 s its wait for the failure allows.
+   */
+  const CRASH_LOOP_TIMEOUT_MS = 150_000;
 
   async function expectCrashLooped(id: string, priority: 'high' | 'normal' | 'low') {
     const reason = `crashed the worker ${CRASHES} times`;
@@ -65,28 +71,36 @@ describe.each(targets())('crash loops and stale workers on $name', (target) => {
     await expectSettled(bench, [id]);
   }
 
-  it(`a handler that calls process.exit: after ${CRASHES} crashes while running alone (${RUNS} runs in all) the task is failed with the reason, and dead-lettered`, async () => {
-    const supervisor = bench.superviseWorker({ label: 'exit' });
-    try {
-      const id = await bench.submit('crasher', {}, { priority: 'low' });
-      await expectCrashLooped(id, 'low');
-      expect(supervisor.exits.slice(0, RUNS).map((e) => e.code)).toEqual(Array(RUNS).fill(1));
-    } finally {
-      await supervisor.stop();
-    }
-  });
+  it(
+    `a handler that calls process.exit: after ${CRASHES} crashes while running alone (${RUNS} runs in all) the task is failed with the reason, and dead-lettered`,
+    async () => {
+      const supervisor = bench.superviseWorker({ label: 'exit' });
+      try {
+        const id = await bench.submit('crasher', {}, { priority: 'low' });
+        await expectCrashLooped(id, 'low');
+        expect(supervisor.exits.slice(0, RUNS).map((e) => e.code)).toEqual(Array(RUNS).fill(1));
+      } finally {
+        await supervisor.stop();
+      }
+    },
+    CRASH_LOOP_TIMEOUT_MS,
+  );
 
-  it(`a handler that exhausts the heap (--max-old-space-size=64): after ${CRASHES} crashes (${RUNS} runs) failed and dead-lettered`, async () => {
-    const supervisor = bench.superviseWorker({ label: 'oom', nodeArgs: ['--max-old-space-size=64'] });
-    try {
-      const id = await bench.submit('hog', {}, { priority: 'high' });
-      await expectCrashLooped(id, 'high');
-      // V8 aborts the process when the heap limit is reached.
-      expect(supervisor.exits.slice(0, RUNS).map((e) => e.signal)).toEqual(Array(RUNS).fill('SIGABRT'));
-    } finally {
-      await supervisor.stop();
-    }
-  });
+  it(
+    `a handler that exhausts the heap (--max-old-space-size=64): after ${CRASHES} crashes (${RUNS} runs) failed and dead-lettered`,
+    async () => {
+      const supervisor = bench.superviseWorker({ label: 'oom', nodeArgs: ['--max-old-space-size=64'] });
+      try {
+        const id = await bench.submit('hog', {}, { priority: 'high' });
+        await expectCrashLooped(id, 'high');
+        // V8 aborts the process when the heap limit is reached.
+        expect(supervisor.exits.slice(0, RUNS).map((e) => e.signal)).toEqual(Array(RUNS).fill('SIGABRT'));
+      } finally {
+        await supervisor.stop();
+      }
+    },
+    CRASH_LOOP_TIMEOUT_MS,
+  );
 
   /**
    * The longest a paused worker stays paused, or a rerun waits to be released, should the test
