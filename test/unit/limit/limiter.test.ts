@@ -681,7 +681,7 @@ describe('Class: Limiter', () => {
         const w = world(1, { leadMs: 50 });
         const p = granted(await w.clock.run(w.limiter.acquire([use(name)], 'a', { waitForStart: false })));
         const sleep = w.clock.sleep.bind(w.clock);
-        let lateOnce = lateMs;
+        let lateOnce: number = lateMs;
         w.clock.sleep = (ms: number) => {
           const extra = lateOnce;
           lateOnce = 0;
