@@ -115,8 +115,9 @@ describe.each(targets())('scheduler on $name', (target) => {
       expect((await call(runtime, 'DELETE', '/api/v1/schedules/again')).status).toBe(200);
       expect((await call(runtime, 'PUT', '/api/v1/schedules/again', body)).status).toBe(201);
       const ran = runsOf().map((s) => s.scheduledTime ?? '');
-      const from = ran.reduce((a, b) => (a < b ? a : b));
-      const to = ran.reduce((a, b) => (a > b ? a : b));
+      const sorted = [...ran].sort();
+      const from = sorted[0] ?? '';
+      const to = sorted[sorted.length - 1] ?? '';
       const backfill = await call(runtime, 'POST', '/api/v1/schedules/again/backfill', { from, to });
       expect(backfill.status).toBe(202);
       const runs = backfill.body.runs as { scheduled_time: string; created: boolean }[];
