@@ -5,7 +5,7 @@ import { PermanentError, RetryableError } from '../../../shared/retry/errors.js'
 import { StoreUnavailableError } from '../../../shared/store/errors.js';
 import type { ListedTask, TaskChanges } from '../../../shared/store/task-store.js';
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
-import { ValidationError } from '../../../shared/task/errors.js';
+import { InvalidCursorError, ValidationError } from '../../../shared/task/errors.js';
 import { listedAt, TaskListing, withListing } from '../../../shared/task/listing.js';
 import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
 import { MemoryTaskStore } from '../../support/memory-task-store.js';
@@ -235,7 +235,7 @@ describe('Class: TaskListing', () => {
     ];
     for (const c of bad) {
       await expect(listing.list({ status: 'failed', limit: 3, cursor: c })).rejects.toMatchObject({
-        constructor: ValidationError,
+        constructor: InvalidCursorError,
         field: 'cursor',
       });
     }
