@@ -3,6 +3,8 @@ import type { LimitSpec } from '../../shared/limit/spec.js';
 import { type LimitStatusRow, limitStatus } from '../../shared/limit/status.js';
 import type { LimitStore } from '../../shared/store/limit-store.js';
 import type { Clock } from '../../shared/runtime/clock.js';
+import type { TaskListingReader } from '../../shared/store/task-store.js';
+import { countTableDelayed, type TableDelayedCount } from '../../shared/task/delayed-count.js';
 import { TASK_STATUSES, type TaskStatus } from '../../shared/task/model.js';
 
 export interface QueueDepth {
@@ -10,7 +12,7 @@ export interface QueueDepth {
   readonly visible: number;
   /** Received and not yet deleted (being worked on, or held by a listing). */
   readonly inFlight: number;
-  /** Sent with a delay that has not run out. */
+  /** Sent with a delay that has not run out (SQS holds at most 15 minutes of it). */
   readonly delayed: number;
 }
 
@@ -109,6 +111,11 @@ export interface StatsSnapshot {
   readonly lanes?: LaneQueueStats[];
   /** Every declared limit's use right now (holders, free slots, rate starts, pauses, refusals). */
   readonly limits?: LimitStatusRow[];
+  /**
+   * Tasks waiting in the table for their message (a delay beyond SQS's 15 minutes, which the
+   * queues' `delayed` does not see), every lane's, counted up to a bound per outbox partition.
+   */
+  readonly delayedInTable?: TableDelayedCount;
   readonly byStatus?: StatusTally;
 }
 
@@ -119,6 +126,8 @@ export async function collectStats(
     clock: Clock;
     /** The limits table and the declared limits (none: no limits section). */
     limits?: { readonly store: Pick<LimitStore, 'list'>; readonly specs: ReadonlyMap<string, LimitSpec> };
+    /** The outbox index, to count the tasks delayed in the table (none: not counted). */
+    outbox?: Pick<TaskListingReader, 'readOutbox'>;
   },
   o: { byStatus: boolean },
 ): Promise<StatsSnapshot> {
@@ -140,6 +149,7 @@ export async function collectStats(
   if (deps.limits !== undefined && deps.limits.specs.size > 0) {
     limits = limitStatus(deps.limits.specs, await deps.limits.store.list(), deps.clock.now());
   }
+  const delayedInTable = deps.outbox === undefined ? undefined : await countTableDelayed(deps.outbox);
   let byStatus: StatusTally | undefined;
   if (o.byStatus && deps.statuses !== undefined) {
     const tallier = new StatusTallier(deps.clock.now());
@@ -151,6 +161,7 @@ export async function collectStats(
     queues,
     ...(lanes.length === 0 ? {} : { lanes }),
     ...(limits === undefined ? {} : { limits }),
+    ...(delayedInTable === undefined ? {} : { delayedInTable }),
     ...(byStatus === undefined ? {} : { byStatus }),
   };
 }

@@ -1,4 +1,6 @@
 import { Option, type Command } from 'commander';
+import { boundedText, DELAYED_COUNT_BOUND } from '../../shared/task/delayed-count.js';
+import { isListingReader } from '../../shared/task/listing.js';
 import { TASK_STATUSES } from '../../shared/task/model.js';
 import { collectStats, type StatsSnapshot } from '../admin/stats.js';
 import type { CliContext, RunState } from '../context.js';
@@ -15,7 +17,9 @@ const OLDEST_NOTE =
 export function registerStats(program: Command, ctx: CliContext, _state: RunState): void {
   program
     .command('stats')
-    .description('queue depths per priority (visible, in flight, delayed), DLQ depths, and optionally tasks by status')
+    .description(
+      'queue depths per priority (visible, in flight, delayed in SQS), tasks delayed in the table, DLQ depths, and optionally tasks by status',
+    )
     .option('--by-status', 'also count tasks by status — this SCANS THE WHOLE TABLE (read cost grows with it)')
     .addOption(
       new Option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C')
@@ -27,9 +31,12 @@ export function registerStats(program: Command, ctx: CliContext, _state: RunStat
       'after',
       `
 Columns: VISIBLE ready to run; IN FLIGHT received by a consumer (running, or held by a
-listing); DELAYED sent with a delay (retry backoff, delay_seconds); DLQ dead tasks waiting for
-a redrive or purge (IN FLIGHT there: held by a kaj dlq command right now). Numbers are SQS's
-approximations (ApproximateNumberOfMessages*), which lag by up to a minute on AWS.
+listing); DELAYED (SQS) sent with a delay of up to 15 minutes (retry backoff, delay_seconds);
+DELAYED (TABLE) waiting in the task table because the delay is beyond SQS's 15 minutes (every
+lane's tasks of the priority; N+ when an outbox partition held more than the ${DELAYED_COUNT_BOUND} read); DLQ dead
+tasks waiting for a redrive or purge (IN FLIGHT there: held by a kaj dlq command right now).
+The queue numbers are SQS's approximations (ApproximateNumberOfMessages*), which lag by up to a
+minute on AWS; DELAYED (TABLE) reads the outbox index (27 small Queries, no Scan).
 
 ${OLDEST_NOTE}`,
     )
@@ -41,14 +48,20 @@ ${OLDEST_NOTE}`,
         const limits = limitsOf(s, specs);
         for (;;) {
           const snap = await collectStats(
-            { inspector: s.inspector, statuses: s.table, clock: ctx.clock, limits },
+            {
+              inspector: s.inspector,
+              statuses: s.table,
+              clock: ctx.clock,
+              limits,
+              ...(isListingReader(s.kaj.store) ? { outbox: s.kaj.store } : {}),
+            },
             { byStatus: o.byStatus === true },
           );
           if (o.json === true) {
             ctx.io.out(watch === undefined ? json(snap) : `${JSON.stringify(snap)}\n`);
           } else {
             if (watch !== undefined && ctx.io.stdoutIsTTY) ctx.io.out('\x1b[2J\x1b[H');
-            ctx.io.out(render(snap, s.target.label, watch));
+            ctx.io.out(renderStats(snap, s.target.label, watch));
           }
           if (watch === undefined || ctx.signal.aborted) return;
           await ctx.sleep(watch * 1000, ctx.signal);
@@ -58,25 +71,32 @@ ${OLDEST_NOTE}`,
     });
 }
 
-function render(snap: StatsSnapshot, label: string, watch: number | undefined): string {
+/** The text `kaj stats` prints for one snapshot. */
+export function renderStats(snap: StatsSnapshot, label: string, watch: number | undefined): string {
   let out = `${label} — ${snap.at}${watch === undefined ? '' : ` (every ${watch}s, Ctrl-C to stop)`}\n\n`;
+  const inTable = snap.delayedInTable;
   out += table(
-    ['QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED', 'OLDEST', 'DLQ', 'DLQ IN FLIGHT'],
+    ['QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED (SQS)', 'DELAYED (TABLE)', 'OLDEST', 'DLQ', 'DLQ IN FLIGHT'],
     snap.queues.map((q) => [
       q.priority,
       String(q.queue.visible),
       String(q.queue.inFlight),
       String(q.queue.delayed),
+      inTable === undefined ? '-' : boundedText(inTable.byPriority[q.priority]),
       '-',
       String(q.dlq.visible),
       String(q.dlq.inFlight),
     ]),
   );
-  out += "\nOLDEST: '-' because SQS's GetQueueAttributes has no age of the oldest message (see kaj stats --help).\n";
+  out += '\n';
+  if (inTable !== undefined) {
+    out += `DELAYED (TABLE): ${boundedText(inTable.total)} task(s) wait in the table for a delay beyond SQS's 15 minutes (every lane; kaj tasks list --status delayed).\n`;
+  }
+  out += "OLDEST: '-' because SQS's GetQueueAttributes has no age of the oldest message (see kaj stats --help).\n";
   if (snap.lanes !== undefined) {
     out += '\nLanes (their dead letters are in the DLQs above):\n';
     out += table(
-      ['LANE', 'QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED'],
+      ['LANE', 'QUEUE', 'VISIBLE', 'IN FLIGHT', 'DELAYED (SQS)'],
       snap.lanes.map((l) => [
         l.lane,
         l.priority,

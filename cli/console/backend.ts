@@ -23,7 +23,8 @@ import type {
 } from '../../shared/console/model.js';
 import type { ListedTask } from '../../shared/store/task-store.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
-import { listedAt, type TaskListing } from '../../shared/task/listing.js';
+import { type BoundedCount, countTableDelayed } from '../../shared/task/delayed-count.js';
+import { isListingReader, listedAt, type TaskListing } from '../../shared/task/listing.js';
 import { LISTED_STATUSES, type ListedStatus } from '../../shared/task/model.js';
 import type { BatchReport } from '../admin/batch.js';
 import { listDeadLetters } from '../admin/list.js';
@@ -39,7 +40,10 @@ import type { CloudWatchReading, QueueRef } from './cloudwatch.js';
 
 /** Tasks of a listed status the overview counts at most ("1,000+"): 10 index pages of 100. */
 export const STATUS_COUNT_BOUND = 1_000;
-/** How long the overview reuses its status counts (each count reads up to 10 index pages). */
+/**
+ * How long the overview reuses its index counts: the status counts (each reads up to 10 index
+ * pages) and the count of tasks delayed in the table (27 outbox Queries).
+ */
 export const STATUS_COUNT_TTL_MS = 15_000;
 /** Index entries one console page of tasks reads at most when it filters by priority or time. */
 export const FILTER_READ_BUDGET = 1_000;
@@ -82,10 +86,14 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
     });
   const schedules = o.schedules === false ? undefined : scheduleConsole(ctx, s, o.registry);
   // The auto-refresh (every 5 s) reuses the counts for a while: they are approximate anyway.
-  let counted: { readonly at: number; readonly counts: Promise<StatusCount[]> } | undefined;
-  const statusCounts = (now: number): Promise<StatusCount[]> => {
+  type Counts = { readonly statuses: StatusCount[]; readonly delayedInTable: BoundedCount };
+  let counted: { readonly at: number; readonly counts: Promise<Counts> } | undefined;
+  const indexCounts = (now: number): Promise<Counts> => {
     if (counted === undefined || now - counted.at >= STATUS_COUNT_TTL_MS) {
-      const counts = Promise.all(LISTED_STATUSES.map((status) => countStatus(listing(), status)));
+      const counts = Promise.all([
+        Promise.all(LISTED_STATUSES.map((status) => countStatus(listing(), status))),
+        delayedInTable(),
+      ]).then(([statuses, delayed]) => ({ statuses, delayedInTable: delayed }));
       counted = { at: now, counts };
       counts.catch(() => {
         if (counted?.counts === counts) counted = undefined;
@@ -93,18 +101,23 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
     }
     return counted.counts;
   };
+  const delayedInTable = async (): Promise<BoundedCount> => {
+    const store = s.kaj.store;
+    if (!isListingReader(store)) throw new CliError(`${s.target.label} has no outbox index to count delayed tasks in`);
+    return (await countTableDelayed(store)).total;
+  };
 
   return {
     label: s.target.label,
 
     async overview(): Promise<Overview> {
       const now = ctx.clock.now();
-      const [snap, statuses, metrics] = await Promise.all([
+      const [snap, counts, metrics] = await Promise.all([
         collectStats(
           { inspector: s.inspector, clock: ctx.clock, limits: limitsOf(s, o.registry.limits) },
           { byStatus: false },
         ),
-        statusCounts(now),
+        indexCounts(now),
         o.metrics(queues, now).catch((err: unknown): Partial<CloudWatchReading> & { throughput: Throughput } => ({
           throughput: { available: false, reason: err instanceof Error ? err.message : String(err) },
         })),
@@ -134,7 +147,8 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
         at: now,
         queues: rows,
         dlqs: snap.queues.map((q) => ({ priority: q.priority, visible: q.dlq.visible, inFlight: q.dlq.inFlight })),
-        statuses,
+        statuses: counts.statuses,
+        delayedInTable: counts.delayedInTable,
         throughput: metrics.throughput,
         ...(snap.limits === undefined ? {} : { limits: snap.limits }),
       };

@@ -11,6 +11,7 @@ import type { Priority } from '../config/resources.js';
 import type { LimitStatusRow } from '../limit/status.js';
 import type { RunResult, ScheduleSummary, ScheduleView } from '../schedule/service.js';
 import type { ListedTask } from '../store/task-store.js';
+import type { BoundedCount } from '../task/delayed-count.js';
 import type { ListedStatus, ListingView, TaskRecord } from '../task/model.js';
 import type { Operator } from '../task/operations.js';
 
@@ -67,6 +68,11 @@ export interface Overview {
   readonly queues: readonly QueueDepthRow[];
   readonly dlqs: readonly DlqDepthRow[];
   readonly statuses: readonly StatusCount[];
+  /**
+   * Tasks waiting in the table for their message (a delay beyond SQS's 15 minutes: the queues'
+   * `delayed` does not see them), counted from the outbox index up to a bound per partition.
+   */
+  readonly delayedInTable: BoundedCount;
   readonly throughput: Throughput;
   /** Every declared flow-control limit's use; absent when none is declared. */
   readonly limits?: readonly LimitStatusRow[];

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { PRIORITIES } from '../config/resources.js';
 import type { ScheduleSummary, ScheduleView } from '../schedule/service.js';
 import type { ListedTask } from '../store/task-store.js';
+import { boundedText, DELAYED_COUNT_BOUND } from '../task/delayed-count.js';
 import { listedAt } from '../task/listing.js';
 import { MAX_REASON_LENGTH } from '../task/operations.js';
 import { LISTED_STATUSES, LISTING_VIEWS, type TaskRecord } from '../task/model.js';
@@ -41,7 +42,13 @@ export function overviewLive(ov: Overview): Html {
 <div class="stats">
   ${stat('Queued', count(sum((q) => q.visible)), 'ready in the queues (SQS ApproximateNumberOfMessages)')}
   ${stat('In flight', count(sum((q) => q.inFlight)), 'received by a consumer: running, or about to (SQS ApproximateNumberOfMessagesNotVisible)')}
-  ${stat('Delayed', count(sum((q) => q.delayed)), 'sent with a delay: retry backoff, delay_seconds (SQS ApproximateNumberOfMessagesDelayed)')}
+  ${stat('Delayed in queue (SQS)', count(sum((q) => q.delayed)), 'sent with a delay of up to 15 minutes: retry backoff, delay_seconds (SQS ApproximateNumberOfMessagesDelayed)', 'delayed-sqs')}
+  ${stat(
+    'Delayed in table (> 15 min)',
+    html`<a href="/tasks?status=delayed">${boundedText(ov.delayedInTable, count)}</a>`,
+    `waiting in the task table until SQS can hold the rest of the delay (beyond its 15 minutes), every lane; from the outbox index${ov.delayedInTable.capped ? `, counted up to ${count(DELAYED_COUNT_BOUND)} per partition` : ''}`,
+    'delayed-table',
+  )}
   ${ov.statuses.map((s) =>
     stat(
       s.status,
@@ -51,13 +58,13 @@ export function overviewLive(ov: Overview): Html {
   )}
   ${stat('Dead letters', html`<a href="/dead-letters">${count(dead)}</a>`, 'messages in the DLQs (visible and held)')}
 </div>
-<p class="muted">Queued, in flight and delayed are queue depths (approximate, up to a minute behind on AWS); ${LISTED_STATUSES.join(', ')} are counted from the listing index, at most 1,000 each, every 15 s; succeeded tasks are not indexed (see the throughput below).</p>
+<p class="muted">Queued, in flight and delayed in queue are queue depths (approximate, up to a minute behind on AWS); delayed in table is counted from the outbox index, at most ${count(DELAYED_COUNT_BOUND)} per partition (27 partitions), and ${LISTED_STATUSES.join(', ')} from the listing index, at most 1,000 each, every 15 s; succeeded tasks are not indexed (see the throughput below).</p>
 </div>
 <div class="grid">
 <div class="card">
 <h2>Queues</h2>
 <div class="scroll"><table>
-<thead><tr><th>Lane</th><th>Priority</th><th class="n">Visible</th><th class="n">In flight</th><th class="n">Delayed</th><th class="n" title="age of the oldest message (CloudWatch); not known locally">Oldest</th></tr></thead>
+<thead><tr><th>Lane</th><th>Priority</th><th class="n">Visible</th><th class="n">In flight</th><th class="n" title="sent with a delay of up to 15 minutes (SQS)">Delayed (SQS)</th><th class="n" title="age of the oldest message (CloudWatch); not known locally">Oldest</th></tr></thead>
 <tbody>${ov.queues.map(
     (q) =>
       html`<tr><td>${q.lane ?? 'default'}</td><td>${q.priority}</td><td class="n">${count(q.visible)}</td><td class="n">${count(q.inFlight)}</td><td class="n">${count(q.delayed)}</td><td class="n">${q.oldestAgeSeconds === null ? html`<span class="muted" title="SQS's GetQueueAttributes has no age of the oldest message; on AWS it comes from CloudWatch">—</span>` : duration(q.oldestAgeSeconds * 1000)}</td></tr>`,

@@ -16,6 +16,9 @@ import { NativeMoveUnsupportedError } from '../../../cli/admin/errors.js';
 import { nativeRedrive } from '../../../cli/admin/native.js';
 import { realSleep } from '../../../cli/admin/pacer.js';
 import { systemClock } from '../../../shared/runtime/clock.js';
+import { startLocalConsole } from '../../../local/console.js';
+import { ThroughputRecorder } from '../../../shared/console/throughput.js';
+import { silentLogger } from '../../../shared/runtime/logger.js';
 import { kajRunner, localStateDir, Scenario, untilStatus } from './harness.js';
 
 const scenario = new Scenario();
@@ -203,9 +206,48 @@ describe('kaj submit, task show, task cancel, stats', () => {
     expect(snap.byStatus.counts.cancelled).toBeGreaterThanOrEqual(1);
 
     const text = await kaj(['stats', '--local', '--by-status']);
-    expect(text.out).toMatch(/QUEUE\s+VISIBLE\s+IN FLIGHT\s+DELAYED\s+OLDEST\s+DLQ/);
+    expect(text.out).toMatch(/QUEUE\s+VISIBLE\s+IN FLIGHT\s+DELAYED \(SQS\)\s+DELAYED \(TABLE\)\s+OLDEST\s+DLQ/);
     expect(text.out).toMatch(/OLDEST: '-' because/);
     expect(text.out).toMatch(/succeeded\s+\d+/);
+  });
+
+  it('a task delayed beyond 15 minutes is counted on both surfaces: kaj stats and the console overview', async () => {
+    type Snap = { delayedInTable: { byPriority: Record<string, { count: number }>; total: { count: number } } };
+    const stats = async (): Promise<Snap> => JSON.parse((await kaj(['stats', '--local', '--json'])).out) as Snap;
+    const before = await stats();
+    const sub = await kaj(['submit', 'fixable', '--local', '--delay', '3600', '--priority', 'low', '--json']);
+    const { task_id } = JSON.parse(sub.out) as { task_id: string };
+    // Beyond SQS's 15 minutes: the task waits in the table (an outbox entry), not in the queue.
+    expect((await runtime.kaj.store.get(task_id))?.outbox_pk).toMatch(/^queue#low/);
+
+    const after = await stats();
+    expect(after.delayedInTable.byPriority.low?.count).toBe((before.delayedInTable.byPriority.low?.count ?? 0) + 1);
+    expect(after.delayedInTable.total.count).toBe(before.delayedInTable.total.count + 1);
+    const text = (await kaj(['stats', '--local'])).out;
+    expect(text).toMatch(
+      new RegExp(`\\nlow\\s+\\d+\\s+\\d+\\s+\\d+\\s+${after.delayedInTable.byPriority.low?.count}\\s+-`),
+    );
+    expect(text).toContain(`DELAYED (TABLE): ${after.delayedInTable.total.count} task(s) wait in the table`);
+
+    const ui = await startLocalConsole(runtime, {
+      throughput: new ThroughputRecorder(systemClock),
+      logger: silentLogger,
+      cwd: state.dir,
+      context: { registry: async () => scenario.registry(), env: {} },
+    });
+    try {
+      const page = await (await fetch(ui.url)).text();
+      expect(page).toContain('Delayed in table (&gt; 15 min)');
+      expect(page).toContain(
+        `data-stat="delayed-table"><a href="/tasks?status=delayed">${after.delayedInTable.total.count}</a>`,
+      );
+      expect(page).toMatch(/data-stat="delayed-sqs">\d+</);
+    } finally {
+      await ui.close();
+    }
+
+    expect((await kaj(['task', 'cancel', task_id, '--local', '--yes'])).code).toBe(0);
+    expect((await stats()).delayedInTable.total.count).toBe(before.delayedInTable.total.count);
   });
 
   it('stats --watch refreshes until Ctrl-C (one JSON line per refresh)', async () => {

@@ -170,7 +170,8 @@ describe.skipIf(CHROMIUM === undefined)(
       expect(await stat('failed')).toBe(String(api.items.length));
       expect(api.items.length).toBe(3);
       expect(await stat('dead-letters')).toBe('3');
-      expect(await stat('delayed')).toBe('1');
+      expect(await stat('delayed-sqs')).toBe('1');
+      expect(await stat('delayed-table')).toBe('0');
       expect(await stat('hour-succeeded')).toBe('6');
       expect(await stat('hour-failed')).toBe('3');
       expect(await stat('hour-retried')).toBe('2');

@@ -71,6 +71,7 @@ const overview: Overview = {
     { status: 'cancelled', count: 0, capped: false },
     { status: 'running', count: 2, capped: false },
   ],
+  delayedInTable: { count: 1234, capped: true },
   throughput: {
     available: true,
     source: 'a test',
@@ -234,7 +235,10 @@ describe('ConsoleApp', () => {
     const page = body(r);
     expect(page).toMatch(/data-stat="queued">111</);
     expect(page).toMatch(/data-stat="in-flight">222</);
-    expect(page).toMatch(/data-stat="delayed">333</);
+    expect(page).toContain('>Delayed in queue (SQS)<');
+    expect(page).toMatch(/data-stat="delayed-sqs">333</);
+    expect(page).toContain('>Delayed in table (&gt; 15 min)<');
+    expect(page).toMatch(/data-stat="delayed-table"><a href="\/tasks\?status=delayed">1,234\+<\/a>/);
     expect(page).toMatch(/data-stat="failed"><a href="\/tasks\?status=failed">1,000\+<\/a>/);
     expect(page).toMatch(/data-stat="dead-letters"><a href="\/dead-letters">5</);
     expect(page).toMatch(/data-stat="failure-rate">10.0 %/);
@@ -242,6 +246,13 @@ describe('ConsoleApp', () => {
     const fragment = body(await app().handle(get('/fragments/overview')));
     expect(fragment.startsWith('<div id="live"')).toBe(true);
     expect(page).toContain(fragment);
+  });
+
+  it('the overview shows the tasks delayed in the table beside those SQS holds: "N" under the bound, no "+"', async () => {
+    const b = backend({ overview: async () => ({ ...overview, delayedInTable: { count: 7, capped: false } }) });
+    const page = body(await app(b).handle(get('/')));
+    expect(page).toMatch(/data-stat="delayed-table"><a href="\/tasks\?status=delayed">7<\/a>/);
+    expect(page).toMatch(/data-stat="delayed-sqs">333</);
   });
 
   it.each([
