@@ -193,7 +193,6 @@ export function scheduleServiceOf(ctx: CliContext, s: Services, registry: TaskRe
     registry,
     scheduling: schedulerSettings(),
     clock: ctx.clock,
-    random: ctx.random,
     logger: silentLogger,
     metrics: noMetrics,
     // The CLI's listing cursors are its own (as its task listing's: createKajOnAws's development key).

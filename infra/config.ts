@@ -21,7 +21,8 @@ import {
   laneQueueNames,
 } from '../shared/config/lanes.js';
 import { DEFAULTS, ENV, PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
-import { functionEnvironment, runtimeSettings } from '../shared/config/settings.js';
+import { functionEnvironment, runtimeSettings, type ScheduleRules } from '../shared/config/settings.js';
+import { schedulerSettings } from '../shared/schedule/settings.js';
 import { InvalidConfigError } from './errors.js';
 
 /** Context key holding the configuration object. */
@@ -72,6 +73,9 @@ export const MAX_LANES = MAX_REDRIVE_SOURCE_QUEUES - 1;
 export const LANE_VISIBILITY_MARGIN_SECONDS = 30;
 /** Lambda's limit on a function's environment variables, measured as their JSON. */
 export const MAX_LAMBDA_ENVIRONMENT_BYTES = 4 * 1024;
+
+/** The largest `scheduleMaxPerOwner` synth accepts. */
+export const MAX_SCHEDULES_PER_OWNER = 1_000_000;
 
 /** Stack names double as the resource prefix: CloudFormation stack-name rules ∩ resourceNames(). */
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,39}$/;
@@ -234,6 +238,22 @@ export const configSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe("Create the CloudWatch dashboard ($3/month beyond the free tier's 3 dashboards)."),
+  scheduleMinIntervalSeconds: int(1, 86_400)
+    .default(DEFAULTS.scheduleMinIntervalSeconds)
+    .describe(
+      'Smallest interval between two times of one schedule (`every`, `cron`), in seconds: a schedule that fires ' +
+        'more often is refused (422 naming `every` or `cron`).',
+    ),
+  scheduleAllowSecondsField: z
+    .boolean()
+    .default(DEFAULTS.scheduleAllowSecondsField)
+    .describe('Accept 6-field crons (seconds first); refused (422 naming `cron`) when false.'),
+  scheduleMaxPerOwner: int(1, MAX_SCHEDULES_PER_OWNER)
+    .default(DEFAULTS.scheduleMaxPerOwner)
+    .describe(
+      'Schedules one API caller may own: a create beyond it is refused (422 `schedule_limit_reached` naming `name`). ' +
+        "Schedules declared in code and an operator's (CLI, console) are not counted.",
+    ),
   encryptAlarmTopic: z
     .boolean()
     .default(false)
@@ -412,8 +432,23 @@ function checkRelations(c: KajConfig): void {
     if (!(e instanceof ConfigError)) throw e;
     problems.push({ key: e.setting, message: `is refused by the function runtime: ${e.message}` });
   }
+  try {
+    schedulerSettings(scheduleRulesOf(c));
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push({ key: e.setting, message: `is refused by the scheduler: ${e.message}` });
+  }
   const first = problems[0];
   if (first) throw new InvalidConfigError(first.key, problems);
+}
+
+/** The deployment's schedule rules, as the API and scheduler functions get them (KAJ_SCHEDULE_*). */
+export function scheduleRulesOf(c: KajConfig): Required<ScheduleRules> {
+  return {
+    minIntervalSeconds: c.scheduleMinIntervalSeconds,
+    allowSecondsField: c.scheduleAllowSecondsField,
+    maxPerOwner: c.scheduleMaxPerOwner,
+  };
 }
 
 /** Resolves the configuration of a stack: context of `node` (cdk.json / `-c`) then `overrides`. */
@@ -518,6 +553,8 @@ export function largestEnvironmentBytes(stackName: string, laneNames: readonly s
       deadLetterQueueUrls: urls(names.deadLetterQueues),
       leaseSeconds: DEFAULTS.leaseSeconds,
       retentionDays: DEFAULTS.retentionDays,
+      // The API function's: the longest values the schedule rules can take.
+      scheduleRules: { minIntervalSeconds: 86_400, allowSecondsField: false, maxPerOwner: MAX_SCHEDULES_PER_OWNER },
     }),
     [ENV.idSecret]: 'x'.repeat(64),
     [ENV.logLevel]: 'CRITICAL',

@@ -10,7 +10,7 @@ import { type LaneDeclarations, type LaneQueueUrls, laneQueueNames } from '../sh
 import { METRICS, metricsNamespace } from '../shared/config/metrics.js';
 import { producerConfig } from '../shared/config/producer.js';
 import { ENV, PRIORITIES, type Priority, resourceNames, type ResourceNames } from '../shared/config/resources.js';
-import { functionEnvironment } from '../shared/config/settings.js';
+import { functionEnvironment, scheduleRulesEnvironment } from '../shared/config/settings.js';
 import type { LimitDeclarations } from '../shared/limit/declaration.js';
 import {
   checkLanes,
@@ -19,6 +19,7 @@ import {
   type KajConfigInput,
   laneSettings,
   resolveConfig,
+  scheduleRulesOf,
 } from './config.js';
 import { TaskApi } from './constructs/api.js';
 import { type PriorityMappingSettings, TaskConsumer } from './constructs/consumer.js';
@@ -211,6 +212,9 @@ export class KajStack extends Stack {
       POWERTOOLS_METRICS_NAMESPACE: metricsNamespace(this.stackName),
     };
 
+    // The functions that create or check schedules (the API, the scheduler) get the schedule rules.
+    const scheduleEnvironment = { ...environment, ...scheduleRulesEnvironment(scheduleRulesOf(config)) };
+
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
       table: this.taskTable.table,
@@ -218,7 +222,7 @@ export class KajStack extends Stack {
       metricsNamespace: metricsNamespace(this.stackName),
       schedulesTable: this.scheduleTable.table,
       queues: allMainQueues,
-      environment,
+      environment: scheduleEnvironment,
       idSecret: this.idSecret.secret,
       kind: config.api,
       authMode: config.authMode,
@@ -274,7 +278,7 @@ export class KajStack extends Stack {
       dueIndexArn: this.scheduleTable.dueIndexArn,
       taskTable: this.taskTable.table,
       queues: allMainQueues,
-      environment,
+      environment: scheduleEnvironment,
       logRetention,
     });
     this.observability = new Observability(this, 'Observability', {

@@ -202,8 +202,16 @@ export class TaskApi extends Construct {
       role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           // Scan lists the schedules (GET /api/v1/schedules); the rest work on one schedule by name.
+          // UpdateItem: a caller's create and delete change its count item (`#owner:<owner>`) in the
+          // same TransactWriteItems (which IAM authorizes as its items' PutItem/DeleteItem/UpdateItem).
           sid: 'ScheduleTableItems',
-          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+          actions: [
+            'dynamodb:GetItem',
+            'dynamodb:PutItem',
+            'dynamodb:DeleteItem',
+            'dynamodb:UpdateItem',
+            'dynamodb:Scan',
+          ],
           resources: [props.schedulesTable.tableArn],
         }),
       );

@@ -293,7 +293,7 @@ export function problemOf(err: unknown, logger: Logger, fields: Record<string, u
     return problemWith(409, 'idempotency_conflict', err.message, 'idempotency_key');
   if (err instanceof TaskNotFoundError) return problemWith(404, 'not_found', err.message);
   if (err instanceof TaskNotCancellableError) return problemWith(409, 'not_cancellable', err.message);
-  if (err instanceof ScheduleValidationError) return problemWith(422, 'validation_error', err.message, err.field);
+  if (err instanceof ScheduleValidationError) return problemWith(422, err.code, err.message, err.field);
   if (err instanceof ScheduleNotFoundError) return problemWith(404, 'not_found', err.message);
   if (err instanceof ScheduleConflictError) return problemWith(409, err.reason, err.message);
   if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {

@@ -96,8 +96,9 @@ export interface FunctionConfig {
 }
 
 /**
- * The deployment's rules for schedules, one source for the CDK stack (`schedules` in the stack's
- * config) and the local runtime; validated by `schedulerSettings()`.
+ * The deployment's rules for schedules, one source for the CDK stack (`scheduleMinIntervalSeconds`,
+ * `scheduleAllowSecondsField`, `scheduleMaxPerOwner` in the stack's config) and the local
+ * runtime; validated by `schedulerSettings()`.
  */
 export interface ScheduleRules {
   /** Smallest interval between two times of one schedule (`every`, `cron`). @default 60 */
@@ -224,7 +225,12 @@ export function functionEnvironment(c: {
   }
   if (c.leaseSeconds !== undefined) env[ENV.leaseSeconds] = String(c.leaseSeconds);
   if (c.retentionDays !== undefined) env[ENV.retentionDays] = String(c.retentionDays);
-  const rules = c.scheduleRules ?? {};
+  return { ...env, ...scheduleRulesEnvironment(c.scheduleRules ?? {}) };
+}
+
+/** The KAJ_SCHEDULE_* variables of the rules that are set: the inverse of `scheduleRulesFromEnvironment`. */
+export function scheduleRulesEnvironment(rules: ScheduleRules): Record<string, string> {
+  const env: Record<string, string> = {};
   if (rules.minIntervalSeconds !== undefined) env[ENV.scheduleMinIntervalSeconds] = String(rules.minIntervalSeconds);
   if (rules.allowSecondsField !== undefined) env[ENV.scheduleAllowSecondsField] = String(rules.allowSecondsField);
   if (rules.maxPerOwner !== undefined) env[ENV.scheduleMaxPerOwner] = String(rules.maxPerOwner);

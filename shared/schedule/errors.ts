@@ -14,12 +14,34 @@ export class ScheduleError extends KajError {
 /** A schedule spec field is invalid. `field` is a dotted path such as `cron` or `payload.to`. */
 export class ScheduleValidationError extends ScheduleError {
   readonly retryable = false;
+  /** The API's error code (422). */
+  readonly code: string = 'validation_error';
   constructor(
     readonly field: string,
     message: string,
     options: { schedule?: string; cause?: unknown } = {},
   ) {
     super(message, options.schedule, { cause: options.cause });
+  }
+}
+
+/**
+ * The caller owns as many schedules as the deployment allows (`maxPerOwner`,
+ * `KAJ_SCHEDULE_MAX_PER_OWNER`): the new one is refused, naming `name` (422
+ * `schedule_limit_reached`). Deleting one of its schedules frees a slot.
+ */
+export class ScheduleLimitReachedError extends ScheduleValidationError {
+  override readonly code = 'schedule_limit_reached';
+  constructor(
+    name: string,
+    readonly max: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      'name',
+      `name: you own ${max} schedules, the most this deployment allows; delete one before creating "${name}"`,
+      { schedule: name, cause: options.cause },
+    );
   }
 }
 

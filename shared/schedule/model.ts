@@ -99,6 +99,12 @@ export interface ScheduleRecord {
   /** Who declared it (the API caller's principal; `kaj:code` for schedules declared in code). */
   owner: string;
   source: ScheduleSource;
+  /**
+   * Created by an API caller under the per-owner cap: it holds one of its owner's slots, which
+   * its delete gives back. Absent on schedules declared in code, made by an operator (CLI,
+   * console) or created before the cap was enforced: those take no slot.
+   */
+  counted?: true;
   spec: ScheduleSpec;
   /** Hash of the spec as declared: a PUT with the same body changes nothing. */
   spec_hash: string;

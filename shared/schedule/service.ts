@@ -8,15 +8,20 @@
  *
  * @module
  */
-import type { RandomSource } from '../runtime/random.js';
-import { ScheduleVersionConflictError, StoreRejectedError } from '../store/errors.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError, StoreRejectedError } from '../store/errors.js';
 import type { SchedulePage } from '../store/schedule-store.js';
 import { CursorSigner } from '../task/cursor.js';
 import type { TaskRegistry } from '../task/define.js';
 import { InvalidCursorError } from '../task/errors.js';
 import type { TaskStatus } from '../task/model.js';
 import type { ScheduleDeclaration } from './declaration.js';
-import { ScheduleConflictError, ScheduleError, ScheduleNotFoundError, ScheduleValidationError } from './errors.js';
+import {
+  ScheduleConflictError,
+  ScheduleError,
+  ScheduleLimitReachedError,
+  ScheduleNotFoundError,
+  ScheduleValidationError,
+} from './errors.js';
 import { CODE_OWNER, type RunEntry, type RunKind, type ScheduleRecord, type ScheduleSpec } from './model.js';
 import { fireAt, withDue, withRecent } from './plan.js';
 import { checkScheduleName, parseDeclaration, parseScheduleSpec, renderSpec } from './spec.js';
@@ -25,7 +30,6 @@ import { jitterOffsetMs, nextTimeAfter, timesBetween, upcoming } from './timing.
 
 export interface ScheduleServiceDeps extends SchedulerDeps {
   readonly registry: TaskRegistry;
-  readonly random: RandomSource;
   /**
    * The deployment's id secret: the listing's cursors are signed under a key derived from it
    * (`shared/task/cursor.ts`), as the task listing's are. Without one (the scheduler function,
@@ -108,11 +112,15 @@ export class ScheduleService {
       d.idSecret === undefined ? undefined : new CursorSigner(`${d.idSecret}\nschedules`, 'kaj-schedule-cursor');
   }
 
-  /** `PUT /schedules/{name}`: creates or replaces; the same body twice changes nothing. */
+  /**
+   * `PUT /schedules/{name}`: creates or replaces; the same body twice changes nothing. A caller's
+   * create takes one of its `maxPerOwner` slots (a `ScheduleLimitReachedError`, naming `name`,
+   * when none is left); replacing a schedule takes none. An operator's schedules are not counted.
+   */
   async put(name: string, body: unknown, caller: ScheduleCaller): Promise<PutResult> {
     checkScheduleName(name);
     const { spec, hash } = parseScheduleSpec(body, this.d.registry, { rules: this.d.scheduling });
-    return this.upsert(name, spec, hash, caller === undefined ? 'operator' : caller.owner, 'api');
+    return this.upsert(name, spec, hash, caller === undefined ? 'operator' : caller.owner, 'api', caller !== undefined);
   }
 
   async get(name: string, caller: ScheduleCaller): Promise<ScheduleView> {
@@ -153,7 +161,7 @@ export class ScheduleService {
     return page.cursor === undefined ? { items } : { items, cursor: cursors.encode([page.cursor], scope) };
   }
 
-  /** Deletes a schedule (runs already created are left alone). */
+  /** Deletes a schedule (runs already created are left alone); a counted one gives its owner's slot back. */
   async delete(name: string, caller: ScheduleCaller): Promise<void> {
     await this.change(name, caller, 'delete', () => 'delete');
   }
@@ -266,6 +274,7 @@ export class ScheduleService {
     hash: string,
     owner: string,
     source: ScheduleRecord['source'],
+    counted = false,
   ): Promise<PutResult> {
     for (let round = 0; round < WRITE_ROUNDS; round += 1) {
       const existing = await this.d.schedules.get(name);
@@ -328,12 +337,15 @@ export class ScheduleService {
         created_at: iso,
         updated_at: iso,
         ...(next === undefined ? {} : { next_time: next }),
+        ...(counted ? { counted: true as const } : {}),
       };
       try {
         const written = withDue(record, now);
-        await this.d.schedules.put(written, 'absent');
+        const max = this.d.scheduling.maxPerOwner;
+        await this.d.schedules.put(written, 'absent', counted ? { owner, max } : undefined);
         return { view: await this.view(written), created: true, changed: true };
       } catch (err) {
+        if (err instanceof OwnerScheduleLimitError) throw new ScheduleLimitReachedError(name, err.max, { cause: err });
         if (!(err instanceof ScheduleVersionConflictError)) throw err;
       }
     }
@@ -380,7 +392,7 @@ export class ScheduleService {
       const out = apply(r);
       try {
         if (out === 'delete') {
-          await this.d.schedules.delete(name, r.version);
+          await this.d.schedules.delete(name, r.version, r.counted === true ? r.owner : undefined);
           return r;
         }
         if (out === r) return r;

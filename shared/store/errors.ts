@@ -49,3 +49,15 @@ export class ScheduleVersionConflictError extends StoreError {
     super(`schedule "${scheduleName}" was changed by another writer`, { cause });
   }
 }
+
+/** A counted schedule create found its owner's count at the maximum: nothing was written. */
+export class OwnerScheduleLimitError extends StoreError {
+  constructor(
+    readonly scheduleName: string,
+    readonly owner: string,
+    readonly max: number,
+    cause?: unknown,
+  ) {
+    super(`owner "${owner}" has ${max} counted schedules, the maximum`, { cause });
+  }
+}

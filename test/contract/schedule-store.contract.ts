@@ -13,7 +13,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError, StoreError, StoreRejectedError } from '../../shared/store/errors.js';
+import {
+  OwnerScheduleLimitError,
+  ScheduleVersionConflictError,
+  StoreError,
+  StoreRejectedError,
+} from '../../shared/store/errors.js';
 import type { SchedulePage, ScheduleStore } from '../../shared/store/schedule-store.js';
 
 export interface ScheduleStoreUnderTest {
@@ -407,6 +412,64 @@ export function scheduleStoreContract(
         await expectRejected(store.listDue(partition(0), T0, 10, Buffer.from('[1]').toString('base64url')));
         await expectRejected(store.listDue(partition(1), T0, 10, dueCursor));
         await expectRejected(store.listDue(partition(0), T0, 10, listCursor));
+      });
+    });
+
+    describe('Owner slots: put with a slot, delete releasing it', () => {
+      const owner = () => `arn:aws:iam::000000000000:role/owner-${tag}`;
+      const owned = (n: number) => minimalSchedule(sched(n), { owner: owner(), source: 'api', counted: true });
+
+      it('counted creates up to max; the next is an OwnerScheduleLimitError and stores nothing; other owners are apart', async () => {
+        const slot = { owner: owner(), max: 2 };
+        await store.put(owned(1), 'absent', slot);
+        await store.put(owned(2), 'absent', slot);
+        const err = await rejection(store.put(owned(3), 'absent', slot));
+        expect(err).toBeInstanceOf(OwnerScheduleLimitError);
+        expect(err).toBeInstanceOf(StoreError);
+        expect(err).toMatchObject({ scheduleName: sched(3), owner: owner(), max: 2 });
+        expect(await store.get(sched(3))).toBeUndefined();
+        // Another owner's count is its own; an uncounted put ignores the count.
+        await store.put(minimalSchedule(sched(4)), 'absent', { owner: `${owner()}-other`, max: 1 });
+        await store.put(minimalSchedule(sched(5)), 'absent');
+        // The count items are not schedules: neither listed nor read.
+        const names = (await allPages((cursor) => store.list(1000, cursor), 1000)).flat().map((r) => r.name);
+        expect(names.filter((n) => n.includes(tag)).sort()).toEqual([1, 2, 4, 5].map(sched));
+        expect(names.every((n) => /^[A-Za-z0-9]/.test(n))).toBe(true);
+        expect(await store.get(`#owner:${owner()}`)).toBeUndefined();
+      });
+
+      it('a counted create of a name that exists is a conflict (even at the cap), and takes no slot', async () => {
+        const slot = { owner: owner(), max: 2 };
+        await store.put(owned(1), 'absent', slot);
+        await expectConflict(store.put(owned(1), 'absent', slot), sched(1), owned(1));
+        await store.put(owned(2), 'absent', slot);
+        await expectConflict(store.put(owned(1), 'absent', slot), sched(1), owned(1));
+        expect(await rejection(store.put(owned(3), 'absent', slot))).toBeInstanceOf(OwnerScheduleLimitError);
+      });
+
+      it('a delete releasing the owner frees one slot; a delete that loses its condition frees none', async () => {
+        const slot = { owner: owner(), max: 1 };
+        await store.put(owned(1), 'absent', slot);
+        await expectConflict(store.delete(sched(1), 7, owner()), sched(1), owned(1));
+        expect(await rejection(store.put(owned(2), 'absent', slot))).toBeInstanceOf(OwnerScheduleLimitError);
+        await store.delete(sched(1), 1, owner());
+        expect(await store.get(sched(1))).toBeUndefined();
+        await store.put(owned(2), 'absent', slot);
+        expect(await rejection(store.put(owned(3), 'absent', slot))).toBeInstanceOf(OwnerScheduleLimitError);
+      });
+
+      it('two concurrent counted creates at max - 1: exactly one is stored', async () => {
+        const slot = { owner: owner(), max: 2 };
+        await store.put(owned(1), 'absent', slot);
+        const results = await Promise.allSettled([
+          store.put(owned(2), 'absent', slot),
+          store.put(owned(3), 'absent', slot),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        expect(refused?.reason).toBeInstanceOf(OwnerScheduleLimitError);
+        const stored = [await store.get(sched(2)), await store.get(sched(3))].filter((r) => r !== undefined);
+        expect(stored).toHaveLength(1);
       });
     });
 

@@ -39,6 +39,9 @@ describe('defaults', () => {
     expect(c.retainData).toBe(true);
     expect(c.encryptAlarmTopic).toBe(false);
     expect(c.api).toBe('http');
+    expect(c.scheduleMinIntervalSeconds).toBe(DEFAULTS.scheduleMinIntervalSeconds);
+    expect(c.scheduleAllowSecondsField).toBe(DEFAULTS.scheduleAllowSecondsField);
+    expect(c.scheduleMaxPerOwner).toBe(DEFAULTS.scheduleMaxPerOwner);
   });
 
   it('api: "rest" from kaj:config or from -c kaj:api=rest (issue 13)', () => {
@@ -85,6 +88,12 @@ describe('invalid configuration fails with the key named', () => {
     [{ encryptAlarmTopic: 'kms' }, /"encryptAlarmTopic".*boolean/],
     [{ concurency: { high: 3 } }, /"concurency" is not a Kaj setting/],
     [{ throttling: { burst: 3 } }, /"throttling\.burst" is not a Kaj setting/],
+    [{ scheduleMinIntervalSeconds: 0 }, /"scheduleMinIntervalSeconds".*>=1/],
+    [{ scheduleMinIntervalSeconds: 86_401 }, /"scheduleMinIntervalSeconds".*<=86400/],
+    [{ scheduleMinIntervalSeconds: 1.5 }, /"scheduleMinIntervalSeconds"/],
+    [{ scheduleAllowSecondsField: 'yes' }, /"scheduleAllowSecondsField".*boolean/],
+    [{ scheduleMaxPerOwner: 0 }, /"scheduleMaxPerOwner".*>=1/],
+    [{ scheduleMaxPerOwner: 1_000_001 }, /"scheduleMaxPerOwner".*<=1000000/],
   ])('%j', (config, message) => {
     expect(stackWith(config)).toThrow(InvalidConfigError);
     expect(stackWith(config)).toThrow(message);
@@ -129,8 +138,16 @@ describe('sources', () => {
       'kaj:concurrency': '{"low": 4}',
       'kaj:batchSize': '5',
       'kaj:encryptAlarmTopic': 'true',
+      'kaj:scheduleMinIntervalSeconds': '30',
+      'kaj:scheduleAllowSecondsField': 'true',
+      'kaj:scheduleMaxPerOwner': '50',
     });
     const c = resolveConfig(app.node);
+    expect(c).toMatchObject({
+      scheduleMinIntervalSeconds: 30,
+      scheduleAllowSecondsField: true,
+      scheduleMaxPerOwner: 50,
+    });
     expect(c.deletionProtection).toBe(false);
     expect(c.alarmEmail).toBe('ops@example.com');
     expect(c.concurrency).toEqual({ high: 30, normal: 5, low: 4 });

@@ -283,7 +283,7 @@ describe('least privilege', () => {
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
     const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
     expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn]);
-    expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn]);
+    expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn, schedulesArn]);
     expect(resourcesOf(base, id, 'dynamodb:BatchGetItem')).toEqual([tableArn]);
     expect(resourcesOf(base, id, 'dynamodb:DeleteItem')).toEqual([schedulesArn]);
     expect(sorted(resourcesOf(base, id, 'sqs:SendMessage'))).toEqual(sorted(allMainQueueArns(base)));

@@ -31,7 +31,16 @@ let variant: SynthesizedKaj;
 beforeAll(() => {
   base = synthKaj(undefined, NO_BUNDLING);
   variant = synthKaj(
-    { stackName: 'kaj-variant', retainData: false, deletionProtection: false, dashboard: false, logLevel: 'debug' },
+    {
+      stackName: 'kaj-variant',
+      retainData: false,
+      deletionProtection: false,
+      dashboard: false,
+      logLevel: 'debug',
+      scheduleMinIntervalSeconds: 1,
+      scheduleAllowSecondsField: true,
+      scheduleMaxPerOwner: 5,
+    },
     NO_BUNDLING,
   );
 }, SYNTH_TIMEOUT);
@@ -226,14 +235,33 @@ describe('scheduler function', () => {
     expect(scheduler.rule).toBeDefined();
   });
 
-  it('the environment of every function plus KAJ_SCHEDULES_TABLE_NAME; no ID secret', () => {
-    for (const s of [base, variant]) {
+  it("the environment of every function plus KAJ_SCHEDULES_TABLE_NAME and the deployment's schedule rules; no ID secret", () => {
+    const rules = {
+      base: { min: '60', seconds: 'false', max: '1000' },
+      variant: { min: '1', seconds: 'true', max: '5' },
+    };
+    for (const [s, r] of [
+      [base, rules.base],
+      [variant, rules.variant],
+    ] as const) {
       const env = envOf(s, s.stack.scheduler.handler);
       const sweeperEnv = envOf(s, s.stack.sweeper.handler);
       expect(env).toEqual({
         ...sweeperEnv,
         [ENV.schedulesTableName]: { Ref: s.logicalId(s.stack.scheduleTable.table) },
+        [ENV.scheduleMinIntervalSeconds]: r.min,
+        [ENV.scheduleAllowSecondsField]: r.seconds,
+        [ENV.scheduleMaxPerOwner]: r.max,
       });
+      // The API checks the rules when a schedule is made; the consumers and the sweeper never need them.
+      expect(envOf(s, s.stack.api.handler)).toMatchObject({
+        [ENV.scheduleMinIntervalSeconds]: r.min,
+        [ENV.scheduleAllowSecondsField]: r.seconds,
+        [ENV.scheduleMaxPerOwner]: r.max,
+      });
+      for (const other of [sweeperEnv, envOf(s, s.stack.consumer.handler)]) {
+        expect(Object.keys(other).filter((k) => k.startsWith('KAJ_SCHEDULE_'))).toEqual([]);
+      }
       expect(env[ENV.tableName]).toEqual({ Ref: s.logicalId(s.stack.taskTable.table) });
       for (const p of PRIORITIES) {
         expect(env[ENV.queueUrl(p)]).toEqual({ Ref: s.logicalId(s.stack.taskQueues.queues[p]) });
@@ -299,7 +327,7 @@ describe('least privilege (schedules)', () => {
     );
   });
 
-  it('the API additionally gets, puts, deletes and scans schedules (one statement, the schedules table only), and their table name', () => {
+  it("the API additionally gets, puts, deletes, updates (its callers' count items) and scans schedules (one statement, the schedules table only), and their table name", () => {
     const id = base.logicalId(base.stack.api.handler);
     const schedulesId = base.logicalId(base.stack.scheduleTable.table);
     const statements = roleStatements(base, id);
@@ -307,7 +335,7 @@ describe('least privilege (schedules)', () => {
       normalized({
         Sid: 'ScheduleTableItems',
         Effect: 'Allow',
-        Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
+        Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem', 'dynamodb:Scan'],
         Resource: getAtt(schedulesId),
       }),
     ]);

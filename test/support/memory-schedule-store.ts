@@ -1,7 +1,12 @@
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError, StoreRejectedError } from '../../shared/store/errors.js';
+import {
+  OwnerScheduleLimitError,
+  ScheduleVersionConflictError,
+  StoreRejectedError,
+} from '../../shared/store/errors.js';
 import type {
+  OwnerSlot,
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
@@ -27,6 +32,9 @@ interface Position {
  *   unsafe integer, a class instance) or a due index key of the wrong type is a `StoreRejectedError`;
  * - `put` / `delete` hold only if the stored record is at the expected version (`'absent'`: none
  *   is stored); otherwise a `ScheduleVersionConflictError` carrying a copy of the stored record;
+ * - a `put` with a slot also needs the owner's count below the slot's max (the version is checked
+ *   first), else an `OwnerScheduleLimitError`; the count and the record change together or not at
+ *   all, as in the adapter's transaction; a `delete` with `releaseOwner` takes one from the count;
  * - `listDue` reads the sparse `due` index: records with both `due_pk` and `due_at`, earliest
  *   first (ties by name); `list` goes by name. As DynamoDB, a full page always carries a cursor
  *   (the next page may be empty), the cursor is the last item's key (so a page resumes after it
@@ -35,6 +43,8 @@ interface Position {
  */
 export class MemoryScheduleStore implements ScheduleStore {
   readonly items = new Map<string, ScheduleRecord>();
+  /** Each owner's count of schedules (counted creates minus counted deletes). */
+  readonly owners = new Map<string, number>();
   /** Make the next call of an operation throw. */
   failNext: Partial<Record<Operation, Error>> = {};
   /** Runs before each put / delete is decided (to inject a concurrent change or a failure). */
@@ -52,19 +62,25 @@ export class MemoryScheduleStore implements ScheduleStore {
     return r && structuredClone(r);
   }
 
-  async put(record: ScheduleRecord, expectedVersion: number | 'absent'): Promise<void> {
+  async put(record: ScheduleRecord, expectedVersion: number | 'absent', slot?: OwnerSlot): Promise<void> {
     this.maybeFail('put');
     const item = storable(record);
     await this.beforeWrite?.(record.name, expectedVersion);
     this.check(record.name, expectedVersion);
+    if (slot !== undefined) {
+      const count = this.owners.get(slot.owner) ?? 0;
+      if (count >= slot.max) throw new OwnerScheduleLimitError(record.name, slot.owner, slot.max);
+      this.owners.set(slot.owner, count + 1);
+    }
     this.items.set(record.name, item);
     this.writes += 1;
   }
 
-  async delete(name: string, expectedVersion: number): Promise<void> {
+  async delete(name: string, expectedVersion: number, releaseOwner?: string): Promise<void> {
     this.maybeFail('delete');
     await this.beforeWrite?.(name, expectedVersion);
     this.check(name, expectedVersion);
+    if (releaseOwner !== undefined) this.owners.set(releaseOwner, (this.owners.get(releaseOwner) ?? 0) - 1);
     this.items.delete(name);
     this.writes += 1;
   }

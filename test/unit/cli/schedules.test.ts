@@ -55,7 +55,6 @@ function serviceOver(h: Pick<Harness, 'store' | 'clock'>, reg: TaskRegistry, uni
     registry: reg,
     scheduling: schedulerSettings(),
     clock: h.clock,
-    random: sequenceRandom([0.5]),
     logger: silentLogger,
     metrics: noMetrics,
     idSecret: 'cli-test-id-secret',

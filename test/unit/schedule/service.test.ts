@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ScheduleConflictError,
+  ScheduleLimitReachedError,
   ScheduleNotFoundError,
   ScheduleValidationError,
 } from '../../../shared/schedule/errors.js';
@@ -239,6 +240,92 @@ describe('ScheduleService: owners', () => {
     expect(s.runs('gone')).toHaveLength(1);
     s.clock.set(T0 + 20 * MINUTE);
     expect((await s.ticker.tick()).due).toBe(0);
+  });
+});
+
+describe('ScheduleService: schedules per owner (maxPerOwner)', () => {
+  it('a create over the cap is a ScheduleLimitReachedError naming name (schedule_limit_reached), nothing stored', async () => {
+    const s = setup({ maxPerOwner: 2 });
+    await s.service.put('a', body(), OWNER);
+    await s.service.put('b', body(), OWNER);
+    const err = await rejects(s.service.put('c', body(), OWNER), ScheduleLimitReachedError);
+    expect(err).toBeInstanceOf(ScheduleValidationError);
+    expect(err).toMatchObject({ field: 'name', code: 'schedule_limit_reached', schedule: 'c', max: 2 });
+    expect(err.message).toMatch(/^name: you own 2 schedules/);
+    expect(s.schedules.items.has('c')).toBe(false);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(2);
+    // Another owner has slots of its own.
+    await s.service.put('d', body(), OTHER);
+    expect(s.schedules.owners.get(OTHER.owner)).toBe(1);
+  });
+
+  it('replacing a schedule (changed or not) takes no slot: at the cap it still succeeds', async () => {
+    const s = setup({ maxPerOwner: 1 });
+    await s.service.put('a', body(), OWNER);
+    expect((await s.service.put('a', body(), OWNER)).changed).toBe(false);
+    expect(await s.service.put('a', body({ every: '20m' }), OWNER)).toMatchObject({ created: false, changed: true });
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(1);
+    expect(s.stored('a').counted).toBe(true);
+  });
+
+  it('delete gives the slot back (by the owner or an operator); a create then succeeds', async () => {
+    const s = setup({ maxPerOwner: 1 });
+    await s.service.put('a', body(), OWNER);
+    await rejects(s.service.put('b', body(), OWNER), ScheduleLimitReachedError);
+    await s.service.delete('a', OWNER);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(0);
+    await s.service.put('b', body(), OWNER);
+    await s.service.delete('b', OPERATOR);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(0);
+    await s.service.put('c', body(), OWNER);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(1);
+  });
+
+  it('a create that fails leaves no count behind (a store outage; a name taken by another owner)', async () => {
+    const s = setup({ maxPerOwner: 1 });
+    s.schedules.failNext.put = new Error('outage');
+    await expect(s.service.put('a', body(), OWNER)).rejects.toThrow('outage');
+    await s.service.put('taken', body(), OTHER);
+    await rejects(s.service.put('taken', body(), OWNER), ScheduleConflictError);
+    expect(s.schedules.owners.get(OWNER.owner) ?? 0).toBe(0);
+    await s.service.put('a', body(), OWNER);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(1);
+  });
+
+  it('two concurrent creates at max - 1: exactly one is stored', async () => {
+    const s = setup({ maxPerOwner: 2 });
+    await s.service.put('a', body(), OWNER);
+    const results = await Promise.allSettled([s.service.put('b', body(), OWNER), s.service.put('c', body(), OWNER)]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const refused = results.find((r) => r.status === 'rejected');
+    expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(ScheduleLimitReachedError);
+    expect([...s.schedules.items.keys()].filter((n) => n !== 'a')).toHaveLength(1);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(2);
+  });
+
+  it("an operator's schedules and those declared in code take no slot, and their deletes give none back", async () => {
+    const s = setup({ maxPerOwner: 1 });
+    await s.service.put('by-operator', body(), OPERATOR);
+    await s.service.syncDeclared([
+      { type: 'echo', declaration: { name: 'from-code', every: '10m', payload: { value: 1 } } },
+    ]);
+    await s.service.put('mine', body(), OWNER);
+    expect(s.stored('by-operator').counted).toBeUndefined();
+    await s.service.delete('by-operator', OPERATOR);
+    await s.service.delete('from-code', OPERATOR);
+    expect(s.schedules.owners.get(OWNER.owner)).toBe(1);
+    expect(s.schedules.owners.has('operator')).toBe(false);
+    expect(s.schedules.owners.has(CODE_OWNER)).toBe(false);
+  });
+
+  it('a schedule stored before the cap was enforced (no counted flag): its delete gives no slot back', async () => {
+    const s = setup({ maxPerOwner: 1 });
+    await s.service.put('old', body(), OWNER);
+    const { counted: _, ...legacy } = s.stored('old');
+    s.schedules.items.set('old', legacy);
+    s.schedules.owners.clear();
+    await s.service.delete('old', OWNER);
+    expect(s.schedules.owners.get(OWNER.owner) ?? 0).toBe(0);
   });
 });
 
