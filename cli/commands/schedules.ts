@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import * as z from 'zod';
+import { DEFAULTS } from '../../shared/config/resources.js';
 import { ScheduleValidationError } from '../../shared/schedule/errors.js';
 import type { RunResult, ScheduleService, ScheduleSummary, ScheduleView } from '../../shared/schedule/service.js';
 import { checkScheduleName } from '../../shared/schedule/spec.js';
@@ -39,7 +40,9 @@ The spec is the body of PUT /api/v1/schedules/NAME (JSON):
   timezone          IANA zone the cron is read in (default UTC)
   start_at, end_at  ISO times bounding the schedule; limit: runs at most
   jitter            spread fire times by a fixed offset below this ("30s")
-  overlap           allow | forbid (default) | buffer_one | replace
+  overlap           allow | forbid (default) | buffer_one | replace (cancels the running
+                    run and starts at once: the two overlap until the old handler returns,
+                    its signal aborting within ${DEFAULTS.cancelPollSeconds} s, or lease/3 if shorter, plus one read)
   misfire           skip (default) | run_once | catch_up; catchup_window ("1h")
   payload, priority, max_attempts, timeout_seconds, description
 Putting the same spec again changes nothing ("unchanged").

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { PRIORITIES } from '../config/resources.js';
+import { OVERLAP_DESCRIPTIONS, OVERLAP_POLICIES, type OverlapPolicy } from '../schedule/model.js';
 import type { ScheduleSummary, ScheduleView } from '../schedule/service.js';
 import type { ListedTask } from '../store/task-store.js';
 import { boundedText, DELAYED_COUNT_BOUND } from '../task/delayed-count.js';
@@ -412,6 +413,7 @@ export function schedulePage(ctx: PageContext, v: ScheduleView, flash?: Flash): 
 <dt>State</dt><dd>${v.state}${v.pause_note === undefined ? '' : ` — ${v.pause_note}`}</dd>
 <dt>Source</dt><dd>${v.source}</dd><dt>Owner</dt><dd class="mono">${v.owner}</dd>
 <dt>Fired</dt><dd>${count(v.fired)}</dd><dt>Missed</dt><dd>${count(v.missed)}</dd>
+${overlapTerm(v.spec.overlap)}
 </dl>
 <h2>Next fire times</h2>${v.next_fire_times.length === 0 ? html`<p class="muted">None.</p>` : html`<ul>${v.next_fire_times.map((t) => html`<li>${timeTag(t)}</li>`)}</ul>`}
 </div>
@@ -426,6 +428,13 @@ export function schedulePage(ctx: PageContext, v: ScheduleView, flash?: Flash): 
           )}</tbody></table></div>`
     }</div>`,
   });
+}
+
+/** The schedule's overlap policy and what it does (for `replace`: how long two runs may overlap). */
+function overlapTerm(policy: unknown): Html {
+  if (!(OVERLAP_POLICIES as readonly unknown[]).includes(policy)) return html``;
+  const p = policy as OverlapPolicy;
+  return html`<dt>Overlap</dt><dd><code>${p}</code>: ${OVERLAP_DESCRIPTIONS[p]}</dd>`;
 }
 
 /* ---------- errors ---------- */

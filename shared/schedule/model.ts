@@ -1,4 +1,4 @@
-import type { Priority } from '../config/resources.js';
+import { DEFAULTS, type Priority } from '../config/resources.js';
 
 /**
  * What the scheduler does when a time falls due while the schedule's previous run has not
@@ -15,6 +15,18 @@ import type { Priority } from '../config/resources.js';
  */
 export const OVERLAP_POLICIES = ['allow', 'forbid', 'buffer_one', 'replace'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+
+/** What each overlap policy does, as the console and the CLI tell a user (the TSDoc above, shorter). */
+export const OVERLAP_DESCRIPTIONS: Readonly<Record<OverlapPolicy, string>> = {
+  allow: 'a time whose previous run is still going starts anyway',
+  forbid: 'a time whose previous run is still going is skipped (recorded skipped_overlap)',
+  buffer_one: 'a time whose previous run is still going runs once that run finishes; later times collapse into it',
+  replace:
+    'a time whose previous run is still going cancels that run and starts at once. The two overlap: the old ' +
+    `handler's signal aborts within the cancel poll (${DEFAULTS.cancelPollSeconds} s, or lease/3 if shorter) plus ` +
+    'one eventually consistent read, and the old run ends when its handler returns. Use forbid or buffer_one ' +
+    'for a handler that must never overlap itself.',
+};
 
 /**
  * What the scheduler does with times it missed (it was down, the schedule was paused, a tick
