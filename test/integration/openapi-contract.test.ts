@@ -7,28 +7,63 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
+import { defineTask, TaskRegistry } from '../../shared/task/define.js';
+import { FaultInjector } from '../support/faults.js';
 import { embedded, startOnTarget } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
 import { uniquePrefix } from '../support/wait.js';
 
+type HeaderSpec = { required?: boolean; schema: unknown };
 type Doc = {
   paths: Record<
     string,
-    Record<string, { operationId: string; responses: Record<string, { content: Record<string, { schema: unknown }> }> }>
+    Record<
+      string,
+      {
+        operationId: string;
+        responses: Record<
+          string,
+          {
+            description: string;
+            headers?: Record<string, { $ref: string }>;
+            content: Record<string, { schema: unknown }>;
+          }
+        >;
+      }
+    >
   >;
-  components: { schemas: Record<string, unknown> };
+  components: { schemas: Record<string, unknown>; headers: Record<string, HeaderSpec> };
 };
+
+/** The headers Kaj sets on its answers (shared/api/http.ts): each one a response carries must be declared for it. */
+const KAJ_HEADERS = ['location', 'idempotent-replayed', 'retry-after'];
+
+/** The test task types, and one with a schedule declared in code (read-only through the API: 409). */
+function contractRegistry(): TaskRegistry {
+  const base = testRegistry(new TaskProbe());
+  return new TaskRegistry([
+    ...base.types().map((t) => base.get(t)),
+    defineTask({
+      type: 'oas_declared',
+      schema: z.object({}),
+      handler: async () => ({}),
+      schedules: [{ name: 'oas-code', cron: '0 4 * * *' }],
+    }),
+  ]);
+}
 
 /** Documented pairs no request here produces, and why. */
 const NOT_EXERCISED: Record<string, string> = {
   '*:400': 'the body parser and path decoding every route shares; exercised on submit',
   '*:415': 'the body parser every route shares; exercised on submit',
   '*:403': 'API Gateway answers it (IAM auth); the local runtime has no auth',
+  '*:429': "API Gateway's throttling; the local runtime has none",
+  '*:502': 'API Gateway answers it when the function fails; the local runtime has no gateway',
   '*:500': 'an internal error; unit tests cover its body (test/unit/api/http.test.ts)',
-  '*:503': 'a store or queue outage; unit tests cover it (test/unit/api/http.test.ts)',
+  '*:503': 'a store outage: exercised on get (GetItem failing), with its Retry-After',
   'cancel:202': 'needs a task running past its first heartbeat; test/integration/reliability/cancel.test.ts',
-  'schedule_put:409': 'a schedule declared in code; test/unit/api/schedules.test.ts',
   'schedule_trigger:200': 'a second trigger within the same second; test/unit/schedule tests',
   'schedule_backfill:404': 'covered by schedule_get:404 (same lookup)',
   'schedule_pause:404': 'covered by schedule_get:404 (same lookup)',
@@ -45,16 +80,19 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
   let doc: Doc;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   const exercised = new Set<string>();
+  const headersSeen = new Set<string>();
+  const faults = new FaultInjector();
   const operationOf = new Map<string, string>();
 
   beforeAll(async () => {
     ({ runtime, stop } = await startOnTarget(embedded, {
-      registry: testRegistry(new TaskProbe()),
+      registry: contractRegistry(),
       prefix: uniquePrefix('oas'),
       port: 0,
       waitTimeSeconds: 1,
       scheduling: { tickSeconds: 60 },
     }));
+    faults.attach(runtime.clients.dynamodb);
     doc = (await (await fetch(`${runtime.url}/api/v1/openapi.json`)).json()) as Doc;
     ajv.addSchema({ $id: 'kaj', components: doc.components });
     for (const [path, ops] of Object.entries(doc.paths)) {
@@ -89,8 +127,31 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     expect(validate(json) ? [] : validate.errors, `${method} ${path} → ${res.status}: ${JSON.stringify(json)}`).toEqual(
       [],
     );
+    // Headers: each Kaj header the answer carries is declared for it; each declared one is there, as declared.
+    const declared = new Map(
+      Object.entries(response?.headers ?? {}).map(([name, h]) => [
+        name.toLowerCase(),
+        doc.components.headers[h.$ref.replace('#/components/headers/', '')] as HeaderSpec,
+      ]),
+    );
+    for (const name of KAJ_HEADERS) {
+      if (res.headers.has(name))
+        expect(declared.has(name), `${method} ${template} → ${res.status} declares the ${name} it sends`).toBe(true);
+    }
+    for (const [name, h] of declared) {
+      const value = res.headers.get(name);
+      if (h.required) expect(value, `${method} ${path} → ${res.status} sends ${name}`).not.toBeNull();
+      if (value === null) continue;
+      const check = ajv.compile(h.schema as object);
+      expect(check(value) ? [] : check.errors, `${name}: ${value}`).toEqual([]);
+      headersSeen.add(name);
+    }
+    // An error names its code; the document names, per route and status, the codes it may carry.
+    const code = json.error?.code;
+    if (typeof code === 'string')
+      expect(response?.description, `${method} ${template} → ${res.status} documents ${code}`).toContain(code);
     exercised.add(`${op?.operationId}:${res.status}`);
-    return { status: res.status, json };
+    return { status: res.status, json, headers: res.headers };
   }
 
   it('every route and status code, each body as documented', async () => {
@@ -98,7 +159,10 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     const echo = { type: 'echo', payload: { value: 1 }, idempotency_key: 'oas-1' };
     const created = await call('POST', T, T, echo);
     expect(created.status).toBe(202);
-    expect((await call('POST', T, T, echo)).status).toBe(200);
+    expect(created.headers.get('location')).toBe(`/api/v1/tasks/${created.json.task_id}`);
+    const replay = await call('POST', T, T, echo);
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect((await call('POST', T, T, { ...echo, payload: { value: 2 } })).status).toBe(409);
     expect((await call('POST', T, T, { type: 'nope' })).status).toBe(422);
     expect((await call('POST', T, T, { type: 'echo', payload: { value: 'x'.repeat(70_000) } })).status).toBe(413);
@@ -125,6 +189,15 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     const listed = await call('GET', T, `${T}?status=cancelled&limit=10`);
     expect(listed.json.items.map((t: { task_id: string }) => t.task_id)).toContain(delayed.json.task_id);
     expect((await call('GET', T, `${T}?status=queued`)).status).toBe(400);
+    const badCursor = await call('GET', T, `${T}?status=cancelled&cursor=not-a-cursor`);
+    expect(badCursor).toMatchObject({ status: 400, json: { error: { code: 'invalid_cursor', field: 'cursor' } } });
+    // A store outage: 503 with Retry-After (one GetItem of this id fails, as after the SDK's own retries).
+    const unknown = 't_fedcba9876543210fedcba9876543210';
+    faults.add({ command: 'GetItem', match: (input) => JSON.stringify(input).includes(unknown), error: 'unavailable' });
+    const outage = await call('GET', I, `${T}/${unknown}`);
+    faults.clear();
+    expect(outage).toMatchObject({ status: 503, json: { error: { code: 'unavailable' } } });
+    expect(outage.headers.get('retry-after')).toMatch(/^\d+$/);
     const done = await (async () => {
       for (let i = 0; i < 100; i += 1) {
         const view = (await (await fetch(`${runtime.url}${T}/${id}`)).json()) as { status: string };
@@ -145,6 +218,13 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     expect((await call('GET', N, `${S}/oas-nightly`)).status).toBe(200);
     expect((await call('GET', N, `${S}/oas-missing`)).status).toBe(404);
     expect((await call('GET', S, S)).status).toBe(200);
+    const badScheduleCursor = await call('GET', S, `${S}?cursor=not-a-cursor`);
+    expect(badScheduleCursor).toMatchObject({ status: 400, json: { error: { code: 'invalid_cursor' } } });
+    expect(await call('GET', S, `${S}?limit=0`)).toMatchObject({ status: 422, json: { error: { field: 'limit' } } });
+    expect(await call('POST', `${N}/pause`, `${S}/oas-nightly/pause`, { nope: 1 })).toMatchObject({
+      status: 422,
+      json: { error: { code: 'validation_error', field: 'nope' } },
+    });
     expect((await call('POST', `${N}/pause`, `${S}/oas-nightly/pause`, { note: 'maintenance' })).status).toBe(200);
     expect((await call('POST', `${N}/resume`, `${S}/oas-nightly/resume`)).status).toBe(200);
     expect((await call('POST', `${N}/trigger`, `${S}/oas-nightly/trigger`)).status).toBe(202);
@@ -152,6 +232,21 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     const from = new Date(Date.now() - 3 * 86_400_000).toISOString();
     expect((await call('POST', `${N}/backfill`, `${S}/oas-nightly/backfill`, { from, to })).status).toBe(202);
     expect((await call('DELETE', N, `${S}/oas-nightly`)).status).toBe(200);
+    // A schedule declared in code is changed by no API caller.
+    const code = `${S}/oas-code`;
+    for (const [method, template, path, body] of [
+      ['PUT', N, code, spec],
+      ['POST', `${N}/pause`, `${code}/pause`, undefined],
+      ['POST', `${N}/resume`, `${code}/resume`, undefined],
+      ['POST', `${N}/trigger`, `${code}/trigger`, undefined],
+      ['POST', `${N}/backfill`, `${code}/backfill`, { from, to }],
+      ['DELETE', N, code, undefined],
+    ] as const) {
+      expect(await call(method, template, path, body), `${method} ${path}`).toMatchObject({
+        status: 409,
+        json: { error: { code: 'declared_in_code' } },
+      });
+    }
     expect((await call('GET', '/api/v1/openapi.json', '/api/v1/openapi.json')).status).toBe(200);
 
     const documented = Object.values(doc.paths).flatMap((ops) =>
@@ -161,5 +256,11 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
       (k) => !exercised.has(k) && NOT_EXERCISED[k] === undefined && NOT_EXERCISED[`*:${k.split(':')[1]}`] === undefined,
     );
     expect(missing).toEqual([]);
+    // Every header the document declares was seen on a real answer.
+    expect([...headersSeen].sort()).toEqual(
+      Object.keys(doc.components.headers)
+        .map((h) => h.toLowerCase())
+        .sort(),
+    );
   }, 60_000);
 });
