@@ -655,6 +655,20 @@ describe('a stack without lanes', () => {
   const DASHBOARD = 'ObservabilityDashboard9A1D08B3';
   const TASK_TABLE = 'TasksTable45D1B62D';
   const API_POLICY = Object.keys(BEFORE).find((id) => id.startsWith('ApiHandlerRoleDefaultPolicy')) as string;
+  const API = 'ApiHandler8AD6A8DF';
+  const SCHEDULER = 'SchedulerHandler63D99A45';
+  /** Added since: the schedule rules in the API's and the scheduler's environment, UpdateItem on the schedules table (owners' counts). */
+  const SCHEDULE_RULES: string[] = [
+    ENV.scheduleMinIntervalSeconds,
+    ENV.scheduleAllowSecondsField,
+    ENV.scheduleMaxPerOwner,
+  ];
+  const withoutScheduleCounts = (statements: Statement[]): Statement[] =>
+    statements.map((st) =>
+      st.Sid === 'ScheduleTableItems' && Array.isArray(st.Action)
+        ? { ...st, Action: st.Action.filter((a) => a !== 'dynamodb:UpdateItem') }
+        : st,
+    );
 
   it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
@@ -680,7 +694,7 @@ describe('a stack without lanes', () => {
 
   it('leaves every one of them exactly as it was (queues, DLQs, mappings, every function, policy and alarm) but three', () => {
     for (const [id, before] of Object.entries(BEFORE)) {
-      if ([CONSUMER, CONSUMER_POLICY, DASHBOARD, TASK_TABLE, API_POLICY].includes(id)) continue;
+      if ([CONSUMER, CONSUMER_POLICY, DASHBOARD, TASK_TABLE, API_POLICY, API, SCHEDULER].includes(id)) continue;
       const now = structuredClone(plain.resources[id]) as CfnResourceJson & { Metadata?: unknown };
       if (now.Type === 'AWS::Lambda::Function') delete now.Properties.Code;
       delete now.Metadata;
@@ -705,6 +719,21 @@ describe('a stack without lanes', () => {
     expect(JSON.stringify(body)).toContain(METRICS.limitDeferrals);
   });
 
+  it("the API and scheduler functions: the deployment's schedule rules added to their environment, nothing else", () => {
+    for (const id of [API, SCHEDULER]) {
+      const { Code: _code, Environment: env, ...fn } = plain.resources[id]!.Properties;
+      const { Environment: envBefore, ...fnBefore } = BEFORE[id]!.Properties;
+      expect(fn, id).toEqual(fnBefore);
+      expect(env.Variables, id).toEqual({
+        ...envBefore.Variables,
+        [ENV.scheduleMinIntervalSeconds]: '60',
+        [ENV.scheduleAllowSecondsField]: 'false',
+        [ENV.scheduleMaxPerOwner]: '1000',
+      });
+      expect(Object.keys(envBefore.Variables).filter((k) => SCHEDULE_RULES.includes(k))).toEqual([]);
+    }
+  });
+
   it("issue 15's listing: the task table gains the listing GSI (nothing else changes), the API a Query on the listing and outbox indexes and a BatchGetItem on the table", () => {
     const table = structuredClone(plain.resources[TASK_TABLE]) as CfnResourceJson;
     const list = TABLE_SCHEMA.listIndex;
@@ -722,7 +751,7 @@ describe('a stack without lanes', () => {
     const statements = plain.resources[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
     const before = BEFORE[API_POLICY]!.Properties.PolicyDocument.Statement as Statement[];
     const listing = new Set(['TaskListingQuery', 'TaskListingRows']);
-    expect(statements.filter((st) => !listing.has(st.Sid as string))).toEqual(before);
+    expect(withoutScheduleCounts(statements.filter((st) => !listing.has(st.Sid as string)))).toEqual(before);
     const query = statements.filter((st) => st.Sid === 'TaskListingQuery');
     expect(query).toHaveLength(1);
     expect(query[0]?.Action).toBe('dynamodb:Query');
