@@ -14,9 +14,11 @@
  * (`batchSize: 1`), and the low queue has a single consumer: what is sent to `low` is processed
  * strictly one message after another, which makes the duplicate cases deterministic (with lazy
  * claims, two copies of one message run twice when two workers take them at once — guarantee 3).
- * A handler that outlives its first heartbeat ends well after it (≥ 1.5 s): an outcome written
- * while that beat's claim write is still in flight is refused today (the attempt is fenced off
- * by its own claim and reclaimed as a crash) — a race of its own, not what these cases test.
+ * A case about a written claim gives its handler 2.5 s or more, past its first heartbeat (1 s),
+ * which writes the claim. An outcome never races that write: the consumer waits for a heartbeat
+ * in flight before it writes the outcome, so an attempt is not fenced off by its own claim.
+ * Cases wait on the state that proves progress (a record, a fault fired, a flag raised), not on
+ * how fast the sweeper or the consumer got there.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_OWNER } from '../../../shared/app.js';
