@@ -236,7 +236,9 @@ export const ROUTE_RESPONSES: Record<TaskApiRoute['name'], Record<number, Respon
     201: { schema: scheduleViewSchema, description: 'created' },
     200: { schema: scheduleViewSchema, description: 'replaced (or unchanged: see changed)' },
     409: error('declared_in_code, name_taken (by another owner), or concurrent_change'),
-    422: error('validation_error, naming the field; schedule_limit_reached (the owner has as many schedules as the deployment allows), naming name'),
+    422: error(
+      'validation_error, naming the field; schedule_limit_reached (the owner has as many schedules as the deployment allows), naming name',
+    ),
   },
   schedule_get: { 200: { schema: scheduleViewSchema }, 404: error('not_found') },
   schedule_delete: {
