@@ -9,7 +9,7 @@ import { runCli } from '../../../cli/program.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import type { LocalRuntime } from '../../../local/runtime.js';
+import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
 
 export interface KajResult {
   readonly code: number;
@@ -31,6 +31,39 @@ export function localStateDir(runtime: LocalRuntime): { dir: string; remove(): v
     }),
   );
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A local runtime of `registry`, its `.kaj/local.json` directory and a `kaj` runner in it. */
+export interface CliRuntime {
+  readonly runtime: LocalRuntime;
+  /** The directory holding `.kaj/local.json` (the working directory of `kaj --local`). */
+  readonly dir: string;
+  readonly kaj: ReturnType<typeof kajRunner>;
+  /** Stops the runtime and removes the directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a local runtime (no emulator endpoints given: the embedded ones) with a prefix unique
+ * to this process and `tag`, writes its `.kaj/local.json`, and returns a `kaj` runner there.
+ */
+export async function startCliRuntime(registry: TaskRegistry, tag: string): Promise<CliRuntime> {
+  const runtime = await startLocalRuntime({
+    registry,
+    prefix: `${tag}-${process.pid}-${Date.now()}`.slice(0, 40),
+    port: 0,
+    waitTimeSeconds: 1,
+  });
+  const state = localStateDir(runtime);
+  return {
+    runtime,
+    dir: state.dir,
+    kaj: kajRunner(state.dir, { registry: async () => registry }),
+    stop: async () => {
+      await runtime.stop(2_000);
+      state.remove();
+    },
+  };
 }
 
 /** The CLI's output captured (no terminal anywhere): `io` for a context, `out()`/`err()` what it wrote. */

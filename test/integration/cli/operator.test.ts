@@ -6,15 +6,16 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { YES_HELP } from '../../../cli/confirm.js';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { MAX_REASON_LENGTH } from '../../../shared/task/operations.js';
-import { capturedIo, kajRunner, localStateDir, waitFor } from './harness.js';
+import { type CliRuntime, capturedIo, startCliRuntime, waitFor } from './harness.js';
 
 const BIN = new URL('../../../bin/kaj.mjs', import.meta.url).pathname;
 const VERSION = (
@@ -23,24 +24,15 @@ const VERSION = (
 
 const registry = new TaskRegistry([defineTask({ type: 'later', schema: z.object({}), handler: async () => ({}) })]);
 let runtime: LocalRuntime;
-let state: { dir: string; remove(): void };
-let kaj: ReturnType<typeof kajRunner>;
+let dir: string;
+let kaj: CliRuntime['kaj'];
+let stop = async () => {};
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    registry,
-    prefix: `op-${process.pid}-${Date.now()}`.slice(0, 40),
-    port: 0,
-    waitTimeSeconds: 1,
-  });
-  state = localStateDir(runtime);
-  kaj = kajRunner(state.dir, { registry: async () => registry });
+  ({ runtime, dir, kaj, stop } = await startCliRuntime(registry, 'op'));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.stop(2_000);
-  state?.remove();
-});
+afterAll(() => stop());
 
 /** A task that waits an hour (in the table): cancellable for the whole test. */
 async function delayedTask(): Promise<string> {
@@ -201,14 +193,21 @@ const alive = (pid: number) => {
   }
 };
 
-/** Whether something accepts connections at this URL. */
-async function serving(url: string): Promise<boolean> {
-  try {
-    await fetch(url, { signal: AbortSignal.timeout(5_000) });
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Whether something accepts connections at this URL: a TCP connect, which the kernel answers
+ * whatever the server's load (a page request could take longer than any timeout on a loaded
+ * machine); refused once the server is closed.
+ */
+function serving(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 const STACK_TRACE = /^\s+at .+[(:]\d+|Error: (write )?EPIPE|Unhandled 'error' event/m;
@@ -217,7 +216,7 @@ describe('the kaj process', () => {
   it('kaj stats --watch | a reader that stops reading: kaj ends by itself, exit 0, no stack trace', async () => {
     // --watch writes forever: the write after the reader is gone fails with EPIPE, whenever it comes.
     const child = spawn(process.execPath, [BIN, 'stats', '--local', '--watch', '1', '--json'], {
-      cwd: state.dir,
+      cwd: dir,
       env: plainEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -235,7 +234,7 @@ describe('the kaj process', () => {
 
   it('kaj ui stops on SIGTERM: the console closes its server, exit 143', async () => {
     const child = spawn(process.execPath, [BIN, 'ui', '--local', '--port', '0'], {
-      cwd: state.dir,
+      cwd: dir,
       env: plainEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -254,10 +253,10 @@ describe('the kaj process', () => {
 
   it('npx kaj ui stops when npx gets SIGTERM (npm hands it to the shell it started kaj through)', async () => {
     // `npx kaj` in a directory whose node_modules/.bin has kaj: npm runs it through `sh -c`.
-    mkdirSync(join(state.dir, 'node_modules', '.bin'), { recursive: true });
-    symlinkSync(BIN, join(state.dir, 'node_modules', '.bin', 'kaj'));
+    mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
+    symlinkSync(BIN, join(dir, 'node_modules', '.bin', 'kaj'));
     const npx = spawn('npx', ['--offline', '--no-install', 'kaj', 'ui', '--local', '--port', '0'], {
-      cwd: state.dir,
+      cwd: dir,
       env: plainEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

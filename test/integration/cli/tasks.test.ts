@@ -4,10 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
 import { RetryableError } from '../../../shared/retry/errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { kajRunner, localStateDir, waitFor } from './harness.js';
+import { type CliRuntime, startCliRuntime, waitFor } from './harness.js';
 
 const registry = new TaskRegistry([
   defineTask({
@@ -22,24 +22,14 @@ const registry = new TaskRegistry([
   defineTask({ type: 'fine', schema: z.object({}), handler: async () => ({ ok: true }) }),
 ]);
 let runtime: LocalRuntime;
-let state: { dir: string; remove(): void };
-let kaj: ReturnType<typeof kajRunner>;
+let kaj: CliRuntime['kaj'];
+let stop = async () => {};
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    registry,
-    prefix: `tasks-${process.pid}-${Date.now()}`.slice(0, 40),
-    port: 0,
-    waitTimeSeconds: 1,
-  });
-  state = localStateDir(runtime);
-  kaj = kajRunner(state.dir, { registry: async () => registry });
+  ({ runtime, kaj, stop } = await startCliRuntime(registry, 'tasks'));
 }, 60_000);
 
-afterAll(async () => {
-  await runtime?.stop(2_000);
-  state?.remove();
-});
+afterAll(() => stop());
 
 const post = async (type: string, more: Record<string, unknown> = {}) => {
   const res = await fetch(`${runtime.url}/api/v1/tasks`, {
