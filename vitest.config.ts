@@ -7,6 +7,9 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll waits on a state (a GSI caught up, a page updated), not on a speed: its own
+    // default of 1 s is what one request can take on a loaded machine.
+    expect: { poll: { timeout: 20_000 } },
     // CI asks for a JSON report too, to print one plain summary line.
     reporters: process.env.KAJ_VITEST_JSON
       ? ['default', ['json', { outputFile: process.env.KAJ_VITEST_JSON }]]

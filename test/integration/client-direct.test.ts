@@ -163,7 +163,8 @@ describe.each(targets())('KajClient in direct mode on $name', (target) => {
     const err = await kaj.waitFor(task_id, { timeoutMs: 300, pollMs: 100 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KajTimeoutError);
     expect(err).toMatchObject({ lastStatus: 'queued', timeoutMs: 300 });
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // Ended on its 300 ms timeout, not on the task (due in 600 s): the bound is far from either.
+    expect(Date.now() - started).toBeLessThan(60_000);
     await expect(kaj.schedules.list()).rejects.toBeInstanceOf(KajNotSupportedError);
     await kaj.cancel(task_id);
   });

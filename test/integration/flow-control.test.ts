@@ -146,6 +146,9 @@ describe.each(targets())('flow control across worker processes on $name', (targe
     const stuck = await bench.holders('c#pool');
     expect(Object.keys(stuck)).toHaveLength(5);
     const firstFree = Math.min(...Object.values(stuck));
+    // Guarantee: a dead worker renews no slot, so every lease it left ends within one lease of the
+    // kill (each was set to its renewal's time + lease, all before the kill).
+    expect(Math.max(...Object.values(stuck))).toBeLessThanOrEqual(killedAt + LEASE * 1000);
 
     // Five more after the kill: they need the dead worker's slots.
     const fresh = await bench.submitMany(5, () => ({ type: 'pooled', payload: { ms: 200 } }));
@@ -167,10 +170,10 @@ describe.each(targets())('flow control across worker processes on $name', (targe
         `next start ${firstStart - killedAt} ms after, all done ${lastEnd - killedAt} ms after (lease ${LEASE} s); ` +
         `eviction log lines: ${evictions.length}`,
     );
-    // Nothing started before a dead holder's lease ended: the slots stayed taken until then...
+    // Nothing started before a dead holder's lease ended: the slots stayed taken until then. How
+    // soon after it the next start came is the rescuers' process start, deferrals (1-4 s) and
+    // polling — the machine's speed, printed above, not asserted: the wait for the records bounds it.
     expect(firstStart).toBeGreaterThan(firstFree);
-    // ...and were free again soon after one lease (deferrals of 1-4 s and polling on top).
-    expect(firstStart - killedAt).toBeLessThan(LEASE * 1000 + 12_000);
     // The dead holders were evicted (none is left) and said so; every slot is given back — by the
     // live workers right after their outcome writes (which the records show first), so give
     // those releases a few seconds under load.
@@ -298,11 +301,15 @@ describe('tenant fairness on the local runtime (embedded emulators: local-aws-sq
     const delay = started.at - submitted;
     const noisyIds = new Set(noisy);
     const noisyRuns = runsOf(bench.exec().filter((e) => noisyIds.has(e.taskId)));
+    const ranBefore = noisyRuns.filter((r) => r.start < started.at).length;
     console.info(
       `[embedded] fairness: the quiet tenant's task started ${delay} ms after its submit, behind 10,000 of the noisy tenant's ` +
-        `(${noisyRuns.length} of them had started; their peak concurrency ${maxConcurrent(noisyRuns)})`,
+        `(${ranBefore} of them started before it, ${noisyRuns.length} by now; their peak concurrency ${maxConcurrent(noisyRuns)})`,
     );
-    expect(delay).toBeLessThan(5_000);
+    // "Seconds, not its backlog", counted in the noisy tenant's own runs, not in wall-clock time (a
+    // loaded machine slows both tenants): at most 5 run at once, each 200 ms — 25 a second — so
+    // fewer than 250 ahead of it is less than 10 s of the noisy tenant's capped throughput.
+    expect(ranBefore).toBeLessThan(250);
     expect(maxConcurrent(noisyRuns)).toBeLessThanOrEqual(5);
     // The premise: the noisy backlog was far from drained when the quiet task ran.
     expect(noisyRuns.length).toBeLessThan(9_000);

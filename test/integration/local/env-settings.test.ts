@@ -126,12 +126,11 @@ describe('npm start reads the documented environment variables', () => {
         const r = await get();
         return r.status === 'running' ? r : undefined;
       });
-      // The claim, written at the first heartbeat (lease/3 after the start), sets lease_until =
-      // then + lease: 3 s + 9 s after started_at — up to a second later when a loaded machine fires
-      // the heartbeat late (a lease of 10 s would give 13.3 s at the earliest).
-      const leased = (running.lease_until ?? 0) - Date.parse(running.started_at ?? '');
-      expect(leased).toBeGreaterThanOrEqual(12_000);
-      expect(leased).toBeLessThan(13_000);
+      // The claim, written at the first heartbeat, sets lease_until = its own time (updated_at) +
+      // lease, from one clock reading: exactly the 9 s lease however late the heartbeat fired. (The
+      // next heartbeat, lease/3 later, comes after the 4.5 s handler has ended.)
+      const leased = (running.lease_until ?? 0) - Date.parse(running.updated_at);
+      expect(leased).toBe(9_000);
       const done = await until('the task to succeed', async () => {
         const r = await get();
         return r.status === 'succeeded' ? r : undefined;
