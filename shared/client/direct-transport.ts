@@ -12,7 +12,7 @@ import { matchRoute } from '../api/routes.js';
 import { silentLogger, type Logger } from '../runtime/logger.js';
 import { TaskNotFoundError } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';
-import { toView } from '../task/model.js';
+import { TASK_ID_PATTERN, toView } from '../task/model.js';
 import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
 import { KajClientError, KajNotSupportedError, KajUnreachableError } from './errors.js';
 import type { KajAnswer, KajTransport } from './transport.js';
@@ -32,8 +32,6 @@ export interface DirectTransportOptions {
   readonly logger?: Logger;
 }
 
-/** The task API's id shape: anything else is not found, without a read (as the API answers). */
-const TASK_ID = /^t_[0-9a-f]{32}$/;
 /** The routes direct mode answers; the schedules (and the OpenAPI document) are the API's only. */
 const DIRECT_ROUTES = new Set(['submit', 'submit_batch', 'get', 'cancel']);
 
@@ -77,10 +75,10 @@ export class DirectTransport implements KajTransport {
         case 'submit_batch':
           return { status: 207, body: await this.submitBatch(services, json, caller, path) };
         case 'get':
-          if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+          if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
           return { status: 200, body: toView(await services.lifecycle.find(id, caller.owner)) };
         default: {
-          if (!TASK_ID.test(id)) throw new TaskNotFoundError(id);
+          if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
           const r = await services.lifecycle.cancel(id, caller.owner);
           return r.status === 'running'
             ? { status: 202, body: { task_id: r.task_id, status: r.status, cancel_requested: true } }
