@@ -364,8 +364,10 @@ describe.each(targets())('SDK faults at each call site on $name', (target) => {
       expect(sends.count).toBe(1 + removal.fired);
       expect(new Set(dispatches(sends)).size).toBe(1);
       expect(logsFor('outbox entry not removed after send', id)).toHaveLength(removal.fired);
-      // Running with a live lease: moved once, to lease_until + grace, which the task did not reach.
-      expect(moves.count).toBe(1);
+      // A sweep that finds it running with a live lease moves it (to lease_until + grace, which
+      // the task did not reach) instead of sending it again: at most once in a 3 s run. Whether a
+      // sweep falls inside the run at all is the machine's speed, not a guarantee; the one run is.
+      expect(moves.count).toBeLessThanOrEqual(1);
       // One copy ran the task; the others were dropped after it.
       expect(dropReasons(id)).toEqual(Array(removal.fired - 1).fill('task is succeeded'));
     });
