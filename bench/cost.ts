@@ -209,6 +209,8 @@ interface Measured {
   sqsSend: number;
   sqsSendBatch: number;
   sqsVisibility: number;
+  /** ChangeMessageVisibilityBatch: a Lambda batch's messages held for one lease at its start, and extended. */
+  sqsVisibilityBatch: number;
   sqsKajBilled: number;
   acknowledged: number;
   httpRequests: number;
@@ -346,6 +348,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     sqsSend: calls('SendMessage'),
     sqsSendBatch: calls('SendMessageBatch'),
     sqsVisibility: calls('ChangeMessageVisibility'),
+    sqsVisibilityBatch: calls('ChangeMessageVisibilityBatch'),
     sqsKajBilled: sqs.calls.filter((c) => c.by === 'kaj').reduce((t, c) => t + c.billed, 0),
     acknowledged,
     httpRequests,
@@ -520,8 +523,8 @@ async function main(): Promise<void> {
     ['  of which condition failed', ...per((m) => fmt(m.conditionFailures))],
     ['SQS, per task'],
     [
-      '  Kaj: Send/SendBatch/ChangeVisibility',
-      ...per((m) => `${fmt(m.sqsSend)}/${fmt(m.sqsSendBatch)}/${fmt(m.sqsVisibility)}`),
+      '  Kaj: Send/SendBatch/ChangeVisibility(Batch)',
+      ...per((m) => `${fmt(m.sqsSend)}/${fmt(m.sqsSendBatch)}/${fmt(m.sqsVisibility)}/${fmt(m.sqsVisibilityBatch)}`),
     ],
     [
       '  ESM (modelled): Receive/DeleteBatch',
@@ -534,7 +537,9 @@ async function main(): Promise<void> {
     ['Calls, per task'],
     [
       '  Kaj SDK calls (DynamoDB + SQS)',
-      ...per((m) => fmt(m.puts + m.updates + m.gets + m.sqsSend + m.sqsSendBatch + m.sqsVisibility)),
+      ...per((m) =>
+        fmt(m.puts + m.updates + m.gets + m.sqsSend + m.sqsSendBatch + m.sqsVisibility + m.sqsVisibilityBatch),
+      ),
     ],
     ['  HTTP API requests', ...per((m) => fmt(m.httpRequests))],
     [
@@ -594,6 +599,7 @@ async function main(): Promise<void> {
     `Lambda duration (billed, wall-clock) per task: consumer ${OPTS.consumerMs} ms per delivery, api ${OPTS.apiMs} ms per task submitted (--consumer-ms, --api-ms; a batch request is charged per task, no saving assumed); logs ${OPTS.logBytes} bytes per task submitted alone through the API (--log-bytes), of which the access-log line, ${OPTS.accessLogBytes} bytes (--access-log-bytes), once per HTTP request.`,
     "Direct (j, k): the producer's requests are the API function's (the same submitter), billed to the same table and queues; its own compute is not counted (it is the producer's, spent wherever it runs). Once per producer process it reads the id secret (Secrets Manager, $0.05 per 10,000 requests) and its identity (STS GetCallerIdentity, free): not per task, not counted.",
     `Batches of ${batchFill(model)} (${OPTS.batchFill === undefined ? "full: load keeps the mapping's batch filled" : '--batch-fill'}): the mapping's ReceiveMessage and DeleteMessageBatch cost 1/${Math.min(10, batchFill(model))} request per message delivered / acknowledged, a consumer invocation runs ${batchFill(model)} deliveries. The scenarios themselves run in batches of up to ${model.mappings.batchSize}.`,
+    "ChangeVisibilityBatch: on Lambda the consumer holds a batch's messages for one lease from the start of its invocation (the mapping receives them with the queue's 330 s), so a crashed invocation's messages come back within about one lease: one ChangeMessageVisibilityBatch per invocation (1/batch per task, counted from the scenarios' own batches), more only for batches still running after lease/3. Local pollers receive with one lease and send none.",
     'Counts are deterministic (fake clock, seeded random): the median of the runs equals every run when "counts identical" says yes.',
     'Sweeper Query requests happen every run whatever the load: per task only the read units beyond an empty result count.',
     `Storage: each item (+100 B) kept from creation to its TTL (expires_at); TTL deletes are free; index entries' storage not counted.`,

@@ -22,6 +22,12 @@ export interface EventSourceOptions {
   readonly waitTimeSeconds: number;
   /** The function timeout, which the context's remaining time counts down from. */
   readonly functionTimeoutMs: number;
+  /**
+   * Visibility timeout of each receive (the consumer's lease): a message is then held for one
+   * lease from its receive, and the consumer keeps it held while it has it (no request needed to
+   * shorten the queue's long visibility, as on Lambda). Unset: the queue's visibility timeout.
+   */
+  readonly visibilityTimeoutSeconds?: number;
   readonly handler: (event: SQSEvent, context: InvocationContext) => Promise<SQSBatchResponse>;
   readonly logger: Logger;
 }
@@ -96,6 +102,9 @@ export class SqsEventSource {
           QueueUrl: this.o.queueUrl,
           MaxNumberOfMessages: this.o.batchSize,
           WaitTimeSeconds: this.o.waitTimeSeconds,
+          ...(this.o.visibilityTimeoutSeconds === undefined
+            ? {}
+            : { VisibilityTimeout: this.o.visibilityTimeoutSeconds }),
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
@@ -142,6 +151,9 @@ export class SqsEventSource {
     try {
       const response = await this.o.handler(event, {
         getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+        ...(this.o.visibilityTimeoutSeconds === undefined
+          ? {}
+          : { receivedVisibilitySeconds: this.o.visibilityTimeoutSeconds }),
       });
       failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
     } catch (err) {

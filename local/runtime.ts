@@ -188,6 +188,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
         maxConcurrency: q.concurrency,
         waitTimeSeconds: o.waitTimeSeconds ?? 20,
         functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
+        visibilityTimeoutSeconds: settings.leaseSeconds,
         handler: (event, context) => kaj.processBatch(event, context),
         logger,
       });

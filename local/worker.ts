@@ -248,6 +248,7 @@ async function main(): Promise<void> {
         maxConcurrency: q.concurrency,
         waitTimeSeconds: args.waitSeconds,
         functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
+        visibilityTimeoutSeconds: config.settings.leaseSeconds,
         handler: (event, context) => kaj.processBatch(event, context),
         logger,
       }),

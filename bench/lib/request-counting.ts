@@ -11,7 +11,14 @@
  */
 import type { Priority } from '../../shared/config/resources.js';
 import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import type {
+  FailedSend,
+  FailedVisibilityChange,
+  OutgoingMessage,
+  TaskQueue,
+  VisibilityChange,
+} from '../../shared/queue/task-queue.js';
+import { changeVisibilities } from '../../shared/queue/visibility.js';
 import { SQS_BILLING_CHUNK_BYTES } from '../prices.js';
 import { deadLetterAttributes, type MessageAttribute, taskMessageAttributes } from './memory-queue.js';
 
@@ -24,6 +31,7 @@ export type SqsApi =
   | 'SendMessage'
   | 'SendMessageBatch'
   | 'ChangeMessageVisibility'
+  | 'ChangeMessageVisibilityBatch'
   | 'ReceiveMessage (ESM)'
   | 'DeleteMessageBatch (ESM)';
 
@@ -95,6 +103,17 @@ export class CountingTaskQueue implements TaskQueue {
   async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
     this.ledger.record({ api: 'ChangeMessageVisibility', requests: 1, billed: 1, by: 'kaj' });
     await this.inner.changeVisibility(priority, receiptHandle, seconds);
+  }
+
+  /** Batched visibility change: one request per 10 entries. */
+  async changeVisibilityMany(
+    priority: Priority,
+    entries: readonly VisibilityChange[],
+    lane?: string,
+  ): Promise<FailedVisibilityChange[]> {
+    const requests = Math.ceil(entries.length / SQS_MAX_BATCH);
+    this.ledger.record({ api: 'ChangeMessageVisibilityBatch', requests, billed: requests, by: 'kaj' });
+    return changeVisibilities(this.inner, priority, entries, lane);
   }
 
   /** Batched send: one request per 10 entries. */

@@ -3,7 +3,6 @@ import { METRICS } from '../config/metrics.js';
 import { DEFAULT_LANE } from '../config/lanes.js';
 import { PRIORITIES, type Priority } from '../config/resources.js';
 import type { Limiter, Permit } from '../limit/limiter.js';
-import { MessageGoneError } from '../queue/errors.js';
 import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { redeliveryDelaySeconds } from '../retry/decide.js';
@@ -19,13 +18,14 @@ import {
 } from '../task/define.js';
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
-import { claimWritten, type LifecycleDeps, type TaskLifecycle } from '../task/lifecycle.js';
+import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
 import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
 import { type ExclusiveGate, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
 import { Heartbeat } from './heartbeat.js';
+import { type HeldMessage, MessageHold } from './message-hold.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
   readonly registry: TaskRegistry;
@@ -48,6 +48,12 @@ interface Source {
 /** The slice of Lambda's context the consumer uses. */
 export interface InvocationContext {
   getRemainingTimeInMillis(): number;
+  /**
+   * The visibility timeout the records were received with, when the poller chose it (the local
+   * event source receives with one lease). Unset on Lambda, whose mapping receives with the
+   * queue's visibility timeout: the consumer then shortens it to one lease at the start.
+   */
+  readonly receivedVisibilitySeconds?: number;
 }
 
 /** Time kept in reserve after a task's timeout, to record its outcome before the invocation ends. */
@@ -98,7 +104,30 @@ export class TaskConsumer {
   }
 
   async processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse> {
-    const dispositions = await Promise.all(event.Records.map((r) => this.processRecord(r, context)));
+    // Every message of the batch is held for one lease at a time until its disposition, so a
+    // consumer that dies gives them all back within about one lease (docs/reliability.md).
+    const held: HeldMessage[] = [];
+    for (const r of event.Records) {
+      const source = this.sourceByQueueName.get(queueNameOf(r));
+      if (source !== undefined) held.push({ receiptHandle: r.receiptHandle, ...source });
+    }
+    const hold = new MessageHold({ queue: this.d.queue, settings: this.d.settings, logger: this.d.logger }, held);
+    const received = context.receivedVisibilitySeconds;
+    hold.start({ shorten: received === undefined || received > this.d.settings.leaseSeconds });
+    let dispositions: Disposition[];
+    try {
+      dispositions = await Promise.all(
+        event.Records.map(async (r) => {
+          const disposition = await this.processRecord(r, context, hold);
+          // Left for redelivery: back when the visibility it was given (or the last lease) ends.
+          // An acknowledged message stays held until the caller has deleted it.
+          if (disposition === 'retry') hold.release(r.receiptHandle);
+          return disposition;
+        }),
+      );
+    } finally {
+      await hold.stop();
+    }
     return {
       batchItemFailures: event.Records.filter((_, i) => dispositions[i] === 'retry').map((r) => ({
         itemIdentifier: r.messageId,
@@ -106,7 +135,11 @@ export class TaskConsumer {
     };
   }
 
-  private async processRecord(sqsRecord: SQSRecord, context: InvocationContext): Promise<Disposition> {
+  private async processRecord(
+    sqsRecord: SQSRecord,
+    context: InvocationContext,
+    hold: MessageHold,
+  ): Promise<Disposition> {
     const log = { message_id: sqsRecord.messageId };
     let source: Source;
     let message: TaskMessage;
@@ -120,13 +153,14 @@ export class TaskConsumer {
       return 'retry';
     }
     const { priority, lane } = source;
+    const held: HeldMessage = { receiptHandle: sqsRecord.receiptHandle, priority, lane };
     const fields = { ...log, task_id: message.task_id, priority };
     const receiveCount = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
     try {
       const timeoutMs = (message.timeout_seconds ?? DEFAULTS.maxTaskTimeoutSeconds) * 1000;
       if (context.getRemainingTimeInMillis() < timeoutMs + RECORDING_RESERVE_MS) {
         // Not enough time left in this invocation: hand it back untouched, no attempt counted.
-        await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, 0, lane);
+        await hold.setVisibility(held, 0);
         this.d.logger.info('released: not enough invocation time left', fields);
         return 'retry';
       }
@@ -142,14 +176,14 @@ export class TaskConsumer {
           this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
           return 'ack';
         case 'defer':
-          await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, claim.seconds, lane);
+          await hold.setVisibility(held, claim.seconds);
           this.d.logger.debug('message deferred', { ...fields, seconds: claim.seconds, reason: claim.reason });
           return 'retry';
         case 'limited': {
           // Nothing was written: no attempt, no backoff, no claim. Only the message waits.
           const deferral = this.flow.defer(claim.refusal, claim.record, receiveCount, priority);
           if (!deferral.refresh) {
-            await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, deferral.seconds, lane);
+            await hold.setVisibility(held, deferral.seconds);
             return 'retry';
           }
           await this.d.queue.send(priority, message, {
@@ -162,7 +196,7 @@ export class TaskConsumer {
         case 'crash_loop':
           return 'ack';
         case 'claimed':
-          return await this.run(claim.record, source, sqsRecord.receiptHandle, context, claim.permit);
+          return await this.run(claim.record, source, context, claim.permit);
       }
     } catch (err) {
       if (err instanceof LeaseLostError) {
@@ -174,7 +208,7 @@ export class TaskConsumer {
       // Come back soon rather than after the queue's long visibility timeout, backing off with
       // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
       const backoff = redeliveryDelaySeconds(receiveCount, this.d.random);
-      await this.d.queue.changeVisibility(priority, sqsRecord.receiptHandle, backoff, lane).catch(() => {});
+      await hold.setVisibility(held, backoff).catch(() => {});
       this.d.metrics.count(METRICS.consumerItemFailures, undefined);
       this.d.logger.error('infrastructure failure; message left for redelivery', {
         ...fields,
@@ -191,12 +225,11 @@ export class TaskConsumer {
   private async run(
     claimed: TaskRecord,
     source: Source,
-    receiptHandle: string,
     context: InvocationContext,
     permit: Permit | undefined,
   ): Promise<Disposition> {
     try {
-      return await this.runClaimed(claimed, source, receiptHandle, context, permit);
+      return await this.runClaimed(claimed, source, context, permit);
     } finally {
       // After the outcome is written (or the attempt ended otherwise): the next task may start.
       await this.flow.release(permit);
@@ -205,8 +238,7 @@ export class TaskConsumer {
 
   private async runClaimed(
     claimed: TaskRecord,
-    { priority, lane }: Source,
-    receiptHandle: string,
+    { priority }: Source,
     context: InvocationContext,
     permit: Permit | undefined,
   ): Promise<Disposition> {
@@ -229,18 +261,14 @@ export class TaskConsumer {
       return 'ack';
     }
 
-    // A written claim holds the message for one lease (not the queue's long visibility), so a
-    // dead worker's task comes back within a lease. A lazy claim leaves the message as received
-    // (invisible for the queue's visibility timeout): its first heartbeat holds it.
-    const holdMessage = () => this.holdMessage(priority, lane, receiptHandle, claimed.task_id);
-    if (claimWritten(claimed)) await holdMessage();
+    // The message is held for one lease at a time by the batch's MessageHold (processBatch), so a
+    // dead worker's task comes back within about a lease, its claim written or not.
     const controller = new AbortController();
     const heartbeat = new Heartbeat(
       {
         lifecycle: this.lifecycle,
         settings: this.d.settings,
         logger: this.d.logger,
-        holdMessage,
         renewLimits: () => this.flow.renew(permit),
         abort: (r) => controller.abort(r),
       },
@@ -408,23 +436,17 @@ export class TaskConsumer {
     });
   }
 
-  private async holdMessage(priority: Priority, lane: string, receiptHandle: string, taskId: string): Promise<void> {
-    try {
-      await this.d.queue.changeVisibility(priority, receiptHandle, this.d.settings.leaseSeconds, lane);
-    } catch (err) {
-      // The table's lease is the truth; visibility only speeds up recovery after a crash.
-      const level = err instanceof MessageGoneError ? 'info' : 'warn';
-      this.d.logger[level]('could not extend message visibility', { task_id: taskId, error: String(err) });
-    }
-  }
-
   private sourceOf(r: SQSRecord): Source {
-    const name = r.eventSourceARN.split(':').pop() ?? '';
-    const s = this.sourceByQueueName.get(name);
+    const s = this.sourceByQueueName.get(queueNameOf(r));
     if (s === undefined)
       throw new UnprocessableMessageError(`record from unknown queue ${r.eventSourceARN}`, r.messageId);
     return s;
   }
+}
+
+/** The name of the queue a record came from (the last part of its ARN). */
+function queueNameOf(r: SQSRecord): string {
+  return r.eventSourceARN.split(':').pop() ?? '';
 }
 
 function parseMessage(r: SQSRecord): TaskMessage {

@@ -8,8 +8,6 @@ export interface HeartbeatDeps {
   readonly lifecycle: Pick<TaskLifecycle, 'heartbeat' | 'cancelRequested'>;
   readonly settings: Pick<RuntimeSettings, 'heartbeatSeconds' | 'cancelPollSeconds'>;
   readonly logger: Logger;
-  /** Extends the message's visibility (best effort: the table's lease is the truth). */
-  readonly holdMessage: () => Promise<void>;
   /** Extends the leases of the task's concurrency slots (flow control); best effort, never throws. */
   readonly renewLimits?: () => Promise<void>;
   /** Called once when the task must stop: a cancel request, or the lease lost to another worker. */
@@ -19,9 +17,9 @@ export interface HeartbeatDeps {
 /**
  * Keeps one running attempt alive and listening, from `start()` until `stop()` (always called
  * in a `finally`, as sqs-consumer clears its heartbeat):
- * - every lease/3 it extends the message's visibility and the task's lease (a fenced write that
- *   also returns the task, so a cancel request is seen there); the first beat of a lazy claim
- *   writes the claim itself (`running`, with a lease);
+ * - every lease/3 it extends the task's lease (a fenced write that also returns the task, so a
+ *   cancel request is seen there); the first beat of a lazy claim writes the claim itself
+ *   (`running`, with a lease). The message's visibility is the batch's `MessageHold`'s to keep;
  * - every `cancelPollSeconds` it reads the task (eventually consistent) for a cancel request, so
  *   a cancel reaches the handler's signal within seconds rather than at the next heartbeat.
  * A lease lost to another worker aborts the attempt; any other failure is retried next beat.
@@ -116,9 +114,8 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
-    // DELETE ended the task before this attempt's (lazy) claim was written: nothing to hold.
+    // DELETE ended the task before this attempt's (lazy) claim was written: nothing to write.
     if (this.cancelSeen && !claimWritten(this.record)) return;
-    await this.d.holdMessage();
     const stored = await this.d.lifecycle.heartbeat(this.record);
     if (stored.status === 'cancelled') {
       // The claim was refused because DELETE ended the task: keep the attempt's own view (its

@@ -1,4 +1,5 @@
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -9,7 +10,7 @@ import { DEFAULT_LANE, type LaneQueueUrls } from '../config/lanes.js';
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
 import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from './message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from './task-queue.js';
+import type { FailedSend, FailedVisibilityChange, OutgoingMessage, TaskQueue, VisibilityChange } from './task-queue.js';
 
 /** SQS takes at most 10 entries per SendMessageBatch. */
 export const MAX_BATCH_ENTRIES = 10;
@@ -180,7 +181,7 @@ export class SqsTaskQueue implements TaskQueue {
         new ChangeMessageVisibilityCommand({
           QueueUrl: this.queueUrl(priority, lane),
           ReceiptHandle: receiptHandle,
-          VisibilityTimeout: Math.max(0, Math.min(43_200, Math.ceil(seconds))),
+          VisibilityTimeout: visibilityOf(seconds),
         }),
       );
     } catch (err) {
@@ -191,6 +192,68 @@ export class SqsTaskQueue implements TaskQueue {
       });
     }
   }
+
+  async changeVisibilityMany(
+    priority: Priority,
+    entries: readonly VisibilityChange[],
+    lane: string = DEFAULT_LANE,
+  ): Promise<FailedVisibilityChange[]> {
+    const url = this.queueUrl(priority, lane);
+    const chunks: VisibilityChange[][] = [];
+    for (let i = 0; i < entries.length; i += MAX_BATCH_ENTRIES) chunks.push(entries.slice(i, i + MAX_BATCH_ENTRIES));
+    const failed = await Promise.all(chunks.map((chunk) => this.changeVisibilityBatch(priority, url, chunk)));
+    return failed.flat();
+  }
+
+  /** One ChangeMessageVisibilityBatch; the entries it did not change. Entry ids are positions. */
+  private async changeVisibilityBatch(
+    priority: Priority,
+    url: string,
+    chunk: readonly VisibilityChange[],
+  ): Promise<FailedVisibilityChange[]> {
+    let out: { Successful?: { Id?: string }[]; Failed?: { Id?: string; Code?: string; Message?: string }[] };
+    try {
+      out = await this.client.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: url,
+          Entries: chunk.map((e, i) => ({
+            Id: String(i),
+            ReceiptHandle: e.receiptHandle,
+            VisibilityTimeout: visibilityOf(e.seconds),
+          })),
+        }),
+      );
+    } catch (err) {
+      const error = new QueueUnavailableError(
+        `SQS ChangeMessageVisibilityBatch on ${priority} failed: ${nameOf(err)}`,
+        { cause: err },
+      );
+      return chunk.map((entry) => ({ entry, error }));
+    }
+    const changed = new Set((out.Successful ?? []).map((s) => s.Id));
+    const refused = new Map((out.Failed ?? []).map((f) => [f.Id, f]));
+    const failures: FailedVisibilityChange[] = [];
+    chunk.forEach((entry, i) => {
+      if (changed.has(String(i))) return;
+      const f = refused.get(String(i));
+      const why =
+        f === undefined ? 'no result for the entry' : `${f.Code ?? 'Error'}${f.Message ? `: ${f.Message}` : ''}`;
+      const message = `SQS ChangeMessageVisibilityBatch on ${priority}: ${why}`;
+      failures.push({
+        entry,
+        error:
+          f?.Code !== undefined && GONE.has(f.Code)
+            ? new MessageGoneError(`message is no longer in flight: ${f.Code}`)
+            : new QueueUnavailableError(message),
+      });
+    });
+    return failures;
+  }
+}
+
+/** Whole seconds within SQS's visibility range (0-43,200). */
+function visibilityOf(seconds: number): number {
+  return Math.max(0, Math.min(43_200, Math.ceil(seconds)));
 }
 
 /** The message group of a tenant's task (SQS fair queues on a standard queue). */

@@ -1,5 +1,5 @@
 import type { Priority } from '../config/resources.js';
-import type { QueueRejectedError, QueueUnavailableError } from './errors.js';
+import type { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
 import type { DeadLetter, TaskMessage } from './message.js';
 
 /** One message of a {@link TaskQueue.sendMany}: what {@link TaskQueue.send} takes, as one value. */
@@ -22,6 +22,24 @@ export interface FailedSend {
    * `QueueRejectedError` (SQS blamed the entry itself; sending it again as it is cannot succeed).
    */
   readonly error: QueueUnavailableError | QueueRejectedError;
+}
+
+/** One message's new visibility, for {@link TaskQueue.changeVisibilityMany}. */
+export interface VisibilityChange {
+  readonly receiptHandle: string;
+  /** Seconds from now until the message is visible again (0-43,200). */
+  readonly seconds: number;
+}
+
+/** An entry {@link TaskQueue.changeVisibilityMany} could not change, and why. */
+export interface FailedVisibilityChange {
+  /** The very object the caller passed. */
+  readonly entry: VisibilityChange;
+  /**
+   * `MessageGoneError` (the handle no longer refers to a message in flight: deleted, or received
+   * again since) or `QueueUnavailableError` (retryable).
+   */
+  readonly error: MessageGoneError | QueueUnavailableError;
 }
 
 /** The queue contract the domain uses. `SqsTaskQueue` implements it on SQS. */
@@ -47,4 +65,17 @@ export interface TaskQueue {
    * (@default the default lane). @throws MessageGoneError
    */
   changeVisibility(priority: Priority, receiptHandle: string, seconds: number, lane?: string): Promise<void>;
+  /**
+   * Sets the visibility of many messages received from the queue of `priority` in `lane`, as
+   * `changeVisibility` would each, in as few requests as the service allows (SQS:
+   * ChangeMessageVisibilityBatch, 10 a request). Entries succeed or fail one by one: resolves with
+   * the entries *not* changed (none: `[]`); it does not reject for a queue failure (every entry is
+   * then listed, retryable). Optional: without it, callers change each message with
+   * `changeVisibility` (`changeVisibilities` in `visibility.ts`).
+   */
+  changeVisibilityMany?(
+    priority: Priority,
+    entries: readonly VisibilityChange[],
+    lane?: string,
+  ): Promise<FailedVisibilityChange[]>;
 }

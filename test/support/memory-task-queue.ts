@@ -7,7 +7,13 @@ import {
   type DeadLetter,
   type TaskMessage,
 } from '../../shared/queue/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import type {
+  FailedSend,
+  FailedVisibilityChange,
+  OutgoingMessage,
+  TaskQueue,
+  VisibilityChange,
+} from '../../shared/queue/task-queue.js';
 
 /** SQS's SendMessageBatch limit, which the fake's `batches` mirror. */
 const MAX_BATCH_ENTRIES = 10;
@@ -60,10 +66,12 @@ export class MemoryTaskQueue implements TaskQueue {
   readonly sent: { priority: Priority; message: TaskMessage; delaySeconds: number; type: string }[] = [];
   readonly dead: DeadLetter[] = [];
   readonly visibility: { priority: Priority; receiptHandle: string; seconds: number }[] = [];
+  /** The ChangeMessageVisibilityBatch requests `changeVisibilityMany` stands for (≤ 10 entries each), in order. */
+  readonly visibilityBatches: { priority: Priority; entries: VisibilityChange[] }[] = [];
   /** The SendMessageBatch requests `sendMany` stands for (≤ 10 entries each), in order. */
   readonly batches: { priority: Priority; size: number }[] = [];
   /** Make the next call of an operation fail (`sendMany`: every entry of that call, reported, not thrown). */
-  failNext: Partial<Record<'send' | 'sendMany' | 'sendDead' | 'changeVisibility', Error>> = {};
+  failNext: Partial<Record<'send' | 'sendMany' | 'sendDead' | 'changeVisibility' | 'changeVisibilityMany', Error>> = {};
   /**
    * Fails chosen entries of `sendMany`, as SQS reports single entries of a batch failed: return the
    * error for an entry, or undefined to send it.
@@ -148,13 +156,42 @@ export class MemoryTaskQueue implements TaskQueue {
   async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
     this.maybeFail('changeVisibility');
     if (!this.available) throw unavailable(`ChangeMessageVisibility on ${priority}`, undefined);
-    if (this.issued.has(receiptHandle) || this.strict) {
-      // Only the latest receive's handle of a message still on that priority's queue is live.
-      const held = this.queue(priority, false).find((m) => m.receiptHandle === receiptHandle);
-      if (held === undefined) throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
-      held.visibleAt = this.now() + Math.max(0, Math.min(43_200, Math.ceil(seconds))) * 1000;
-    }
+    this.setVisibleAt(priority, receiptHandle, seconds);
     this.visibility.push({ priority, receiptHandle, seconds });
+  }
+
+  async changeVisibilityMany(
+    priority: Priority,
+    entries: readonly VisibilityChange[],
+  ): Promise<FailedVisibilityChange[]> {
+    const injected = this.failNext.changeVisibilityMany;
+    delete this.failNext.changeVisibilityMany;
+    const failed: FailedVisibilityChange[] = [];
+    for (let i = 0; i < entries.length; i += MAX_BATCH_ENTRIES) {
+      const batch = entries.slice(i, i + MAX_BATCH_ENTRIES);
+      this.visibilityBatches.push({ priority, entries: [...batch] });
+      for (const entry of batch) {
+        if (injected !== undefined || !this.available) {
+          const error = unavailable(`ChangeMessageVisibilityBatch on ${priority}`, undefined);
+          failed.push({ entry, error: injected instanceof MessageGoneError ? injected : error });
+          continue;
+        }
+        try {
+          this.setVisibleAt(priority, entry.receiptHandle, entry.seconds);
+        } catch (err) {
+          failed.push({ entry, error: err as MessageGoneError });
+        }
+      }
+    }
+    return failed;
+  }
+
+  /** Only the latest receive's handle of a message still on that priority's queue is live. */
+  private setVisibleAt(priority: Priority, receiptHandle: string, seconds: number): void {
+    if (!this.issued.has(receiptHandle) && !this.strict) return;
+    const held = this.queue(priority, false).find((m) => m.receiptHandle === receiptHandle);
+    if (held === undefined) throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+    held.visibleAt = this.now() + Math.max(0, Math.min(43_200, Math.ceil(seconds))) * 1000;
   }
 
   /**

@@ -50,13 +50,15 @@ describe('Class: TaskConsumer', () => {
     let finish: (v: unknown) => void = () => {};
     script.run = () => new Promise((r) => (finish = r));
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
+    const held = { priority: 'normal', entries: [{ receiptHandle: rec.receiptHandle, seconds: 60 }] };
     await vi.advanceTimersByTimeAsync(19_999);
-    // Not written before the first heartbeat: the table still says queued.
-    expect(queue.visibility).toHaveLength(0);
+    // Not written before the first heartbeat: the table still says queued. The message is held for
+    // one lease from the start of the invocation (Lambda received it with the queue's 330 s).
+    expect(queue.visibilityBatches).toEqual([held]);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0 });
     await vi.advanceTimersByTimeAsync(1);
-    // The first heartbeat writes the claim and holds the message for one lease.
-    expect(queue.visibility).toEqual([{ priority: 'normal', receiptHandle: rec.receiptHandle, seconds: 60 }]);
+    // The first heartbeat writes the claim; the message is held for one lease again.
+    expect(queue.visibilityBatches).toEqual([held, held]);
     expect(store.items.get(record.task_id)).toMatchObject({
       status: 'running',
       attempts: 1,
@@ -64,12 +66,13 @@ describe('Class: TaskConsumer', () => {
       lease_until: Date.now() + 60_000,
     });
     await vi.advanceTimersByTimeAsync(40_000);
-    expect(queue.visibility).toHaveLength(3);
+    expect(queue.visibilityBatches).toHaveLength(4);
     finish('done');
     await done;
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
     await vi.advanceTimersByTimeAsync(60_000);
-    expect(queue.visibility).toHaveLength(3);
+    expect(queue.visibilityBatches).toHaveLength(4);
+    expect(queue.visibility).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
   });
 
