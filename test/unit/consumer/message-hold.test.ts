@@ -216,10 +216,12 @@ describe('Class: MessageHold', () => {
     await vi.advanceTimersByTimeAsync(THIRD_MS);
     queue.land();
     await vi.advanceTimersByTimeAsync(0);
-    expect(queue.visibilityBatches.slice(2).flatMap((v) => v.entries.map((e) => e.receiptHandle)).sort()).toEqual([
-      'rh-a',
-      'rh-c',
-    ]);
+    expect(
+      queue.visibilityBatches
+        .slice(2)
+        .flatMap((v) => v.entries.map((e) => e.receiptHandle))
+        .sort(),
+    ).toEqual(['rh-a', 'rh-c']);
     await hold.stop();
   });
 
