@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { METRICS } from '../config/metrics.js';
 import { DEFAULT_LANE } from '../config/lanes.js';
 import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { Limiter, Permit } from '../limit/limiter.js';
+import type { Limiter } from '../limit/limiter.js';
 import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { redeliveryDelaySeconds } from '../retry/decide.js';
@@ -19,6 +19,7 @@ import {
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
 import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
+import type { ClaimOutcome } from '../task/claim.js';
 import type { TaskRecord } from '../task/model.js';
 import { DEFAULTS } from '../config/resources.js';
 import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
@@ -170,35 +171,64 @@ export class TaskConsumer {
         { receiveCount, ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }) },
         this.flow.admissions(),
       );
-      switch (claim.kind) {
-        case 'drop':
-          this.d.metrics.count(METRICS.claimsRejected, undefined);
-          this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
-          return 'ack';
-        case 'defer':
-          await hold.setVisibility(held, claim.seconds);
-          this.d.logger.debug('message deferred', { ...fields, seconds: claim.seconds, reason: claim.reason });
-          return 'retry';
-        case 'limited': {
-          // Nothing was written: no attempt, no backoff, no claim. Only the message waits.
-          const deferral = this.flow.defer(claim.refusal, claim.record, receiveCount, priority);
-          if (!deferral.refresh) {
-            await hold.setVisibility(held, deferral.seconds);
-            return 'retry';
-          }
-          await this.d.queue.send(priority, message, {
-            delaySeconds: deferral.seconds,
-            type: claim.record.type,
-            ...(claim.record.lane === undefined ? {} : { lane: claim.record.lane }),
-          });
-          return 'ack';
-        }
-        case 'crash_loop':
-          return 'ack';
-        case 'claimed':
-          return await this.run(claim.record, source, context, claim.permit);
-      }
+      // What to do when the task is not (or, at the claim's write, no longer) the consumer's to run.
+      const unclaimed = (claim: Unclaimed): Promise<Disposition> =>
+        this.unclaimed(claim, { held, hold, message, receiveCount, priority, fields });
+      if (claim.kind === 'claimed') return await this.run(claim, source, context, unclaimed);
+      return await unclaimed(claim);
     } catch (err) {
+      return this.failed(err, { held, hold, receiveCount, fields });
+    }
+  }
+
+  /** Settles a message whose task this consumer does not run: dropped, deferred, or limited. */
+  private async unclaimed(
+    claim: Unclaimed,
+    m: {
+      held: HeldMessage;
+      hold: MessageHold;
+      message: TaskMessage;
+      receiveCount: number;
+      priority: Priority;
+      fields: Record<string, unknown>;
+    },
+  ): Promise<Disposition> {
+    const { held, hold, message, receiveCount, priority, fields } = m;
+    switch (claim.kind) {
+      case 'drop':
+        this.d.metrics.count(METRICS.claimsRejected, undefined);
+        this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
+        return 'ack';
+      case 'defer':
+        await hold.setVisibility(held, claim.seconds);
+        this.d.logger.debug('message deferred', { ...fields, seconds: claim.seconds, reason: claim.reason });
+        return 'retry';
+      case 'limited': {
+        // Nothing was written: no attempt, no backoff, no claim. Only the message waits.
+        const deferral = this.flow.defer(claim.refusal, claim.record, receiveCount, priority);
+        if (!deferral.refresh) {
+          await hold.setVisibility(held, deferral.seconds);
+          return 'retry';
+        }
+        await this.d.queue.send(priority, message, {
+          delaySeconds: deferral.seconds,
+          type: claim.record.type,
+          ...(claim.record.lane === undefined ? {} : { lane: claim.record.lane }),
+        });
+        return 'ack';
+      }
+      case 'crash_loop':
+        return 'ack';
+    }
+  }
+
+  /** A failure while handling a message: fenced off (leave it), or infrastructure (back off). */
+  private async failed(
+    err: unknown,
+    m: { held: HeldMessage; hold: MessageHold; receiveCount: number; fields: Record<string, unknown> },
+  ): Promise<Disposition> {
+    const { held, hold, receiveCount, fields } = m;
+    {
       if (err instanceof LeaseLostError) {
         // Another worker owns the task now; its outcome stands. Leave our copy of the message
         // alone: deleting it could delete the message the new owner holds.
@@ -223,13 +253,14 @@ export class TaskConsumer {
 
   /** Runs a claimed task under its timeout with a heartbeat, then records the outcome. */
   private async run(
-    claimed: TaskRecord,
+    claim: Claimed,
     source: Source,
     context: InvocationContext,
-    permit: Permit | undefined,
+    unclaimed: (claim: Unclaimed) => Promise<Disposition>,
   ): Promise<Disposition> {
+    const permit = claim.permit;
     try {
-      return await this.runClaimed(claimed, source, context, permit);
+      return await this.runClaimed(claim, source, context, unclaimed);
     } finally {
       // After the outcome is written (or the attempt ended otherwise): the next task may start.
       await this.flow.release(permit);
@@ -237,16 +268,34 @@ export class TaskConsumer {
   }
 
   private async runClaimed(
-    claimed: TaskRecord,
+    claim: Claimed,
     { priority }: Source,
     context: InvocationContext,
-    permit: Permit | undefined,
+    unclaimed: (claim: Unclaimed) => Promise<Disposition>,
   ): Promise<Disposition> {
+    const permit = claim.permit;
+    let claimed = claim.record;
+    let committed = claim.commit === undefined;
+    /**
+     * Writes the claim when it has a write of its own (a redelivery, a suspect, a reclaim): right
+     * before the handler starts, so a worker that dies while the task waits for its turn charges
+     * it nothing. Answers what to do instead when the task changed meanwhile.
+     */
+    const commit = async (): Promise<Disposition | undefined> => {
+      if (committed || claim.commit === undefined) return undefined;
+      committed = true;
+      const outcome = await claim.commit();
+      if (outcome.kind !== 'claimed') return unclaimed(outcome);
+      claimed = outcome.record;
+      return undefined;
+    };
     const fields = { task_id: claimed.task_id, type: claimed.type, attempt: claimed.attempts };
     let def: AnyTaskDefinition;
     try {
       def = this.d.registry.get(claimed.type);
     } catch (err) {
+      const instead = await commit();
+      if (instead !== undefined) return instead;
       await this.lifecycle.attemptFailed(claimed, permanent(err), resolvePolicy({}), 0);
       return 'ack';
     }
@@ -257,6 +306,8 @@ export class TaskConsumer {
     });
     const parsed = def.schema.safeParse(claimed.payload);
     if (!parsed.success) {
+      const instead = await commit();
+      if (instead !== undefined) return instead;
       await this.lifecycle.attemptFailed(claimed, permanent(parsed.error), policy, 0);
       return 'ack';
     }
@@ -288,12 +339,19 @@ export class TaskConsumer {
             this.d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
             return 'retry';
           }
+        }
+        // Its turn has come: from here a crash is on the record.
+        const instead = await commit();
+        if (instead !== undefined) return instead;
+        heartbeat.update(claimed);
+        if (suspect) {
           heartbeat.update(await this.lifecycle.markSolo(heartbeat.current));
           this.d.logger.warn('running alone: this task crashed a worker before', {
             ...fields,
             crashes: claimed.crashes ?? 0,
           });
         }
+        heartbeat.starting();
         await this.flow.waitForStart(permit);
         const started = this.d.clock.now();
         outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
@@ -314,7 +372,8 @@ export class TaskConsumer {
         fields,
       });
     };
-    heartbeat.start();
+    // Until its turn comes, the heartbeat only renews the task's limit slots: no claim is written.
+    heartbeat.startWaiting();
     try {
       return suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
     } finally {
@@ -443,6 +502,9 @@ export class TaskConsumer {
     return s;
   }
 }
+
+type Claimed = Extract<ClaimOutcome, { kind: 'claimed' }>;
+type Unclaimed = Exclude<ClaimOutcome, { kind: 'claimed' }>;
 
 /** The name of the queue a record came from (the last part of its ARN). */
 function queueNameOf(r: SQSRecord): string {

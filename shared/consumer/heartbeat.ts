@@ -32,6 +32,8 @@ export class Heartbeat {
   /** The beat or poll now running, if any (its promise never rejects). */
   private inFlight: Promise<void> | undefined;
   private stopped = false;
+  /** False while the attempt waits for its turn: beats then only renew its limit slots. */
+  private running = true;
   private cancelSeen: boolean;
   private lost: LeaseLostError | undefined;
   private onLost: ((e: LeaseLostError) => void) | undefined;
@@ -69,6 +71,27 @@ export class Heartbeat {
     if (poll > 0 && poll < this.d.settings.heartbeatSeconds) {
       this.pollTimer = setInterval(() => void this.tick(() => this.poll()), poll * 1000);
     }
+  }
+
+  /**
+   * Starts while the attempt still waits for its turn (to run alone, or beside one that does):
+   * beats renew only its limit slots and the cancel poll listens; nothing is written to the task
+   * until `starting()`, so a worker that dies meanwhile leaves the task as it was.
+   */
+  startWaiting(): void {
+    this.running = false;
+    this.start();
+  }
+
+  /**
+   * The handler is about to start: beats from now on extend the lease (or, for a lazy claim,
+   * write it), the first one a full period from now.
+   */
+  starting(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    clearInterval(this.beatTimer);
+    this.beatTimer = setInterval(() => void this.tick(() => this.beat()), this.d.settings.heartbeatSeconds * 1000);
   }
 
   /** Replaces the record after a write made outside the heartbeat (e.g. `markSolo`). */
@@ -114,6 +137,10 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
+    if (!this.running) {
+      await this.d.renewLimits?.();
+      return;
+    }
     // DELETE ended the task before this attempt's (lazy) claim was written: nothing to write.
     if (this.cancelSeen && !claimWritten(this.record)) return;
     const stored = await this.d.lifecycle.heartbeat(this.record);

@@ -22,11 +22,21 @@ import { isFinished, transition } from './state-machine.js';
 /** What the consumer should do with a message after trying to claim its task. */
 export type ClaimOutcome =
   /**
-   * Run it. `record` is the attempt's view: `running` when the claim was written (a redelivery,
-   * a task that crashed a worker before, a reclaim), or still `queued`/`retrying` for a lazy
-   * claim — nothing written yet; the first heartbeat writes the claim (docs/reliability.md).
+   * Run it. Nothing is written yet: `record` is the attempt's view as it will be. A claim is
+   * written only once its handler is about to run, so a worker that dies while the task waits
+   * (for its turn, for a slot) charges it no attempt and no crash:
+   * - `commit` (a redelivery, a task that crashed a worker before, a reclaim): the conditional
+   *   claim write, to call right before the handler starts; it answers `claimed` with the written
+   *   record (`running`, with a lease), or what to do instead (drop, defer) when the task changed;
+   * - no `commit` (a lazy claim): the first heartbeat after the start writes it
+   *   (docs/reliability.md).
    */
-  | { readonly kind: 'claimed'; readonly record: TaskRecord; readonly permit?: Permit }
+  | {
+      readonly kind: 'claimed';
+      readonly record: TaskRecord;
+      readonly permit?: Permit;
+      readonly commit?: () => Promise<ClaimOutcome>;
+    }
   /** Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled. */
   | { readonly kind: 'drop'; readonly reason: string }
   /** Look again in `seconds`: another worker holds a live lease, or the record's write is still landing. */
@@ -90,8 +100,9 @@ export const SHARED_CRASHES_BEFORE_SOLO = 2;
  * Claims and leases: who may run a task now. A first delivery of a healthy task is claimed
  * lazily: one consistent read, the handler runs, and the outcome write is the claim too; only a
  * task still running at its first heartbeat writes `running` with a lease. A redelivery, or a
- * task that crashed a worker before, is claimed at once by a conditional write that bumps the
- * fencing token (`lease_token`). A worker that vanished after its claim was written is detected
+ * task that crashed a worker before, is claimed by a conditional write that bumps the fencing
+ * token (`lease_token`) — made only when its handler is about to start (`commit`), so a worker
+ * that dies while the task waits for its turn charges it no attempt and no crash. A worker that vanished after its claim was written is detected
  * at the next claim and its crash recorded (held against the task only if it ran alone —
  * docs/reliability.md, "Crash loops"); one that vanished before leaves no trace, and the task
  * runs again. What this guarantees (at least once, one recorded outcome per attempt):
@@ -230,8 +241,11 @@ export class TaskClaims {
     // queued/retrying with this dispatch.
     if (!mayClaim) return { kind: 'defer', seconds: 1, reason: 'the claim raced another write' };
     return this.admitted(current, admissions, async () => {
-      if (delivery.receiveCount > 1 || this.isSuspect(current)) return this.claimNow(current, delivery, now);
-      return { kind: 'claimed', record: { ...current, attempts: current.attempts + 1, started_at: iso(now) } };
+      const record = { ...current, attempts: current.attempts + 1, started_at: iso(now) };
+      if (delivery.receiveCount > 1 || this.isSuspect(current)) {
+        return { kind: 'claimed', record, commit: () => this.claimNow(current, delivery, this.d.clock.now()) };
+      }
+      return { kind: 'claimed', record };
     });
   }
 
@@ -371,9 +385,29 @@ export class TaskClaims {
         await this.outbox.dispatchQuietly(failed);
         return { kind: 'crash_loop', record: failed };
       }
-      return await this.admitted(current, admissions, () =>
-        this.reclaim(current, now, { history, error, counter, fence, crashes, attributed }),
-      );
+      return await this.admitted(current, admissions, async () => ({
+        kind: 'claimed',
+        // The next attempt as the reclaim will write it (the crash counted), so that it runs alone
+        // if this crash makes it a suspect.
+        record: {
+          ...current,
+          attempts: current.attempts + 1,
+          crashes: (current.crashes ?? 0) + ('crashes' in counter ? 1 : 0),
+          unattributed_crashes: (current.unattributed_crashes ?? 0) + ('unattributed_crashes' in counter ? 1 : 0),
+          started_at: iso(now),
+        },
+        commit: () => this.reclaimNow(current, { history, error, counter, fence, crashes, attributed }),
+      }));
+    } catch (err) {
+      if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
+      throw err;
+    }
+  }
+
+  /** The reclaim write, right before the handler starts; a reclaim lost to another worker is a drop. */
+  private async reclaimNow(current: TaskRecord, w: Parameters<TaskClaims['reclaim']>[2]): Promise<ClaimOutcome> {
+    try {
+      return await this.reclaim(current, this.d.clock.now(), w);
     } catch (err) {
       if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
       throw err;

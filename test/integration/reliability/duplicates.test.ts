@@ -20,6 +20,7 @@ import { targets } from '../../support/targets.js';
 import { waitFor } from '../../support/wait.js';
 import { Bench } from './harness.js';
 import { createRegistry } from './worker-tasks.js';
+import { claimAndStart } from '../../support/claims.js';
 
 const ctx = { getRemainingTimeInMillis: () => 300_000 };
 
@@ -183,7 +184,7 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     const id = await bench.submit('sleep', { ms: 0 });
     const submitted = await bench.record(id);
     // A redelivery (receive count > 1) is claimed by a write at once: running, lease_token 1.
-    const first = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '', { receiveCount: 2 });
+    const first = await claimAndStart(kaj.lifecycle, id, submitted?.dispatch_id ?? '', { receiveCount: 2 });
     expect(first).toMatchObject({ kind: 'claimed', record: { status: 'running', lease_token: 1, attempts: 1 } });
     if (first.kind !== 'claimed') return;
     // The first owner stalls past its lease; a second claim of the same dispatch takes over.
@@ -194,7 +195,7 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
         timeoutMs: 10_000,
       },
     );
-    const second = await kaj.lifecycle.claim(id, submitted?.dispatch_id ?? '', { receiveCount: 3 });
+    const second = await claimAndStart(kaj.lifecycle, id, submitted?.dispatch_id ?? '', { receiveCount: 3 });
     // The first owner did not run alone (no solo mark), so its crash is recorded but not held against the task.
     expect(second).toMatchObject({ kind: 'claimed', record: { lease_token: 2, attempts: 2, unattributed_crashes: 1 } });
     if (second.kind === 'claimed') expect(second.record.crashes ?? 0).toBe(0);
@@ -221,11 +222,11 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     const submitted = await bench.record(id);
     const dispatch = submitted?.dispatch_id ?? '';
     // A first delivery: one read, nothing written; the attempt's view says queued, attempt 1.
-    const lazy = await kaj.lifecycle.claim(id, dispatch, { receiveCount: 1 });
+    const lazy = await claimAndStart(kaj.lifecycle, id, dispatch, { receiveCount: 1 });
     expect(lazy).toMatchObject({ kind: 'claimed', record: { status: 'queued', attempts: 1, lease_token: 0 } });
     expect(await bench.record(id)).toMatchObject({ status: 'queued', attempts: 0, lease_token: 0 });
     // A redelivery of the same message meanwhile is claimed by a write.
-    const written = await kaj.lifecycle.claim(id, dispatch, { receiveCount: 2 });
+    const written = await claimAndStart(kaj.lifecycle, id, dispatch, { receiveCount: 2 });
     expect(written).toMatchObject({ kind: 'claimed', record: { status: 'running', attempts: 1, lease_token: 1 } });
     if (lazy.kind !== 'claimed' || written.kind !== 'claimed') return;
     // The lazy owner's first heartbeat (its claim write) and its outcome are conditioned on the

@@ -191,7 +191,9 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
   it('a running task with a cancel request whose worker vanished ends cancelled at reclaim, not re-run', async () => {
     const { kaj, store, record, rec } = await setup();
     const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
-    if (c.kind !== 'claimed') throw new Error(c.kind);
+    // The handler started (its claim written), then the worker vanished.
+    if (c.kind !== 'claimed' || c.commit === undefined) throw new Error(c.kind);
+    expect((await c.commit()).kind).toBe('claimed');
     expect((await kaj.lifecycle.cancel(record.task_id)).cancel_requested).toBe(true);
     vi.advanceTimersByTime(61_000);
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
@@ -310,5 +312,30 @@ describe('Crash attribution: a task that crashed a worker runs alone', () => {
     expect(u.store.items.get(a.task_id)?.status).toBe('succeeded');
     expect(u.store.items.get(b.task_id)).toMatchObject({ status: 'succeeded' });
     expect(gate.state).toEqual({ shared: 0, exclusive: false, waiting: 0 });
+  });
+
+  it('a redelivered task waiting for its turn behind a solo run has nothing written: a worker dying then charges it no attempt and no crash', async () => {
+    const gate = new ExclusiveGate();
+    const u = unitKaj(registry, undefined, new TimerClock(), { gate });
+    const a = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
+    const b = (await u.kaj.submitter.submit({ type: 'scripted', payload: {} }, OWNER)).record;
+    // a is a suspect: it runs alone; b is a redelivery (its claim has a write of its own).
+    u.store.items.set(a.task_id, { ...u.store.items.get(a.task_id)!, unattributed_crashes: 2 });
+    script.run = async () => {
+      await new Promise((r) => setTimeout(r, 60_000));
+      return 'ok';
+    };
+    const done = u.kaj.processBatch(
+      sqsEvent(sqsRecord(u.queue.sent[0]?.message, 'normal', 2), sqsRecord(u.queue.sent[1]?.message, 'normal', 2)),
+      lambdaContext(),
+    );
+    // Well past b's lease/3 heartbeats while a runs alone: b's record is as submitted.
+    await vi.advanceTimersByTimeAsync(50_000);
+    expect(u.store.items.get(a.task_id)).toMatchObject({ status: 'running', attempts: 1, solo: true });
+    expect(u.store.items.get(b.task_id)).toMatchObject({ status: 'queued', attempts: 0, lease_token: 0 });
+    await vi.advanceTimersByTimeAsync(130_000);
+    await done;
+    expect(u.store.items.get(a.task_id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(u.store.items.get(b.task_id)).toMatchObject({ status: 'succeeded', attempts: 1, lease_token: 1 });
   });
 });

@@ -4,6 +4,7 @@ import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { outboxPartitions, TASK_STATUSES } from '../../../shared/task/model.js';
 import { isFinished } from '../../../shared/task/state-machine.js';
 import { unitKaj, OWNER } from '../../support/fixtures.js';
+import { claimAndStart } from '../../support/claims.js';
 
 const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), handler: async () => ({}) })]);
 
@@ -42,14 +43,14 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     expect(queue.sent[0]?.message).toMatchObject({ task_id: record.task_id, dispatch_id: record.dispatch_id });
     expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
     expect((await kaj.sweep()).sent).toBe(0);
-    expect((await kaj.lifecycle.claim(record.task_id, record.dispatch_id)).kind).toBe('claimed');
+    expect((await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id)).kind).toBe('claimed');
   });
 
   it('leaves a running task with a live lease alone, and re-sends once its worker and message are gone', async () => {
     // An entry a running task still has: its send failed, the sweeper's send went out but the
     // removal of the entry did not land, and a worker claimed it.
     const { kaj, queue, clock, store, record } = await owedASend();
-    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+    const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 2 });
     if (c.kind !== 'claimed') throw new Error('claim');
     clock.advance(30_000);
     const late = await kaj.lifecycle.heartbeat(c.record);
@@ -59,14 +60,14 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     clock.advance(60_000 + 30_000);
     expect(await kaj.sweep()).toMatchObject({ sent: 1 });
     expect(queue.sent).toHaveLength(1);
-    const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     expect(again.kind).toBe('claimed');
     expect(store.items.get(record.task_id)).toMatchObject({ attempts: 2, unattributed_crashes: 1 });
   });
 
   it('extends the entry of a running task whose lease is live', async () => {
     const { kaj, clock, store, record } = await owedASend();
-    await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+    await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 2 });
     store.items.set(record.task_id, { ...store.items.get(record.task_id)!, outbox_due: clock.now() });
     expect(await kaj.sweep()).toMatchObject({ sent: 0, extended: 1 });
     expect(store.items.get(record.task_id)?.outbox_due).toBe(clock.now() + 90_000);
@@ -77,7 +78,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     const later = (await kaj.submitter.submit({ type: 'job', payload: {}, delay_seconds: 7200 }, OWNER)).record;
     queue.failNext.send = new Error('sqs down');
     const owed = (await kaj.submitter.submit({ type: 'job', payload: {} }, OWNER)).record;
-    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error('claim');
     const check = () => {
       for (const r of store.items.values()) {
@@ -170,7 +171,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
 
   it('skips an index entry its item no longer matches (a lagging GSI, a torn local write): no duplicate dead letter, no stale send', async () => {
     const { kaj, queue, clock, store, record } = await queuedAndSent();
-    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error(c.kind);
     await kaj.lifecycle.attemptFailed(
       c.record,

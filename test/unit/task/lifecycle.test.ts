@@ -5,6 +5,7 @@ import { PermanentError, RetryableError } from '../../../shared/retry/errors.js'
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
 import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from '../../../shared/task/errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
+import { claimAndStart } from '../../support/claims.js';
 import { unitKaj, OWNER } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([
@@ -24,7 +25,7 @@ const REDELIVERY = { receiveCount: 2 } as const;
 /** A task claimed by a written claim (`running`, leased). */
 async function claimed(): Promise<ReturnType<typeof unitKaj> & { record: TaskRecord }> {
   const u = await submitted();
-  const outcome = await u.kaj.lifecycle.claim(u.record.task_id, u.record.dispatch_id, REDELIVERY);
+  const outcome = await claimAndStart(u.kaj.lifecycle, u.record.task_id, u.record.dispatch_id, REDELIVERY);
   if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
   return { ...u, record: outcome.record };
 }
@@ -44,7 +45,7 @@ describe('Class: TaskLifecycle', () => {
     it('defers a duplicate delivery while the first holder’s lease is live', async () => {
       const { kaj, record, clock } = await claimed();
       clock.advance(20_000);
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'defer',
         seconds: 41,
         reason: 'held by another worker',
@@ -53,22 +54,22 @@ describe('Class: TaskLifecycle', () => {
 
     it('drops a message from an older dispatch, and one for a finished task', async () => {
       const { kaj, record } = await claimed();
-      expect(await kaj.lifecycle.claim(record.task_id, `0.other`)).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, record.task_id, `0.other`)).toEqual({
         kind: 'drop',
         reason: 'superseded by a newer dispatch',
       });
       await kaj.lifecycle.succeed(record, { ok: 1 }, 5);
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is succeeded',
       });
-      expect(await kaj.lifecycle.claim('t_missing', 'x')).toEqual({ kind: 'drop', reason: 'task not found' });
+      expect(await claimAndStart(kaj.lifecycle, 't_missing', 'x')).toEqual({ kind: 'drop', reason: 'task not found' });
     });
 
     it('reclaims a task whose worker vanished under several tasks: the crash is recorded, not held against it', async () => {
       const { kaj, record, clock } = await claimed();
       clock.advance(60_001);
-      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       expect(again.kind).toBe('claimed');
       if (again.kind !== 'claimed') return;
       expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, unattributed_crashes: 1, status: 'running' });
@@ -77,7 +78,7 @@ describe('Class: TaskLifecycle', () => {
       expect(kaj.lifecycle.isSuspect(again.record)).toBe(false);
       expect(again.record.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'crashed' })]);
       clock.advance(60_001);
-      const third = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 3 });
+      const third = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 3 });
       expect(third.kind).toBe('claimed');
       if (third.kind !== 'claimed') return;
       expect(third.record).toMatchObject({ attempts: 3, unattributed_crashes: 2 });
@@ -89,7 +90,7 @@ describe('Class: TaskLifecycle', () => {
       const { kaj, record, clock } = await claimed();
       await kaj.lifecycle.markSolo(record);
       clock.advance(60_001);
-      const again = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (again.kind !== 'claimed') throw new Error(again.kind);
       expect(again.record).toMatchObject({ attempts: 2, crashes: 1 });
       expect(again.record.solo).toBeUndefined();
@@ -99,10 +100,12 @@ describe('Class: TaskLifecycle', () => {
     it('never fails a task for crashes that happened beside other tasks (whole-worker kills)', async () => {
       const u = unitKaj(registry);
       const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 25 }, OWNER);
-      await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       for (let i = 0; i < 10; i += 1) {
         u.clock.advance(60_001);
-        expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe('claimed');
+        expect((await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe(
+          'claimed',
+        );
       }
       expect(u.store.items.get(record.task_id)).toMatchObject({ status: 'running', unattributed_crashes: 10 });
     });
@@ -110,13 +113,13 @@ describe('Class: TaskLifecycle', () => {
     it('fails a task that keeps crashing its workers while alone, with the reason, and dead-letters it', async () => {
       const u = unitKaj(registry);
       const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 10 }, OWNER);
-      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const first = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
       await u.kaj.lifecycle.markSolo(first.record);
       let last;
       for (let i = 0; i < 3; i += 1) {
         u.clock.advance(60_001);
-        last = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+        last = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
         if (last.kind === 'claimed') await u.kaj.lifecycle.markSolo(last.record);
       }
       expect(last?.kind).toBe('crash_loop');
@@ -135,11 +138,13 @@ describe('Class: TaskLifecycle', () => {
       const u = unitKaj(reg);
       const { record } = await u.kaj.submitter.submit({ type: 'fragile', payload: {} }, OWNER);
       expect(record.crash_limit).toBe(1);
-      const first = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const first = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
       await u.kaj.lifecycle.markSolo(first.record);
       u.clock.advance(60_001);
-      expect((await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe('crash_loop');
+      expect((await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe(
+        'crash_loop',
+      );
       expect(u.store.items.get(record.task_id)?.last_error?.message).toBe('crashed the worker 1 times');
     });
   });
@@ -148,7 +153,7 @@ describe('Class: TaskLifecycle', () => {
     it('writes nothing to claim: the attempt is a view (attempt 1, started now) over the waiting record', async () => {
       const { kaj, record, store, clock } = await submitted();
       const writes = store.updates;
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 1 });
+      const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 1 });
       if (c.kind !== 'claimed') throw new Error(c.kind);
       expect(c.record).toMatchObject({
         status: 'queued',
@@ -161,7 +166,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('a short task costs one outcome write, which records the attempt the claim never wrote', async () => {
       const { kaj, record, store, clock } = await submitted();
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (c.kind !== 'claimed') throw new Error(c.kind);
       clock.advance(300);
       const writes = store.updates;
@@ -174,7 +179,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('the first heartbeat writes the claim (running, leased, token bumped); later writes are fenced by it', async () => {
       const { kaj, record, clock } = await submitted();
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (c.kind !== 'claimed') throw new Error(c.kind);
       clock.advance(20_000);
       const running = await kaj.lifecycle.heartbeat(c.record);
@@ -191,8 +196,8 @@ describe('Class: TaskLifecycle', () => {
 
     it('two copies of one message may both run; exactly one outcome is recorded', async () => {
       const { kaj, record, store } = await submitted();
-      const a = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
-      const b = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const a = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
+      const b = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (a.kind !== 'claimed' || b.kind !== 'claimed') throw new Error('expected two lazy claims');
       await kaj.lifecycle.succeed(a.record, 'first', 1);
       await expect(kaj.lifecycle.succeed(b.record, 'second', 1)).rejects.toBeInstanceOf(LeaseLostError);
@@ -201,7 +206,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('a DELETE during a lazy run ends the task cancelled at once; the outcome is dropped, the heartbeat sees it', async () => {
       const { kaj, record, store } = await submitted();
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+      const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (c.kind !== 'claimed') throw new Error(c.kind);
       expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
       expect(await kaj.lifecycle.cancelRequested(c.record)).toBe(true);
@@ -210,10 +215,44 @@ describe('Class: TaskLifecycle', () => {
       expect(store.items.get(record.task_id)?.result).toBeUndefined();
     });
 
-    it('a redelivery, or a task that crashed a worker before, is claimed by a write at once', async () => {
-      const { kaj, record } = await submitted();
+    it('a redelivery, or a task that crashed a worker before, is claimed by a write when its handler starts', async () => {
+      const { kaj, store, record } = await submitted();
       const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
-      expect(c).toMatchObject({ kind: 'claimed', record: { status: 'running', attempts: 1, lease_token: 1 } });
+      if (c.kind !== 'claimed' || c.commit === undefined)
+        throw new Error(`expected a claim with a write, got ${c.kind}`);
+      // Waiting for its turn: nothing written, so a worker that dies now charges the task nothing.
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'queued', attempts: 0, lease_token: 0 });
+      expect(c.record).toMatchObject({ status: 'queued', attempts: 1 });
+      expect(await c.commit()).toMatchObject({
+        kind: 'claimed',
+        record: { status: 'running', attempts: 1, lease_token: 1 },
+      });
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'running', attempts: 1, lease_token: 1 });
+    });
+
+    it('a claim whose task was cancelled while it waited to start is dropped at its write', async () => {
+      const { kaj, store, record } = await submitted();
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+      if (c.kind !== 'claimed' || c.commit === undefined)
+        throw new Error(`expected a claim with a write, got ${c.kind}`);
+      expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
+      expect(await c.commit()).toMatchObject({ kind: 'drop' });
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', attempts: 0 });
+    });
+
+    it('a reclaim after a crash is written when the next attempt starts, the crash counted then', async () => {
+      const { kaj, store, record, clock } = await claimed();
+      clock.advance(61_000);
+      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      if (c.kind !== 'claimed' || c.commit === undefined) throw new Error(`expected a reclaim, got ${c.kind}`);
+      // The view the attempt runs with counts the crash (it decides whether the task runs alone).
+      expect(c.record).toMatchObject({ attempts: 2, unattributed_crashes: 1 });
+      expect(store.items.get(record.task_id)).toMatchObject({ status: 'running', attempts: 1, lease_token: 1 });
+      expect(store.items.get(record.task_id)?.unattributed_crashes ?? 0).toBe(0);
+      expect(await c.commit()).toMatchObject({
+        kind: 'claimed',
+        record: { status: 'running', attempts: 2, lease_token: 2, unattributed_crashes: 1 },
+      });
     });
   });
 
@@ -221,24 +260,24 @@ describe('Class: TaskLifecycle', () => {
     it('a message whose record is not written yet waits for it within the window, then is dropped', async () => {
       const { kaj, clock } = unitKaj(registry);
       const sentAt = clock.now();
-      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 1, sentAt })).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, 't_later', '0.d', { receiveCount: 1, sentAt })).toEqual({
         kind: 'defer',
         seconds: 1,
         reason: 'task not found',
       });
       clock.advance(10_000);
-      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 4, sentAt })).toMatchObject({
+      expect(await claimAndStart(kaj.lifecycle, 't_later', '0.d', { receiveCount: 4, sentAt })).toMatchObject({
         kind: 'defer',
         seconds: 8,
       });
       clock.advance(349_000);
-      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 9, sentAt })).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, 't_later', '0.d', { receiveCount: 9, sentAt })).toEqual({
         kind: 'defer',
         seconds: 1,
         reason: 'task not found',
       });
       clock.advance(1_000);
-      expect(await kaj.lifecycle.claim('t_later', '0.d', { receiveCount: 10, sentAt })).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, 't_later', '0.d', { receiveCount: 10, sentAt })).toEqual({
         kind: 'drop',
         reason: 'task not found',
       });
@@ -247,11 +286,15 @@ describe('Class: TaskLifecycle', () => {
     it('a message of the next dispatch waits for the record to catch up; one of an earlier dispatch is dropped', async () => {
       const { kaj, record, clock } = await submitted();
       const next = `1.${'n'.repeat(8)}`;
-      expect(await kaj.lifecycle.claim(record.task_id, next, { receiveCount: 1, sentAt: clock.now() })).toMatchObject({
+      expect(
+        await claimAndStart(kaj.lifecycle, record.task_id, next, { receiveCount: 1, sentAt: clock.now() }),
+      ).toMatchObject({
         kind: 'defer',
         reason: 'the record is still at an earlier dispatch',
       });
-      expect(await kaj.lifecycle.claim(record.task_id, '0.older', { receiveCount: 1, sentAt: clock.now() })).toEqual({
+      expect(
+        await claimAndStart(kaj.lifecycle, record.task_id, '0.older', { receiveCount: 1, sentAt: clock.now() }),
+      ).toEqual({
         kind: 'drop',
         reason: 'superseded by a newer dispatch',
       });
@@ -300,7 +343,7 @@ describe('Class: TaskLifecycle', () => {
     it('rejects every write of a worker whose lease was taken over', async () => {
       const { kaj, record: stale, clock, store } = await claimed();
       clock.advance(60_001);
-      const taken = await kaj.lifecycle.claim(stale.task_id, stale.dispatch_id, REDELIVERY);
+      const taken = await claimAndStart(kaj.lifecycle, stale.task_id, stale.dispatch_id, REDELIVERY);
       if (taken.kind !== 'claimed') throw new Error('expected reclaim');
       await expect(kaj.lifecycle.succeed(stale, 'late', 1)).rejects.toBeInstanceOf(LeaseLostError);
       await expect(kaj.lifecycle.heartbeat(stale)).rejects.toBeInstanceOf(LeaseLostError);
@@ -375,7 +418,7 @@ describe('Class: TaskLifecycle', () => {
     it('cancels a queued task at once', async () => {
       const { kaj, record } = await submitted();
       expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
-      expect(await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
+      expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is cancelled',
       });

@@ -11,6 +11,7 @@ import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
 import { MemoryTaskStore } from '../../support/memory-task-store.js';
 import { OWNER, unitKaj } from '../../support/fixtures.js';
 import { sequenceRandom } from '../../support/doubles.js';
+import { claimAndStart } from '../../support/claims.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),
@@ -59,7 +60,7 @@ describe('the lifecycle keeps the listing index right', () => {
     const updates = recordingUpdates(store);
     const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
     expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
-    const claim = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const claim = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     await kaj.lifecycle.succeed(claim.record, { ok: true }, 5);
     expect(updates.length).toBeGreaterThan(0);
@@ -71,7 +72,7 @@ describe('the lifecycle keeps the listing index right', () => {
   it('retry → listed retrying; the next claim → out; a permanent failure → listed failed', async () => {
     const { kaj, store, clock } = unitKaj(registry);
     const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
-    const first = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+    const first = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 2 });
     if (first.kind !== 'claimed') throw new Error(first.kind);
     const retried = await kaj.lifecycle.attemptFailed(first.record, classifyError(new RetryableError('x')), policy, 3);
     expect(store.items.get(record.task_id)).toMatchObject({
@@ -80,7 +81,7 @@ describe('the lifecycle keeps the listing index right', () => {
       list_sk: `${retried.updated_at}#${record.task_id}`,
     });
     clock.advance(60_000);
-    const second = await kaj.lifecycle.claim(record.task_id, retried.dispatch_id, { receiveCount: 1 });
+    const second = await claimAndStart(kaj.lifecycle, record.task_id, retried.dispatch_id, { receiveCount: 1 });
     if (second.kind !== 'claimed') throw new Error(second.kind);
     // The claim of a retried task is written at once (it ran before), and takes it out.
     const afterClaim = await kaj.lifecycle.heartbeat(second.record);
@@ -92,7 +93,7 @@ describe('the lifecycle keeps the listing index right', () => {
   it('a task running at a heartbeat enters as running once (later heartbeats leave its key), and leaves on success', async () => {
     const { kaj, store, clock } = unitKaj(registry);
     const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
-    const claim = await kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const claim = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     clock.advance(20_000);
     const beat1 = await kaj.lifecycle.heartbeat(claim.record);
