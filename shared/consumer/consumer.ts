@@ -228,27 +228,25 @@ export class TaskConsumer {
     m: { held: HeldMessage; hold: MessageHold; receiveCount: number; fields: Record<string, unknown> },
   ): Promise<Disposition> {
     const { held, hold, receiveCount, fields } = m;
-    {
-      if (err instanceof LeaseLostError) {
-        // Another worker owns the task now; its outcome stands. Leave our copy of the message
-        // alone: deleting it could delete the message the new owner holds.
-        this.d.logger.warn('write fenced off: lease lost to another worker', fields);
-        return 'retry';
-      }
-      // Come back soon rather than after the queue's long visibility timeout, backing off with
-      // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
-      const backoff = redeliveryDelaySeconds(receiveCount, this.d.random);
-      await hold.setVisibility(held, backoff).catch(() => {});
-      this.d.metrics.count(METRICS.consumerItemFailures, undefined);
-      this.d.logger.error('infrastructure failure; message left for redelivery', {
-        ...fields,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        cause:
-          err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
-        retry_in_seconds: backoff,
-      });
+    if (err instanceof LeaseLostError) {
+      // Another worker owns the task now; its outcome stands. Leave our copy of the message
+      // alone: deleting it could delete the message the new owner holds.
+      this.d.logger.warn('write fenced off: lease lost to another worker', fields);
       return 'retry';
     }
+    // Come back soon rather than after the queue's long visibility timeout, backing off with
+    // the receive count (full jitter, at most 5 minutes). Best effort: SQS may be down too.
+    const backoff = redeliveryDelaySeconds(receiveCount, this.d.random);
+    await hold.setVisibility(held, backoff).catch(() => {});
+    this.d.metrics.count(METRICS.consumerItemFailures, undefined);
+    this.d.logger.error('infrastructure failure; message left for redelivery', {
+      ...fields,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      cause:
+        err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
+      retry_in_seconds: backoff,
+    });
+    return 'retry';
   }
 
   /** Runs a claimed task under its timeout with a heartbeat, then records the outcome. */
