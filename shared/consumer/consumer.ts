@@ -242,8 +242,7 @@ export class TaskConsumer {
     this.d.logger.error('infrastructure failure; message left for redelivery', {
       ...fields,
       error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-      cause:
-        err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
+      cause: err instanceof Error && err.cause instanceof Error ? `${err.cause.name}: ${err.cause.message}` : undefined,
       retry_in_seconds: backoff,
     });
     return 'retry';
