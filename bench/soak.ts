@@ -52,6 +52,11 @@ export interface SoakOptions {
   readonly outboxGraceSeconds: number;
   /** Give up (and report failure) after this long. */
   readonly timeoutMs: number;
+  /**
+   * Give up (and report failure) when no task has finished for this long while some are
+   * unfinished: a stall, told apart from a machine that is merely slow.
+   */
+  readonly stallMs: number;
   readonly target: EmulatorTarget;
   readonly seed: number;
   /** Progress lines. */
@@ -74,6 +79,7 @@ export const SOAK_DEFAULTS: Omit<SoakOptions, 'log' | 'target'> = {
   watchdogSeconds: 30,
   outboxGraceSeconds: 2,
   timeoutMs: 60 * 60_000,
+  stallMs: 5 * 60_000,
   seed: 42,
 };
 
@@ -105,6 +111,10 @@ export interface SoakReport {
   readonly sweptMessages: number;
   /** Messages visible or delayed on the priority queues after the drain (stranded in-flight ones excluded). */
   readonly leftoverMessages: number;
+  /** Messages in flight on the priority queues after the drain and the workers' stop. */
+  readonly inFlightMessages: number;
+  /** Messages on the dead-letter queues after the drain. */
+  readonly deadLetters: number;
   readonly submitSeconds: number;
   readonly drainSeconds: number;
   readonly totalSeconds: number;
@@ -252,17 +262,26 @@ export async function runSoak(
     };
     const submitter = async () => {
       for (;;) {
-        while (cursor < o.tasks && cursor - finished > o.maxOutstanding) await new Promise((r) => setTimeout(r, 200));
-        if (cursor >= o.tasks) return;
+        while (!stalled && cursor < o.tasks && cursor - finished > o.maxOutstanding)
+          await new Promise((r) => setTimeout(r, 200));
+        if (stalled || cursor >= o.tasks) return;
         const i = cursor;
         cursor += 1;
         await submitOne(i);
       }
     };
+    // A stall: no task finished for stallMs while some are unfinished. Checked on every count.
+    let lastProgressAt = Date.now();
+    let stalled = false;
+    const noteFinished = (n: number) => {
+      if (n > finished) lastProgressAt = Date.now();
+      finished = n;
+      if (finished < cursor && Date.now() - lastProgressAt > o.stallMs) stalled = true;
+    };
     const progress = setInterval(() => {
       void statusCounts(bench)
         .then((c) => {
-          finished = FINISHED.reduce((n, s) => n + c[s], 0);
+          noteFinished(FINISHED.reduce((n, s) => n + c[s], 0));
           o.log(
             `[${elapsed()}s] submitted ${cursor}/${o.tasks}  finished ${finished} (succeeded ${c.succeeded}, failed ${c.failed})  ` +
               `queued ${c.queued} running ${c.running} retrying ${c.retrying}  kills ${kills}`,
@@ -280,8 +299,14 @@ export async function runSoak(
     const deadline = t0 + o.timeoutMs;
     for (;;) {
       const c = await statusCounts(bench);
-      finished = FINISHED.reduce((n, s) => n + c[s], 0);
+      noteFinished(FINISHED.reduce((n, s) => n + c[s], 0));
       if (finished >= o.tasks) break;
+      if (stalled) {
+        problems.push(
+          `stalled: no task finished for ${Math.round((Date.now() - lastProgressAt) / 1000)} s with ${cursor - finished} unfinished`,
+        );
+        break;
+      }
       if (Date.now() > deadline) {
         problems.push(`timed out with ${o.tasks - finished} task(s) unfinished`);
         break;
@@ -345,7 +370,12 @@ export async function runSoak(
       } else if (r.status === 'cancelled') cancelled += 1;
       else {
         unfinished += 1;
-        if (unfinished <= 5) problems.push(`task ${id} is still ${r.status}`);
+        if (unfinished <= 5) {
+          const attempts = r.history.map((h) => `${h.attempt}:${h.outcome}`).join(' ');
+          problems.push(
+            `task ${id} is still ${r.status} (attempts ${r.attempts}, history [${attempts}], outbox ${r.outbox_pk ?? 'none'}, updated ${r.updated_at}, dispatch ${r.dispatch_id})`,
+          );
+        }
       }
       // Runs whose outcome the table recorded (retrying, succeeded, failed): every other run was
       // cut short by a kill (or its outcome write was lost) and its work was done again.
@@ -357,16 +387,32 @@ export async function runSoak(
       duplicateCompletions += Math.max(0, (ends.get(r.task_id) ?? 0) - 1);
     }
     let leftoverMessages = 0;
+    let inFlightMessages = 0;
+    let deadLetters = 0;
     for (const p of PRIORITIES) {
       const a = await bench.runtime.clients.sqs.send(
         new GetQueueAttributesCommand({
           QueueUrl: bench.runtime.resources.queueUrls[p],
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesDelayed',
+            'ApproximateNumberOfMessagesNotVisible',
+          ],
         }),
       );
       leftoverMessages +=
         Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) +
         Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
+      inFlightMessages += Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+      const d = await bench.runtime.clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: bench.runtime.resources.deadLetterQueueUrls[p],
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      deadLetters +=
+        Number(d.Attributes?.ApproximateNumberOfMessages ?? 0) +
+        Number(d.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
     }
     swept = bench.log.entries
       .filter((e) => e.message === 'outbox swept')
@@ -402,6 +448,8 @@ export async function runSoak(
       extraRunsBound,
       sweptMessages: swept,
       leftoverMessages,
+      inFlightMessages,
+      deadLetters,
       submitSeconds,
       drainSeconds: (drainedAt - submittedAt) / 1000,
       totalSeconds,
@@ -422,7 +470,7 @@ export function formatReport(r: SoakReport): string {
     `  kills        ${r.kills} SIGKILLs; ${r.tasksHitByKills} task(s) had an attempt cut short (${pct(r.tasksHitByKills)})`,
     `  executions   ${r.executions} handler runs; ${r.extraRuns} cut short and redone (max ${r.maxExtraRunsPerTask} per task; ${(r.extraRuns / Math.max(1, r.kills)).toFixed(2)} per kill; bound ${r.extraRunsBound})`,
     `  duplicates   ${r.duplicateCompletions} successful run(s) repeated for an already-completed handler`,
-    `  sweeper      ${r.sweptMessages} message(s) sent by the sweeper; ${r.leftoverMessages} visible/delayed message(s) left after the drain`,
+    `  sweeper      ${r.sweptMessages} message(s) sent by the sweeper; ${r.leftoverMessages} visible/delayed message(s) left after the drain, ${r.inFlightMessages} in flight, ${r.deadLetters} dead letter(s)`,
     `  time         submit ${r.submitSeconds.toFixed(1)} s, drain ${r.drainSeconds.toFixed(1)} s after the last submit, total ${r.totalSeconds.toFixed(1)} s; ${r.tasksPerSecond.toFixed(1)} tasks/s end to end`,
     ...r.problems.map((p) => `  PROBLEM      ${p}`),
   ].join('\n');
@@ -441,6 +489,7 @@ async function main(): Promise<void> {
       'max-outstanding': { type: 'string' },
       watchdog: { type: 'string' },
       'timeout-min': { type: 'string' },
+      'stall-min': { type: 'string' },
       seed: { type: 'string' },
       moto: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
@@ -450,7 +499,7 @@ async function main(): Promise<void> {
   if (v.help) {
     process.stdout.write(`usage: npm run soak -- [--tasks N] [--workers N] [--kill-every S] [--max-kills N] [--lease S]
                      [--concurrency N] [--batch-size N] [--max-outstanding N] [--watchdog S]
-                     [--timeout-min M] [--seed N] [--moto] [--json]
+                     [--timeout-min M] [--stall-min M] [--seed N] [--moto] [--json]
 defaults: ${JSON.stringify({ ...SOAK_DEFAULTS, killEveryMs: SOAK_DEFAULTS.killEveryMs })}
 `);
     return;
@@ -472,6 +521,7 @@ defaults: ${JSON.stringify({ ...SOAK_DEFAULTS, killEveryMs: SOAK_DEFAULTS.killEv
     maxOutstanding: num(v['max-outstanding'], SOAK_DEFAULTS.maxOutstanding),
     watchdogSeconds: num(v.watchdog, SOAK_DEFAULTS.watchdogSeconds),
     timeoutMs: num(v['timeout-min'], SOAK_DEFAULTS.timeoutMs / 60_000) * 60_000,
+    stallMs: num(v['stall-min'], SOAK_DEFAULTS.stallMs / 60_000) * 60_000,
     seed: num(v.seed, SOAK_DEFAULTS.seed),
     target: v.moto ? MOTO_TARGET : EMBEDDED_TARGET,
     log: (line) => process.stderr.write(`${line}\n`),
