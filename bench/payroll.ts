@@ -434,9 +434,10 @@ async function main(): Promise<void> {
   if (o.kills > 0) {
     results.push(await runOnce('kaj', o, o.kills, 'kill run'));
   }
-  process.stdout.write('\nmedians (no kills):\n');
+  if (o.runs > 0) process.stdout.write('\nmedians (no kills):\n');
   for (const config of o.configs) {
     const rs = results.filter((r) => r.config === config && r.kills === 0);
+    if (rs.length === 0) continue;
     const m = (f: (r: RunResult) => number) => median(rs.map(f));
     process.stdout.write(
       `  ${config.padEnd(4)} makespan ${m((r) => r.makespanS).toFixed(1)} s, floor ${rs[0]?.floorS.toFixed(1)} s, ratio ${m((r) => r.ratio).toFixed(3)}, steady ${m((r) => r.provider.steadyPerSecond).toFixed(2)}/s, 429s ${m((r) => r.provider.tooManyRequests)}, arrivals over the limit ${m((r) => r.provider.arrivalsOverLimit)}, peak/1s ${m((r) => r.provider.peakPerSecond)}, peak in flight ${m((r) => r.provider.peakInFlight)}, dup ${m((r) => r.provider.duplicates)}, failed ${m((r) => r.failed)}, deferrals/slip ${m((r) => r.deferrals / o.slips).toFixed(2)}, SQS/slip ${m((r) => perSlip(r, o.slips).sqs).toFixed(1)}, DDB writes/slip ${m((r) => perSlip(r, o.slips).dynamodbWrites).toFixed(2)}\n`,
