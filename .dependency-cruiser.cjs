@@ -29,8 +29,8 @@ module.exports = {
       severity: 'error',
       comment:
         'shared/task is the domain core: no AWS SDK, no Lambda (not even its types), no Powertools, ' +
-        'no DynamoDB/SQS adapter. It talks to the world through the ports in shared/store/task-store.ts ' +
-        'and shared/queue/task-queue.ts.',
+        'no DynamoDB/SQS adapter. It talks to the world through the ports in shared/task/task-store.ts ' +
+        'and shared/task/task-queue.ts.',
       from: { path: '^shared/task/' },
       to: {
         path: [

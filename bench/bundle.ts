@@ -394,11 +394,11 @@ if (!miniSchema.safeParse({ task_id: 't' }).success) throw new Error('bad');`;
   const bothBytes = out['zod + mini']?.bytes ?? 0;
   process.stdout.write(
     `  → a function that keeps classic zod elsewhere (its task types) grows by ${kb(bothBytes - classicBytes)} if its hot schemas move to mini;\n` +
-      `    one whose only zod user is the hot schema (the sweeper: shared/queue/message.ts) shrinks by about ${kb(classicBytes - miniBytes)}.\n`,
+      `    one whose only zod user is the hot schema (the sweeper: shared/task/message.ts) shrinks by about ${kb(classicBytes - miniBytes)}.\n`,
   );
   // The source of the schemas, for the record: the bench must not drift from them silently.
-  const message = readFileSync(join(REPO_ROOT, 'shared/queue/message.ts'), 'utf8');
+  const message = readFileSync(join(REPO_ROOT, 'shared/task/message.ts'), 'utf8');
   if (!message.includes('task_id: z.string().min(1).max(128)')) {
-    process.stdout.write('  note: shared/queue/message.ts changed; the schema above may no longer match it\n');
+    process.stdout.write('  note: shared/task/message.ts changed; the schema above may no longer match it\n');
   }
 }

@@ -8,10 +8,10 @@ import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
 import { DynamoLimitStore } from '../shared/store/dynamo-limit-store.js';
-import type { LimitStore } from '../shared/store/limit-store.js';
+import type { LimitStore } from '../shared/limit/limit-store.js';
 import type { LimitSpec } from '../shared/limit/spec.js';
 import { DynamoScheduleStore } from '../shared/store/dynamo-schedule-store.js';
-import type { ScheduleStore } from '../shared/store/schedule-store.js';
+import type { ScheduleStore } from '../shared/schedule/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import {
   type AdminResources,

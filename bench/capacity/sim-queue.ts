@@ -8,9 +8,9 @@
  * @module
  */
 import { DEFAULTS, PRIORITIES, type Priority } from '../../shared/config/resources.js';
-import { MessageGoneError } from '../../shared/queue/errors.js';
-import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import { MessageGoneError } from '../../shared/task/queue-errors.js';
+import type { DeadLetter, TaskMessage } from '../../shared/task/message.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
 import type { PeakMeter } from './meter.js';
 import type { VirtualTime } from './virtual-time.js';
 

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { PeakMeter } from './meter.js';
 

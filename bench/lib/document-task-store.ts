@@ -8,8 +8,8 @@ import {
   StoreRejectedError,
   StoreUnavailableError,
   TaskAlreadyExistsError,
-} from '../../shared/store/errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+} from '../../shared/task/store-errors.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
 

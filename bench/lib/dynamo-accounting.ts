@@ -23,8 +23,8 @@
  *
  * @module
  */
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
+import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 /** An item as the document client hands it over: plain JS values. */

@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import type { Priority } from '../../shared/config/resources.js';
-import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
-import type { TaskQueue } from '../../shared/queue/task-queue.js';
-import type { TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import type { DeadLetter, TaskMessage } from '../../shared/task/message.js';
+import type { TaskQueue } from '../../shared/task/task-queue.js';
+import type { TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { SentMessage } from './instant-endpoint.js';
 

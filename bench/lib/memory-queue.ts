@@ -8,9 +8,9 @@
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEFAULTS, type Priority } from '../../shared/config/resources.js';
-import { MessageGoneError } from '../../shared/queue/errors.js';
-import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/queue/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+import { MessageGoneError } from '../../shared/task/queue-errors.js';
+import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../shared/task/message.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
 import type { Clock } from '../../shared/runtime/clock.js';
 
 export interface MessageAttribute {

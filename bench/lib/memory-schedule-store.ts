@@ -1,7 +1,7 @@
 /**
  * A minimal in-memory `ScheduleStore` for the scheduler benchmark (`bench/schedules.ts`), which may
  * not import the test fake (`test/support/memory-schedule-store.ts`, layer rule `not-to-test`). It
- * keeps the port's contract as `shared/store/schedule-store.ts` documents it and
+ * keeps the port's contract as `shared/schedule/schedule-store.ts` documents it and
  * `DynamoScheduleStore` implements it, and is built to cost next to nothing itself, so that a
  * timed tick over it measures Kaj's code:
  * - an item is stored as the document client would marshal the record (undefined members dropped);
@@ -17,13 +17,13 @@
  */
 import { SCHEDULE_TABLE_SCHEMA } from '../../shared/config/resources.js';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError, StoreRejectedError } from '../../shared/store/errors.js';
+import { ScheduleVersionConflictError, StoreRejectedError } from '../../shared/task/store-errors.js';
 import type {
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
   ScheduleStore,
-} from '../../shared/store/schedule-store.js';
+} from '../../shared/schedule/schedule-store.js';
 import { withoutUndefined } from './dynamo-accounting.js';
 
 type StoredItem = Record<string, unknown>;

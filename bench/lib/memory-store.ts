@@ -1,7 +1,7 @@
 /**
  * A minimal in-memory `TaskStore` for the cost benchmark, which may not import the test fakes
  * (`test/support/memory-task-store.ts`, layer rule `not-to-test`). It keeps the port's contract as
- * `shared/store/task-store.ts` documents it and `DynamoTaskStore` implements it:
+ * `shared/task/task-store.ts` documents it and `DynamoTaskStore` implements it:
  * - `create` fails with `TaskAlreadyExistsError` (carrying the item) when the id is taken;
  * - `update` applies `set` / `add` / `append` / `remove` only if the item exists and every part of
  *   the condition holds (`status` OR `orLeaseExpiredBefore`, AND the rest), else
@@ -14,8 +14,8 @@
  * @module
  */
 import { TABLE_SCHEMA } from '../../shared/config/resources.js';
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/store/task-store.js';
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import {
   applyChanges,

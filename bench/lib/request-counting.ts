@@ -10,15 +10,15 @@
  * @module
  */
 import type { Priority } from '../../shared/config/resources.js';
-import type { DeadLetter, TaskMessage } from '../../shared/queue/message.js';
+import type { DeadLetter, TaskMessage } from '../../shared/task/message.js';
 import type {
   FailedSend,
   FailedVisibilityChange,
   OutgoingMessage,
   TaskQueue,
   VisibilityChange,
-} from '../../shared/queue/task-queue.js';
-import { changeVisibilities } from '../../shared/queue/visibility.js';
+} from '../../shared/task/task-queue.js';
+import { changeVisibilities } from '../../shared/task/visibility.js';
 import { SQS_BILLING_CHUNK_BYTES } from '../prices.js';
 import { deadLetterAttributes, type MessageAttribute, taskMessageAttributes } from './memory-queue.js';
 

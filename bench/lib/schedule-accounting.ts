@@ -12,13 +12,13 @@
  * @module
  */
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError } from '../../shared/store/errors.js';
+import { ScheduleVersionConflictError } from '../../shared/task/store-errors.js';
 import type {
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
   ScheduleStore,
-} from '../../shared/store/schedule-store.js';
+} from '../../shared/schedule/schedule-store.js';
 import {
   type DynamoLedger,
   failedWriteCost,

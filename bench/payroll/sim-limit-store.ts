@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { StoreRejectedError } from '../../shared/store/errors.js';
+import { StoreRejectedError } from '../../shared/task/store-errors.js';
 import {
   type AddHolderResult,
   LIMIT_OPERATIONS,
@@ -30,7 +30,7 @@ import {
   type RateRequest,
   type SlotHolders,
   type TakeRateResult,
-} from '../../shared/store/limit-store.js';
+} from '../../shared/limit/limit-store.js';
 import { numberSize, writeUnits } from '../lib/dynamo-accounting.js';
 import type { SimClock } from './sim-clock.js';
 

@@ -1,6 +1,6 @@
 import type { Priority } from '../../shared/config/resources.js';
 import type { Clock } from '../../shared/runtime/clock.js';
-import type { TaskStore } from '../../shared/store/task-store.js';
+import type { TaskStore } from '../../shared/task/task-store.js';
 import { deadLetterOf } from '../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { Changed, DeadLetterRef } from '../../shared/task/operations.js';

@@ -5,7 +5,7 @@ import {
   taskMessageSchema,
   type DeadLetter,
   type TaskMessage,
-} from '../../shared/queue/message.js';
+} from '../../shared/task/message.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 /** One message as received from a DLQ. */

@@ -1,5 +1,5 @@
 import type { Priority } from '../../shared/config/resources.js';
-import type { TaskStore } from '../../shared/store/task-store.js';
+import type { TaskStore } from '../../shared/task/task-store.js';
 import {
   matches,
   needsRecord,

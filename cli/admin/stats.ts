@@ -1,9 +1,9 @@
 import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import type { LimitSpec } from '../../shared/limit/spec.js';
 import { type LimitStatusRow, limitStatus } from '../../shared/limit/status.js';
-import type { LimitStore } from '../../shared/store/limit-store.js';
+import type { LimitStore } from '../../shared/limit/limit-store.js';
 import type { Clock } from '../../shared/runtime/clock.js';
-import type { TaskListingReader } from '../../shared/store/task-store.js';
+import type { TaskListingReader } from '../../shared/task/task-store.js';
 import { countTableDelayed, type TableDelayedCount } from '../../shared/task/delayed-count.js';
 import { TASK_STATUSES, type TaskStatus } from '../../shared/task/model.js';
 

@@ -6,7 +6,7 @@
  */
 import { Option, type Command } from 'commander';
 import * as z from 'zod';
-import type { ListedTask } from '../../shared/store/task-store.js';
+import type { ListedTask } from '../../shared/task/task-store.js';
 import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../../shared/task/errors.js';
 import { listedAt, type TaskListing } from '../../shared/task/listing.js';
 import { LISTING_VIEWS, type ListingView } from '../../shared/task/model.js';

@@ -21,7 +21,7 @@ import type {
   TaskQuery,
   Throughput,
 } from '../../shared/console/model.js';
-import type { ListedTask } from '../../shared/store/task-store.js';
+import type { ListedTask } from '../../shared/task/task-store.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { type BoundedCount, countTableDelayed } from '../../shared/task/delayed-count.js';
 import { isListingReader, listedAt, type TaskListing } from '../../shared/task/listing.js';

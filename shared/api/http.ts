@@ -1,8 +1,8 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { DEFAULTS } from '../config/resources.js';
-import { QueueUnavailableError } from '../queue/errors.js';
+import { QueueUnavailableError } from '../task/queue-errors.js';
 import type { Logger } from '../runtime/logger.js';
-import { StoreUnavailableError } from '../store/errors.js';
+import { StoreUnavailableError } from '../task/store-errors.js';
 import {
   IdempotencyConflictError,
   InvalidCursorError,

@@ -14,12 +14,12 @@ import { PRIORITIES, type Priority } from '../config/resources.js';
 import type { FunctionConfig, RuntimeSettings } from '../config/settings.js';
 import type { ExclusiveGate } from '../consumer/exclusive-gate.js';
 import { SqsTaskQueue } from '../queue/sqs-task-queue.js';
-import type { TaskQueue } from '../queue/task-queue.js';
+import type { TaskQueue } from '../task/task-queue.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
 import { cryptoRandom, type RandomSource } from '../runtime/random.js';
 import { DynamoTaskStore } from '../store/dynamo-task-store.js';
-import type { TaskStore } from '../store/task-store.js';
+import type { TaskStore } from '../task/task-store.js';
 
 /** SDK clients to use instead of the tuned defaults (`shared/config/clients.ts`). */
 export interface AwsClients {

@@ -10,7 +10,7 @@
 import type { Priority } from '../config/resources.js';
 import type { LimitStatusRow } from '../limit/status.js';
 import type { RunResult, ScheduleSummary, ScheduleView } from '../schedule/service.js';
-import type { ListedTask } from '../store/task-store.js';
+import type { ListedTask } from '../task/task-store.js';
 import type { BoundedCount } from '../task/delayed-count.js';
 import type { ListedStatus, ListingView, TaskRecord } from '../task/model.js';
 import type { Operator } from '../task/operations.js';

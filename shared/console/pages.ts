@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { PRIORITIES } from '../config/resources.js';
 import { OVERLAP_DESCRIPTIONS, OVERLAP_POLICIES, type OverlapPolicy } from '../schedule/model.js';
 import type { ScheduleSummary, ScheduleView } from '../schedule/service.js';
-import type { ListedTask } from '../store/task-store.js';
+import type { ListedTask } from '../task/task-store.js';
 import { boundedText, DELAYED_COUNT_BOUND } from '../task/delayed-count.js';
 import { listedAt } from '../task/listing.js';
 import { MAX_REASON_LENGTH } from '../task/operations.js';

@@ -3,12 +3,12 @@ import { METRICS } from '../config/metrics.js';
 import { DEFAULT_LANE } from '../config/lanes.js';
 import { PRIORITIES, type Priority } from '../config/resources.js';
 import type { Limiter } from '../limit/limiter.js';
-import { taskMessageSchema, type TaskMessage } from '../queue/message.js';
+import { taskMessageSchema, type TaskMessage } from '../task/message.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { redeliveryDelaySeconds } from '../retry/decide.js';
 import { PermanentError, TaskTimeoutError } from '../retry/errors.js';
 import type { Logger } from '../runtime/logger.js';
-import { StoreRejectedError } from '../store/errors.js';
+import { StoreRejectedError } from '../task/store-errors.js';
 import {
   resolvePolicy,
   type AnyTaskDefinition,

@@ -1,6 +1,6 @@
 /**
  * The flow-control limiter: one per process (Lambda instance, local worker), shared by every
- * task the process runs at once. It asks the limits store (`shared/store/limit-store.ts`) for a
+ * task the process runs at once. It asks the limits store (`shared/limit/limit-store.ts`) for a
  * task's concurrency slots and rate starts right before the task is claimed, and gives them back
  * when the attempt ends. Every rule is here; the store only makes single-item conditional writes.
  *
@@ -18,7 +18,7 @@ import { StartLead } from './lead.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
-import { type LimitStore, MAX_EVICT_PER_CALL } from '../store/limit-store.js';
+import { type LimitStore, MAX_EVICT_PER_CALL } from './limit-store.js';
 import { LimitDefinitionError, LimitError, LimitUnavailableError } from './errors.js';
 import type { LimitSpec } from './spec.js';
 

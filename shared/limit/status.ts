@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { LimitItem } from '../store/limit-store.js';
+import type { LimitItem } from './limit-store.js';
 import type { LimitSpec } from './spec.js';
 
 /** A refusal noted this recently counts as "tasks are waiting on this limit". */

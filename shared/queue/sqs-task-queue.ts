@@ -8,9 +8,20 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DEFAULT_LANE, type LaneQueueUrls } from '../config/lanes.js';
 import { DEFAULTS, type Priority } from '../config/resources.js';
-import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
-import { MAX_ERROR_ATTRIBUTE_CHARS, MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from './message.js';
-import type { FailedSend, FailedVisibilityChange, OutgoingMessage, TaskQueue, VisibilityChange } from './task-queue.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../task/queue-errors.js';
+import {
+  MAX_ERROR_ATTRIBUTE_CHARS,
+  MESSAGE_ATTRIBUTES as A,
+  type DeadLetter,
+  type TaskMessage,
+} from '../task/message.js';
+import type {
+  FailedSend,
+  FailedVisibilityChange,
+  OutgoingMessage,
+  TaskQueue,
+  VisibilityChange,
+} from '../task/task-queue.js';
 
 /** SQS takes at most 10 entries per SendMessageBatch. */
 export const MAX_BATCH_ENTRIES = 10;

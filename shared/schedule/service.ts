@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { OwnerScheduleLimitError, ScheduleVersionConflictError, StoreRejectedError } from '../store/errors.js';
-import type { SchedulePage } from '../store/schedule-store.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError, StoreRejectedError } from '../task/store-errors.js';
+import type { SchedulePage } from './schedule-store.js';
 import { CursorSigner } from '../task/cursor.js';
 import type { TaskRegistry } from '../task/define.js';
 import { InvalidCursorError } from '../task/errors.js';

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LIMIT_TABLE_SCHEMA } from '../config/resources.js';
-import { StoreRejectedError, StoreUnavailableError } from './errors.js';
+import { StoreRejectedError, StoreUnavailableError } from '../task/store-errors.js';
 import {
   type AddHolderResult,
   type LimitItem,
@@ -18,7 +18,7 @@ import {
   type RateRequest,
   type SlotHolders,
   type TakeRateResult,
-} from './limit-store.js';
+} from '../limit/limit-store.js';
 
 const PK = LIMIT_TABLE_SCHEMA.partitionKey;
 const TTL = LIMIT_TABLE_SCHEMA.ttlAttribute;

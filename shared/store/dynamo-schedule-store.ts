@@ -20,14 +20,14 @@ import {
   ScheduleVersionConflictError,
   StoreRejectedError,
   StoreUnavailableError,
-} from './errors.js';
+} from '../task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
   ScheduleStore,
-} from './schedule-store.js';
+} from '../schedule/schedule-store.js';
 
 const PK = SCHEDULE_TABLE_SCHEMA.partitionKey;
 

@@ -11,7 +11,12 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { TABLE_SCHEMA } from '../config/resources.js';
 import type { TaskRecord } from '../task/model.js';
-import { ConditionFailedError, StoreRejectedError, StoreUnavailableError, TaskAlreadyExistsError } from './errors.js';
+import {
+  ConditionFailedError,
+  StoreRejectedError,
+  StoreUnavailableError,
+  TaskAlreadyExistsError,
+} from '../task/store-errors.js';
 import type {
   ListedTask,
   ListingPage,
@@ -25,7 +30,7 @@ import type {
   TaskCondition,
   TaskListingReader,
   TaskStore,
-} from './task-store.js';
+} from '../task/task-store.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
 

@@ -5,7 +5,7 @@
  */
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { RuntimeSettings } from '../config/settings.js';
-import type { TaskChanges } from '../store/task-store.js';
+import type { TaskChanges } from './task-store.js';
 import {
   outboxKey,
   type AttemptRecord,

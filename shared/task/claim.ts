@@ -1,7 +1,7 @@
 import { METRICS } from '../config/metrics.js';
 import type { Permit, Refusal } from '../limit/limiter.js';
 import { afterCrash } from '../retry/decide.js';
-import { ConditionFailedError } from '../store/errors.js';
+import { ConditionFailedError } from './store-errors.js';
 import {
   attemptRecord,
   CLAIMABLE_FRESH,

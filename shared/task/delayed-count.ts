@@ -18,7 +18,7 @@
  * @module
  */
 import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { TaskListingReader } from '../store/task-store.js';
+import type { TaskListingReader } from './task-store.js';
 import { outboxPartitions } from './model.js';
 
 /** Entries read per outbox partition at most (one Query each; DynamoDB's page limit is far above). */

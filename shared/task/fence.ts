@@ -1,7 +1,7 @@
 import { METRICS } from '../config/metrics.js';
 import type { Metrics } from '../runtime/logger.js';
-import { ConditionFailedError } from '../store/errors.js';
-import type { TaskChanges, TaskCondition, TaskStore } from '../store/task-store.js';
+import { ConditionFailedError } from './store-errors.js';
+import type { TaskChanges, TaskCondition, TaskStore } from './task-store.js';
 import { LeaseLostError } from './errors.js';
 import type { TaskRecord } from './model.js';
 

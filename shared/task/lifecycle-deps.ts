@@ -1,9 +1,9 @@
 import type { RuntimeSettings } from '../config/settings.js';
-import type { TaskQueue } from '../queue/task-queue.js';
+import type { TaskQueue } from './task-queue.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger, Metrics } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
-import type { TaskStore } from '../store/task-store.js';
+import type { TaskStore } from './task-store.js';
 
 /** What every part of the lifecycle works with: the ports, the clock, the deployment's settings. */
 export interface LifecycleDeps {

@@ -28,7 +28,7 @@ import type {
   TaskChanges,
   TaskListingReader,
   TaskStore,
-} from '../store/task-store.js';
+} from './task-store.js';
 import { CursorSigner } from './cursor.js';
 import { InvalidCursorError, ValidationError } from './errors.js';
 import {

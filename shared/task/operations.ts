@@ -1,6 +1,6 @@
 import { DEFAULTS, type Priority } from '../config/resources.js';
-import { ConditionFailedError } from '../store/errors.js';
-import type { TaskChanges } from '../store/task-store.js';
+import { ConditionFailedError } from './store-errors.js';
+import type { TaskChanges } from './task-store.js';
 import { cancelChanges, finishedExpiry, iso, nextDispatchId, outboxFields } from './changes.js';
 import { ValidationError } from './errors.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';

@@ -1,7 +1,7 @@
 import type { Priority } from '../config/resources.js';
-import type { DeadLetter } from '../queue/message.js';
-import type { OutgoingMessage } from '../queue/task-queue.js';
-import { ConditionFailedError } from '../store/errors.js';
+import type { DeadLetter } from './message.js';
+import type { OutgoingMessage } from './task-queue.js';
+import { ConditionFailedError } from './store-errors.js';
 import { CLAIMABLE_FRESH, outboxFields, sendableNow } from './changes.js';
 import { ignoreConflict } from './fence.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';

@@ -1,8 +1,8 @@
 import { METRICS } from '../config/metrics.js';
 import type { Classification } from '../retry/classify.js';
 import { afterFailure } from '../retry/decide.js';
-import { ConditionFailedError } from '../store/errors.js';
-import type { TaskChanges } from '../store/task-store.js';
+import { ConditionFailedError } from './store-errors.js';
+import type { TaskChanges } from './task-store.js';
 import {
   attemptRecord,
   cancelChanges,

@@ -1,5 +1,5 @@
 import { METRICS } from '../config/metrics.js';
-import { ConditionFailedError } from '../store/errors.js';
+import { ConditionFailedError } from './store-errors.js';
 import { cancelChanges, iso } from './changes.js';
 import { TaskNotCancellableError, TaskNotFoundError } from './errors.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';

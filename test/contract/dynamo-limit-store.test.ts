@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoLimitStore } from '../../shared/store/dynamo-limit-store.js';
-import { StoreRejectedError, StoreUnavailableError } from '../../shared/store/errors.js';
+import { StoreRejectedError, StoreUnavailableError } from '../../shared/task/store-errors.js';
 import { type FaultErrorKind, FaultInjector } from '../support/faults.js';
 import { type LimitsTableOnTarget, startLimitsTable } from '../support/limit-tables.js';
 import { type Target, targets } from '../support/targets.js';

@@ -11,8 +11,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreRejectedError } from '../../shared/store/errors.js';
-import type { LimitItem, LimitStore, RateRequest, SlotHolders } from '../../shared/store/limit-store.js';
+import { StoreRejectedError } from '../../shared/task/store-errors.js';
+import type { LimitItem, LimitStore, RateRequest, SlotHolders } from '../../shared/limit/limit-store.js';
 
 export interface LimitStoreUnderTest {
   readonly store: LimitStore;

@@ -1,7 +1,7 @@
 /** The `TaskQueue` contract on the in-memory fake the unit tests use, and what the fake adds. */
 import { describe, expect, it } from 'vitest';
-import { QueueRejectedError } from '../../shared/queue/errors.js';
-import type { OutgoingMessage } from '../../shared/queue/task-queue.js';
+import { QueueRejectedError } from '../../shared/task/queue-errors.js';
+import type { OutgoingMessage } from '../../shared/task/task-queue.js';
 import { MemoryTaskQueue } from '../support/memory-task-queue.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
 

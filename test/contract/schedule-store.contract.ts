@@ -18,8 +18,8 @@ import {
   ScheduleVersionConflictError,
   StoreError,
   StoreRejectedError,
-} from '../../shared/store/errors.js';
-import type { SchedulePage, ScheduleStore } from '../../shared/store/schedule-store.js';
+} from '../../shared/task/store-errors.js';
+import type { SchedulePage, ScheduleStore } from '../../shared/schedule/schedule-store.js';
 
 export interface ScheduleStoreUnderTest {
   readonly store: ScheduleStore;

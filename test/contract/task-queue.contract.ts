@@ -9,14 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Priority } from '../../shared/config/resources.js';
-import { MessageGoneError, QueueError, QueueUnavailableError } from '../../shared/queue/errors.js';
+import { MessageGoneError, QueueError, QueueUnavailableError } from '../../shared/task/queue-errors.js';
 import {
   MAX_ERROR_ATTRIBUTE_CHARS,
   MESSAGE_ATTRIBUTES as A,
   type DeadLetter,
   type TaskMessage,
-} from '../../shared/queue/message.js';
-import type { OutgoingMessage, TaskQueue } from '../../shared/queue/task-queue.js';
+} from '../../shared/task/message.js';
+import type { OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
 import type { ReceivedTaskMessage } from '../support/memory-task-queue.js';
 
 export interface TaskQueueUnderTest {

@@ -15,7 +15,7 @@ import {
   StoreError,
   StoreRejectedError,
   TaskAlreadyExistsError,
-} from '../../shared/store/errors.js';
+} from '../../shared/task/store-errors.js';
 import type {
   OutboxEntry,
   OutboxRangeRequest,
@@ -23,7 +23,7 @@ import type {
   TaskCondition,
   TaskListingReader,
   TaskStore,
-} from '../../shared/store/task-store.js';
+} from '../../shared/task/task-store.js';
 import { isListingReader } from '../../shared/task/listing.js';
 import type { TaskRecord, TaskStatus } from '../../shared/task/model.js';
 

@@ -4,14 +4,14 @@ import {
   OwnerScheduleLimitError,
   ScheduleVersionConflictError,
   StoreRejectedError,
-} from '../../shared/store/errors.js';
+} from '../../shared/task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
   ScheduleStore,
-} from '../../shared/store/schedule-store.js';
+} from '../../shared/schedule/schedule-store.js';
 
 type Operation = 'get' | 'put' | 'delete' | 'listDue' | 'list';
 

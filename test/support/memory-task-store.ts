@@ -1,4 +1,4 @@
-import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/store/errors.js';
+import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
 import { TABLE_SCHEMA } from '../../shared/config/resources.js';
 import type {
   ListedTask,
@@ -13,7 +13,7 @@ import type {
   TaskCondition,
   TaskListingReader,
   TaskStore,
-} from '../../shared/store/task-store.js';
+} from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 
 export interface MemoryTaskStoreOptions {

@@ -22,7 +22,7 @@ import { type RunningEmulators, startEmulators } from '../../../local/emulators.
 import { resourceNames, SCHEDULE_TABLE_SCHEMA } from '../../../shared/config/resources.js';
 import { emulatorClients } from '../../../shared/config/wiring.js';
 import type { ScheduleRecord } from '../../../shared/schedule/model.js';
-import type { ScheduleDueEntry } from '../../../shared/store/schedule-store.js';
+import type { ScheduleDueEntry } from '../../../shared/schedule/schedule-store.js';
 import { DynamoScheduleStore } from '../../../shared/store/dynamo-schedule-store.js';
 import { fullSchedule } from '../../contract/schedule-store.contract.js';
 

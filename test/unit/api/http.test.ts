@@ -2,8 +2,8 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { outboxKey } from '../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { QueueUnavailableError } from '../../../shared/queue/errors.js';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { unitKaj, apiEvent } from '../../support/fixtures.js';
 

@@ -7,7 +7,7 @@ import { openApiDocument } from '../../../shared/api/openapi.js';
 import { API_ROUTES } from '../../../shared/api/routes.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { registry as shipped } from '../../../tasks/index.js';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { apiEvent, unitKaj } from '../../support/fixtures.js';
 
 type Doc = {

@@ -19,7 +19,7 @@ import {
 } from '../../../bench/lib/dynamo-accounting.js';
 import { rateSeconds, tableModel } from '../../../bench/lib/deployment.js';
 import { BenchTaskStore, holds } from '../../../bench/lib/memory-store.js';
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../../shared/store/errors.js';
+import { ConditionFailedError, TaskAlreadyExistsError } from '../../../shared/task/store-errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 
 const OUTBOX_ALL: IndexModel = {

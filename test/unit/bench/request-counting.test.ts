@@ -9,7 +9,7 @@ import {
   SqsLedger,
   sqsBilledRequests,
 } from '../../../bench/lib/request-counting.js';
-import { MessageGoneError } from '../../../shared/queue/errors.js';
+import { MessageGoneError } from '../../../shared/task/queue-errors.js';
 
 const clock = {
   t: 1_000_000,

@@ -7,7 +7,7 @@ import {
   listTasks,
   STATUS_COUNT_BOUND,
 } from '../../../cli/console/backend.js';
-import type { ListedTask } from '../../../shared/store/task-store.js';
+import type { ListedTask } from '../../../shared/task/task-store.js';
 import type { ListingQuery, ListingResult, TaskListing } from '../../../shared/task/listing.js';
 
 /** `n` failed tasks, newest first, one a minute back from `top`; priorities cycle high, normal, low. */

@@ -31,7 +31,7 @@ import {
 import { DirectTransport, type DirectServices } from '../../../shared/client/direct-transport.js';
 import { ConfigError } from '../../../shared/config/errors.js';
 import { parseProducerConfig, type ProducerConfigInput } from '../../../shared/config/producer.js';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { idempotentTaskId } from '../../../shared/task/submit.js';
 import { bundleInputs } from '../../support/bundle.js';

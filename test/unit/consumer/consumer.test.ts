@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import { lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj, OWNER } from '../../support/fixtures.js';
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { ExclusiveGate } from '../../../shared/consumer/exclusive-gate.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
-import { StoreRejectedError } from '../../../shared/store/errors.js';
+import { StoreRejectedError } from '../../../shared/task/store-errors.js';
 import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';
 import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
 

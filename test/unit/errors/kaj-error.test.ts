@@ -3,9 +3,9 @@ import { HttpError } from '../../../shared/api/errors.js';
 import { ConfigError, MissingEnvironmentError } from '../../../shared/config/errors.js';
 import { UnprocessableMessageError } from '../../../shared/consumer/errors.js';
 import { KajError } from '../../../shared/errors.js';
-import { QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import { PermanentError, RetryableError, TaskTimeoutError } from '../../../shared/retry/errors.js';
-import { ConditionFailedError, StoreRejectedError, StoreUnavailableError } from '../../../shared/store/errors.js';
+import { ConditionFailedError, StoreRejectedError, StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { LeaseLostError, TaskNotFoundError, ValidationError } from '../../../shared/task/errors.js';
 
 describe('Class: KajError (one root for every module)', () => {

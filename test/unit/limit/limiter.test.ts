@@ -15,7 +15,7 @@ import {
 } from '../../../shared/limit/limiter.js';
 import { resolveLimits } from '../../../shared/limit/spec.js';
 import { RecordingLogger } from '../../../shared/runtime/logger.js';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
 import { MemoryLimitStore } from '../../support/memory-limit-store.js';
 

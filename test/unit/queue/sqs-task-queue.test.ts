@@ -15,10 +15,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../../shared/queue/errors.js';
-import type { DeadLetter, TaskMessage } from '../../../shared/queue/message.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../../shared/task/queue-errors.js';
+import type { DeadLetter, TaskMessage } from '../../../shared/task/message.js';
 import { SqsTaskQueue } from '../../../shared/queue/sqs-task-queue.js';
-import type { OutgoingMessage } from '../../../shared/queue/task-queue.js';
+import type { OutgoingMessage } from '../../../shared/task/task-queue.js';
 
 const URLS = {
   queues: { high: 'https://sqs/q-high', normal: 'https://sqs/q-normal', low: 'https://sqs/q-low' },

@@ -3,7 +3,7 @@ import type { MisfirePolicy, OverlapPolicy, ScheduleRecord } from '../../../shar
 import type { SchedulerSettings } from '../../../shared/schedule/settings.js';
 import { runKeyOf, runTaskId, type TickReport } from '../../../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
 import { OWNER, unitKaj } from '../../support/fixtures.js';

@@ -28,9 +28,9 @@ import {
   StoreRejectedError,
   StoreUnavailableError,
   TaskAlreadyExistsError,
-} from '../../../shared/store/errors.js';
+} from '../../../shared/task/store-errors.js';
 import { DynamoTaskStore } from '../../../shared/store/dynamo-task-store.js';
-import type { TaskChanges, TaskCondition } from '../../../shared/store/task-store.js';
+import type { TaskChanges, TaskCondition } from '../../../shared/task/task-store.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 
 const TABLE = 'kaj-unit-tasks';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
-import type { OutboxRangeRequest } from '../../../shared/store/task-store.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
+import type { OutboxRangeRequest } from '../../../shared/task/task-store.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { boundedText, countTableDelayed, DELAYED_COUNT_BOUND } from '../../../shared/task/delayed-count.js';
 import { outboxPartitions, type TaskRecord } from '../../../shared/task/model.js';

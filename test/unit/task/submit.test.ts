@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { StoreUnavailableError } from '../../../shared/store/errors.js';
+import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import {
   IdempotencyConflictError,
@@ -9,7 +9,7 @@ import {
   ValidationError,
 } from '../../../shared/task/errors.js';
 import { canonicalJson, fingerprint, submitRequestSchema } from '../../../shared/task/submit.js';
-import { QueueUnavailableError } from '../../../shared/queue/errors.js';
+import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import { unitKaj, OWNER } from '../../support/fixtures.js';
 
 const registry = new TaskRegistry([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { matches, parseDeadEntry, summarize, type DlqMessage } from '../../../../cli/admin/dead-letters.js';
 import { listDeadLetters } from '../../../../cli/admin/list.js';
-import { MESSAGE_ATTRIBUTES as A } from '../../../../shared/queue/message.js';
+import { MESSAGE_ATTRIBUTES as A } from '../../../../shared/task/message.js';
 import { deadTask, world } from './fakes.js';
 
 const msg = (body: string, attributes: Record<string, string> = {}): DlqMessage => ({

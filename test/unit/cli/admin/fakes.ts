@@ -3,9 +3,9 @@ import type { DeadLetterQueues, DlqMessage } from '../../../../cli/admin/dead-le
 import type { Sleep } from '../../../../cli/admin/pacer.js';
 import { DEFAULTS, type Priority } from '../../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../../shared/config/settings.js';
-import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/queue/message.js';
-import { QueueUnavailableError } from '../../../../shared/queue/errors.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/queue/task-queue.js';
+import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/task/message.js';
+import { QueueUnavailableError } from '../../../../shared/task/queue-errors.js';
+import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/task/task-queue.js';
 import { FakeClock } from '../../../support/doubles.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../../shared/runtime/random.js';

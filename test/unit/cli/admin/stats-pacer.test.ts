@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Pacer } from '../../../../cli/admin/pacer.js';
 import { collectStats, StatusTallier } from '../../../../cli/admin/stats.js';
 import { resolveLimits } from '../../../../shared/limit/spec.js';
-import type { LimitItem } from '../../../../shared/store/limit-store.js';
+import type { LimitItem } from '../../../../shared/limit/limit-store.js';
 import { FakeClock } from '../../../support/doubles.js';
 import { clockSleep } from './fakes.js';
 

@@ -1,4 +1,4 @@
-import type { AuditEntry, ListedStatus, TaskRecord, TaskStatus } from '../task/model.js';
+import type { AuditEntry, ListedStatus, TaskRecord, TaskStatus } from './model.js';
 
 /**
  * A precondition for an update. All given parts must hold (AND); `status` and

@@ -1,4 +1,4 @@
-import type { ScheduleRecord } from '../schedule/model.js';
+import type { ScheduleRecord } from './model.js';
 
 export interface ScheduleReadOptions {
   /** Strongly consistent (the default) or eventually consistent (half the cost). */

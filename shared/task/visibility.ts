@@ -1,5 +1,5 @@
 import type { Priority } from '../config/resources.js';
-import { MessageGoneError, QueueUnavailableError } from './errors.js';
+import { MessageGoneError, QueueUnavailableError } from './queue-errors.js';
 import type { FailedVisibilityChange, TaskQueue, VisibilityChange } from './task-queue.js';
 
 /**

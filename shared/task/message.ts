@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { ErrorInfo } from '../task/model.js';
+import type { ErrorInfo } from './model.js';
 
 /** Body of a message on a priority queue. The payload stays in the table: messages are tiny. */
 export interface TaskMessage {

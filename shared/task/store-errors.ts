@@ -1,5 +1,5 @@
 import { KajError } from '../errors.js';
-import type { TaskRecord } from '../task/model.js';
+import type { TaskRecord } from './model.js';
 
 /** Root of the storage module's errors. */
 export class StoreError extends KajError {}

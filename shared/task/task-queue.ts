@@ -1,5 +1,5 @@
 import type { Priority } from '../config/resources.js';
-import type { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './errors.js';
+import type { MessageGoneError, QueueRejectedError, QueueUnavailableError } from './queue-errors.js';
 import type { DeadLetter, TaskMessage } from './message.js';
 
 /** One message of a {@link TaskQueue.sendMany}: what {@link TaskQueue.send} takes, as one value. */
