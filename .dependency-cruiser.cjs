@@ -38,8 +38,8 @@ module.exports = {
           '(^|/)node_modules/@smithy/',
           '(^|/)node_modules/@aws-lambda-powertools/',
           '(^|/)node_modules/(@types/)?aws-lambda/',
-          '^shared/store/dynamo-',
-          '^shared/queue/sqs-',
+          '^shared/aws/dynamo-',
+          '^shared/aws/sqs-',
           '^shared/app\\.ts$',
           '^shared/app/',
           '^shared/observability\\.ts$',
@@ -55,7 +55,7 @@ module.exports = {
       from: { path: '^shared/task/' },
       to: {
         reachable: true,
-        path: ['(^|/)node_modules/@aws-sdk/', '^shared/store/dynamo-', '^shared/queue/sqs-'],
+        path: ['(^|/)node_modules/@aws-sdk/', '^shared/aws/dynamo-', '^shared/aws/sqs-'],
       },
     },
     {

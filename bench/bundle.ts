@@ -7,7 +7,7 @@
  *
  * Rows: `before` is the wiring of the first release (one all-in-one root on the document client;
  * the same bundle for every function); each function as the stack deploys it, with the esbuild
- * alias `@aws-sdk/credential-provider-node` → `shared/config/lambda-credentials.ts` that
+ * alias `@aws-sdk/credential-provider-node` → `shared/aws/lambda-credentials.ts` that
  * `infra/constructs/kaj-function.ts` passes as `esbuildArgs` (environment-only credentials); and
  * each function without that alias (`sdk-creds`: the SDK's default credential chain).
  *
@@ -61,7 +61,7 @@ const ESM_REQUIRE_SHIM =
   'const require = __kajCreateRequire(import.meta.url);';
 
 /** The alias that keeps the SDK's default credential chain (and its STS/SSO clients) out of a bundle. */
-const ENV_CREDENTIALS_ALIAS = { '@aws-sdk/credential-provider-node': './shared/config/lambda-credentials.ts' };
+const ENV_CREDENTIALS_ALIAS = { '@aws-sdk/credential-provider-node': './shared/aws/lambda-credentials.ts' };
 
 /** esbuild as `NodejsFunction` runs it with `KajFunction`'s `bundling` (bundleAwsSDK: no externals). */
 async function bundle(entry: string, outfile: string, alias?: Record<string, string>): Promise<Metafile> {
@@ -207,8 +207,8 @@ import { createKaj } from ${at('shared/app.ts')};
 import { laneQueueNamesOf, queueNamesOf } from ${at('shared/app/on-aws.ts')};
 import { loadFunctionConfig } from ${at('shared/config/settings.ts')};
 import { createLogger, createMetrics } from ${at('shared/observability.ts')};
-import { SqsTaskQueue } from ${at('shared/queue/sqs-task-queue.ts')};
-import { DynamoLimitStore } from ${at('shared/store/dynamo-limit-store.ts')};
+import { SqsTaskQueue } from ${at('shared/aws/sqs-task-queue.ts')};
+import { DynamoLimitStore } from ${at('shared/aws/dynamo-limit-store.ts')};
 import { registry } from ${at('tasks/index.ts')};
 import { DocumentTaskStore } from ${at('bench/lib/document-task-store.ts')};
 const logger = createLogger();

@@ -26,8 +26,8 @@ import { runCli } from '../cli/program.js';
 import { startEmulators } from '../local/emulators.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
-import { taskQueueUrls, type Endpoints, type LocalState } from '../shared/config/wiring.js';
-import { SqsTaskQueue } from '../shared/queue/sqs-task-queue.js';
+import { taskQueueUrls, type Endpoints, type LocalState } from '../shared/aws/wiring.js';
+import { SqsTaskQueue } from '../shared/aws/sqs-task-queue.js';
 import { deadLetterOf } from '../shared/task/lifecycle.js';
 import type { TaskRecord } from '../shared/task/model.js';
 

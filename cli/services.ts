@@ -3,14 +3,14 @@ import { createKajOnAws, DEVELOPMENT_ID_SECRET, type Kaj } from '../shared/app.j
 import { FlowControl } from '../shared/consumer/flow-control.js';
 import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
-import { queueArnOf } from '../shared/config/wiring.js';
+import { queueArnOf } from '../shared/aws/wiring.js';
 import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
-import { DynamoLimitStore } from '../shared/store/dynamo-limit-store.js';
+import { DynamoLimitStore } from '../shared/aws/dynamo-limit-store.js';
 import type { LimitStore } from '../shared/limit/limit-store.js';
 import type { LimitSpec } from '../shared/limit/spec.js';
-import { DynamoScheduleStore } from '../shared/store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../shared/aws/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/schedule/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import {

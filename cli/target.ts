@@ -20,7 +20,7 @@ import {
   type LocalState,
   localStateSchema,
   toDlqSpelling,
-} from '../shared/config/wiring.js';
+} from '../shared/aws/wiring.js';
 import { runtimeSettings, type EnvironmentSettings, type RuntimeSettings } from '../shared/config/settings.js';
 import type { AdminResources } from './admin/aws.js';
 import { CliError, UsageError } from './errors.js';

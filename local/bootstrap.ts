@@ -1,7 +1,7 @@
 import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
-import { queueArnOf, type PrefixedResources } from '../shared/config/wiring.js';
+import { queueArnOf, type PrefixedResources } from '../shared/aws/wiring.js';
 import { type LaneDeclarations, laneQueueNames } from '../shared/config/lanes.js';
 import { createKeyedTable, createLimitsTable, createSchedulesTable } from './schedules-table.js';
 

@@ -17,7 +17,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import dynalite from 'dynalite';
 import { createRequestHandler } from 'local-aws-sqs';
-import { EMULATOR_ACCOUNT_ID, EMULATOR_REGION, type Endpoints } from '../shared/config/wiring.js';
+import { EMULATOR_ACCOUNT_ID, EMULATOR_REGION, type Endpoints } from '../shared/aws/wiring.js';
 import { rebuildSecondaryIndexes, type IndexRebuildReport } from './dynalite-indexes.js';
 
 /** Endpoints of the emulators started by {@link startEmulators}. */

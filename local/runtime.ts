@@ -8,7 +8,7 @@ import { DEFAULTS, type Priority, resourceNames } from '../shared/config/resourc
 import type { ScheduleService } from '../shared/schedule/service.js';
 import type { SchedulerSettings } from '../shared/schedule/settings.js';
 import { runtimeSettings, type FunctionConfig, type RuntimeSettings } from '../shared/config/settings.js';
-import { emulatorClients, type Endpoints, laneQueueUrlsOf } from '../shared/config/wiring.js';
+import { emulatorClients, type Endpoints, laneQueueUrlsOf } from '../shared/aws/wiring.js';
 import type { Clock } from '../shared/runtime/clock.js';
 import { silentLogger, type Logger, type Metrics } from '../shared/runtime/logger.js';
 import type { RandomSource } from '../shared/runtime/random.js';

@@ -22,7 +22,7 @@ import { createKajOnAws } from '../shared/app.js';
 import { laneNames } from '../shared/config/lanes.js';
 import { DEFAULTS } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.js';
-import { emulatorClients, findResources, laneQueueUrlsOf } from '../shared/config/wiring.js';
+import { emulatorClients, findResources, laneQueueUrlsOf } from '../shared/aws/wiring.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import { consoleLogger } from './console-logger.js';
 import { EMULATOR_REGION } from './emulators.js';

@@ -65,7 +65,7 @@ import {
   EMULATOR_CREDENTIALS,
   EMULATOR_REGION,
   emulatorSettings,
-} from '../shared/config/wiring.js';
+} from '../shared/aws/wiring.js';
 // The stack deploys the example deployment's lanes (`cpu`): the checks read what it declares.
 import { lanes as LANES } from '../tasks/lanes.js';
 

@@ -16,7 +16,7 @@ const PK = TABLE_SCHEMA.partitionKey;
 /**
  * `DynamoTaskStore` as it was before issue 10 (lever 5): on the DynamoDB *document* client.
  * Kept for `bench/cpu.ts` only, as the `before` of the low-level client with hand marshalling
- * that `shared/store/dynamo-task-store.ts` uses now. Not used by Kaj.
+ * that `shared/aws/dynamo-task-store.ts` uses now. Not used by Kaj.
  */
 export class DocumentTaskStore implements TaskStore {
   private readonly doc: DynamoDBDocumentClient;

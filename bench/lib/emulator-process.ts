@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startEmulators } from '../../local/emulators.js';
-import type { Endpoints } from '../../shared/config/wiring.js';
+import type { Endpoints } from '../../shared/aws/wiring.js';
 
 export interface EmulatorProcess {
   readonly endpoints: Endpoints;

@@ -8,7 +8,7 @@
 import { CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import type { Priority } from '../../shared/config/resources.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
-import { clientConfig, type ClientSettings } from '../../shared/config/wiring.js';
+import { clientConfig, type ClientSettings } from '../../shared/aws/wiring.js';
 import type { Throughput } from '../../shared/console/model.js';
 import { BUCKET_MS, lastHour } from '../../shared/console/throughput.js';
 

@@ -136,7 +136,7 @@ export class KajFunction extends NodejsFunction {
 }
 
 /** The environment-only credential provider the bundles use in place of the SDK's default chain. */
-export const LAMBDA_CREDENTIALS_MODULE = path.join(REPO_ROOT, 'shared/config/lambda-credentials.ts');
+export const LAMBDA_CREDENTIALS_MODULE = path.join(REPO_ROOT, 'shared/aws/lambda-credentials.ts');
 
 /** The Kaj log level an environment sets (`POWERTOOLS_LOG_LEVEL`); INFO when unset or unknown. */
 function logLevelIn(environment: Readonly<Record<string, string>>): LogLevel {

@@ -10,7 +10,7 @@ import { type ApiGatewayEvent, servingBothFormats } from '../api/rest-event.js';
 import type { FunctionConfig } from '../config/settings.js';
 import { ScheduleService } from '../schedule/service.js';
 import { schedulerSettings } from '../schedule/settings.js';
-import { DynamoScheduleStore } from '../store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../aws/dynamo-schedule-store.js';
 import type { TaskRegistry } from '../task/define.js';
 import { listingField } from '../task/listing.js';
 import type { FunctionOptions } from './on-aws.js';

@@ -9,7 +9,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { FunctionConfig } from '../config/settings.js';
 import { type InvocationContext, TaskConsumer } from '../consumer/consumer.js';
 import { Limiter } from '../limit/limiter.js';
-import { DynamoLimitStore } from '../store/dynamo-limit-store.js';
+import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
 import type { TaskRegistry } from '../task/define.js';
 import { TaskLifecycle } from '../task/lifecycle.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';

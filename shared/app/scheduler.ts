@@ -11,7 +11,7 @@ import type { FunctionConfig } from '../config/settings.js';
 import { ScheduleService } from '../schedule/service.js';
 import { schedulerSettings, type SchedulerSettings } from '../schedule/settings.js';
 import { ScheduleTicker, type TickReport } from '../schedule/tick.js';
-import { DynamoScheduleStore } from '../store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../aws/dynamo-schedule-store.js';
 import type { TaskRegistry } from '../task/define.js';
 import { TaskLifecycle } from '../task/lifecycle.js';
 import { TaskSubmitter } from '../task/submit.js';

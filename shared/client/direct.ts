@@ -16,7 +16,7 @@ import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smit
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { ownerOf } from '../api/http.js';
 import { createProducer } from '../app/producer.js';
-import { createDynamoDbClient, createSqsClient } from '../config/clients.js';
+import { createDynamoDbClient, createSqsClient } from '../aws/clients.js';
 import { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../config/producer.js';
 import type { Logger } from '../runtime/logger.js';
 import type { PayloadsOf, TaskRegistry } from '../task/define.js';

@@ -5,7 +5,7 @@
  * deleted afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoLimitStore } from '../../shared/store/dynamo-limit-store.js';
+import { DynamoLimitStore } from '../../shared/aws/dynamo-limit-store.js';
 import { StoreRejectedError, StoreUnavailableError } from '../../shared/task/store-errors.js';
 import { type FaultErrorKind, FaultInjector } from '../support/faults.js';
 import { type LimitsTableOnTarget, startLimitsTable } from '../support/limit-tables.js';

@@ -5,7 +5,7 @@
  * local/schedules-table.ts, from shared/config/resources.ts) and deleted afterwards.
  */
 import { afterAll, beforeAll, describe } from 'vitest';
-import { DynamoScheduleStore } from '../../shared/store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store.js';
 import { type SchedulesTableOnTarget, startSchedulesTable } from '../support/schedule-tables.js';
 import { type Target, targets } from '../support/targets.js';
 import { type ScheduleStoreContractOptions, scheduleStoreContract } from './schedule-store.contract.js';

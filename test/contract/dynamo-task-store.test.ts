@@ -9,7 +9,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
 import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
-import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
+import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { targets, type Target } from '../support/targets.js';
 import { uniquePrefix } from '../support/wait.js';
 import { describeTaskStoreContract, type TaskStoreContractOptions } from './task-store.contract.js';

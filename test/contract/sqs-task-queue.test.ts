@@ -11,9 +11,9 @@ import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs
 import { afterAll, beforeAll, describe } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
 import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
-import { createSqsClient } from '../../shared/config/clients.js';
+import { createSqsClient } from '../../shared/aws/clients.js';
 import type { Priority } from '../../shared/config/resources.js';
-import { SqsTaskQueue } from '../../shared/queue/sqs-task-queue.js';
+import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
 import type { ReceivedAttribute } from '../support/memory-task-queue.js';
 import { targets } from '../support/targets.js';
 import { uniquePrefix } from '../support/wait.js';

@@ -14,7 +14,7 @@ import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/app.js';
 import { KajClient } from '../../shared/client/index.js';
 import { directClient, KajApiError, KajNotSupportedError, KajTimeoutError } from '../../shared/client/direct.js';
 import type { ProducerConfigInput } from '../../shared/config/producer.js';
-import { EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorClients, type KajClients } from '../../shared/config/wiring.js';
+import { EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorClients, type KajClients } from '../../shared/aws/wiring.js';
 import { FaultInjector } from '../support/faults.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';

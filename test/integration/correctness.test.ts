@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
-import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
+import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { StoreRejectedError } from '../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskView } from '../../shared/task/model.js';

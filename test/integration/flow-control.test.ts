@@ -11,7 +11,7 @@
  * workers at once).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Endpoints } from '../../shared/config/wiring.js';
+import type { Endpoints } from '../../shared/aws/wiring.js';
 import { laneQueueNames } from '../../shared/config/lanes.js';
 import { DEFAULTS } from '../../shared/config/resources.js';
 import { FlowBench, startProvider, type Provider } from '../support/flow-bench.js';

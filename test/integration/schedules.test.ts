@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
-import { DynamoScheduleStore } from '../../shared/store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import { FakeClock } from '../support/doubles.js';

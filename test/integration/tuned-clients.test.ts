@@ -1,5 +1,5 @@
 /**
- * The SDK clients as the Lambda functions build them (`shared/config/clients.ts`: middleware
+ * The SDK clients as the Lambda functions build them (`shared/aws/clients.ts`: middleware
  * resolved once per command class and shared by every request of it, one signer) under the
  * concurrency the consumer gives them (ten records at once): on every emulator target, many
  * concurrent requests of the same commands each get their own answer, never another's.
@@ -9,10 +9,10 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
 import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
-import { createDynamoDbClient, createSqsClient } from '../../shared/config/clients.js';
-import type { KajResources } from '../../shared/config/wiring.js';
-import { SqsTaskQueue } from '../../shared/queue/sqs-task-queue.js';
-import { DynamoTaskStore } from '../../shared/store/dynamo-task-store.js';
+import { createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';
+import type { KajResources } from '../../shared/aws/wiring.js';
+import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
+import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { minimalRecord } from '../contract/task-store.contract.js';
 import { targets } from '../support/targets.js';
 import { uniquePrefix } from '../support/wait.js';

@@ -1,7 +1,7 @@
 import { deleteResources } from '../../local/bootstrap.js';
 import { EMBEDDED_TARGET, type EmulatorTarget, emulatorTargets, MOTO_TARGET } from '../../local/emulators.js';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../local/runtime.js';
-import { emulatorClients } from '../../shared/config/wiring.js';
+import { emulatorClients } from '../../shared/aws/wiring.js';
 
 /**
  * The emulators an integration suite runs against (local/emulators.ts): the embedded ones always; moto when

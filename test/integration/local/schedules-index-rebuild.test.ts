@@ -20,10 +20,10 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ensureResources } from '../../../local/bootstrap.js';
 import { type RunningEmulators, startEmulators } from '../../../local/emulators.js';
 import { resourceNames, SCHEDULE_TABLE_SCHEMA } from '../../../shared/config/resources.js';
-import { emulatorClients } from '../../../shared/config/wiring.js';
+import { emulatorClients } from '../../../shared/aws/wiring.js';
 import type { ScheduleRecord } from '../../../shared/schedule/model.js';
 import type { ScheduleDueEntry } from '../../../shared/schedule/schedule-store.js';
-import { DynamoScheduleStore } from '../../../shared/store/dynamo-schedule-store.js';
+import { DynamoScheduleStore } from '../../../shared/aws/dynamo-schedule-store.js';
 import { fullSchedule } from '../../contract/schedule-store.contract.js';
 
 type Stored = Record<string, Record<string, unknown>>;

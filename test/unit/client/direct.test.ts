@@ -545,14 +545,14 @@ describe('Bundles', () => {
   it('kaj/client (HTTP) carries no DynamoDB, SQS, STS or Secrets Manager client and none of the submit code', async () => {
     const files = await inputs('shared/client/index.ts');
     expect(files).toContain('shared/client/client.ts');
-    for (const pattern of [SERVICE_CLIENTS, /^shared\/app/, /^shared\/store\//, /^shared\/task\/submit\.ts$/]) {
+    for (const pattern of [SERVICE_CLIENTS, /^shared\/app/, /^shared\/aws\//, /^shared\/task\/submit\.ts$/]) {
       expect(files.filter((f) => pattern.test(f))).toEqual([]);
     }
   }, 60_000);
 
   it('kaj/client/direct carries the API’s submit code and its adapters, not the consumer or the sweeper', async () => {
     const files = await inputs('shared/client/direct.ts');
-    for (const f of ['shared/app/producer.ts', 'shared/task/submit.ts', 'shared/store/dynamo-task-store.ts']) {
+    for (const f of ['shared/app/producer.ts', 'shared/task/submit.ts', 'shared/aws/dynamo-task-store.ts']) {
       expect(files).toContain(f);
     }
     expect(files.filter((f) => SERVICE_CLIENTS.test(f)).length).toBeGreaterThan(0);

@@ -1,5 +1,5 @@
 /**
- * The SDK client tuning of `shared/config/clients.ts`: what each option sets, and that the reused
+ * The SDK client tuning of `shared/aws/clients.ts`: what each option sets, and that the reused
  * signer's signature of every request is the one a fresh SigV4 signer computes for it, request
  * after request (a request handler records what would go on the wire).
  */
@@ -10,7 +10,7 @@ import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Sha256 } from '../../../shared/client/sign.js';
-import { createDynamoDbClient, createSqsClient, reuseSigner } from '../../../shared/config/clients.js';
+import { createDynamoDbClient, createSqsClient, reuseSigner } from '../../../shared/aws/clients.js';
 
 const BASE = {
   region: 'eu-west-1',

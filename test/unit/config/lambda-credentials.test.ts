@@ -1,14 +1,14 @@
 /**
  * The environment-only credential provider the Lambda bundles may alias in for the SDK's default
- * chain (`shared/config/lambda-credentials.ts`): what it reads, that it stands in for every name
+ * chain (`shared/aws/lambda-credentials.ts`): what it reads, that it stands in for every name
  * the SDK clients import from `@aws-sdk/credential-provider-node`, and its memoization.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import * as lambdaCredentials from '../../../shared/config/lambda-credentials.js';
-import { credentialsFromEnvironment, defaultProvider } from '../../../shared/config/lambda-credentials.js';
+import * as lambdaCredentials from '../../../shared/aws/lambda-credentials.js';
+import { credentialsFromEnvironment, defaultProvider } from '../../../shared/aws/lambda-credentials.js';
 
 const ENV = { AWS_ACCESS_KEY_ID: 'ASIA1', AWS_SECRET_ACCESS_KEY: 's1', AWS_SESSION_TOKEN: 't1' };
 

@@ -10,7 +10,7 @@ import {
   taskQueueUrls,
   type KajResources,
   WIRED_CLIENT_TUNING,
-} from '../../../shared/config/wiring.js';
+} from '../../../shared/aws/wiring.js';
 
 const urls = (k: string) => ({ high: `${k}-h`, normal: `${k}-n`, low: `${k}-l` });
 const resources: KajResources = {

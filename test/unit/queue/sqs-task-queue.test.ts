@@ -17,7 +17,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import type { DeadLetter, TaskMessage } from '../../../shared/task/message.js';
-import { SqsTaskQueue } from '../../../shared/queue/sqs-task-queue.js';
+import { SqsTaskQueue } from '../../../shared/aws/sqs-task-queue.js';
 import type { OutgoingMessage } from '../../../shared/task/task-queue.js';
 
 const URLS = {

@@ -29,7 +29,7 @@ import {
   StoreUnavailableError,
   TaskAlreadyExistsError,
 } from '../../../shared/task/store-errors.js';
-import { DynamoTaskStore } from '../../../shared/store/dynamo-task-store.js';
+import { DynamoTaskStore } from '../../../shared/aws/dynamo-task-store.js';
 import type { TaskChanges, TaskCondition } from '../../../shared/task/task-store.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 

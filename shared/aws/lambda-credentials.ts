@@ -1,6 +1,6 @@
 /**
  * A stand-in for `@aws-sdk/credential-provider-node` in the Lambda bundles only, put there by an
- * esbuild alias (`--alias:@aws-sdk/credential-provider-node=./shared/config/lambda-credentials.ts`).
+ * esbuild alias (`--alias:@aws-sdk/credential-provider-node=./shared/aws/lambda-credentials.ts`).
  *
  * Why: every SDK client's runtime configuration imports the default credential chain (env, SSO,
  * INI profiles, login, web identity, process, ECS/IMDS), and with it the STS, SSO and sign-in

@@ -8,13 +8,13 @@
  *
  * @module
  */
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../config/errors.js';
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { type ClientTuning, createDynamoDbClient, createSqsClient } from './clients.js';
 import * as z from 'zod';
-import { type LaneDeclarations, laneQueueNames } from './lanes.js';
-import { PRIORITIES, type Priority, resourceNames } from './resources.js';
+import { type LaneDeclarations, laneQueueNames } from '../config/lanes.js';
+import { PRIORITIES, type Priority, resourceNames } from '../config/resources.js';
 
 // ---------------------------------------------------------------------------------------------
 // Clients
@@ -93,7 +93,7 @@ export interface KajClients {
 }
 
 /**
- * The clients' per-request tuning outside Lambda (`shared/config/clients.ts`): the signer is
+ * The clients' per-request tuning outside Lambda (`shared/aws/clients.ts`): the signer is
  * reused, but each request resolves its middleware stack, because here middleware is added to
  * running clients (fault injection in the tests, request counters in the benchmarks), which
  * `cacheMiddleware` would ignore for commands already sent.
