@@ -1,7 +1,7 @@
 /**
  * Kaj's import rules (issue 9, item 5): no cycles, and the layering the architecture promises.
  *
- *   functions/ ─► shared/app/<function>.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
+ *   functions/ ─► shared/service/app/<function>.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
  *
  * `npm run deps` checks them. Type-only imports count (tsPreCompilationDeps: true): a layer that
  * names another layer's types depends on it as surely as one that calls it.
@@ -40,9 +40,9 @@ module.exports = {
           '(^|/)node_modules/(@types/)?aws-lambda/',
           '^shared/aws/dynamo-',
           '^shared/aws/sqs-',
-          '^shared/app\\.ts$',
-          '^shared/app/',
-          '^shared/observability\\.ts$',
+          '^shared/service/all-in-one\\.ts$',
+          '^shared/service/app/',
+          '^shared/service/observability\\.ts$',
         ],
       },
     },
@@ -62,16 +62,16 @@ module.exports = {
       name: 'functions-only-through-app',
       severity: 'error',
       comment:
-        'Lambda entry points stay thin: they wire their composition root (shared/app/<function>.ts) to ' +
+        'Lambda entry points stay thin: they wire their composition root (shared/service/app/<function>.ts) to ' +
         'the event, with the configuration, observability and the task registry. Anything else goes ' +
-        'through a root. Not shared/app.ts: that all-in-one root (local runtime, CLI, tests) would put ' +
+        'through a root. Not shared/service/all-in-one.ts: that all-in-one root (local runtime, CLI, tests) would put ' +
         "every function's code in every bundle (issue 10).",
       from: { path: '^functions/' },
       to: {
         path: '^(functions|shared|tasks|local|cli|infra|test|bench|scripts|bin)/',
         pathNot: [
-          '^shared/app/[^/]+\\.ts$',
-          '^shared/observability\\.ts$',
+          '^shared/service/app/[^/]+\\.ts$',
+          '^shared/service/observability\\.ts$',
           '^shared/config/[^/]+\\.ts$',
           '^tasks/index\\.ts$',
         ],

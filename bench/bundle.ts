@@ -194,7 +194,7 @@ function zodBytes(meta: Metafile): number {
 
 /**
  * The wiring of the first release, as one entry: the all-in-one root (`createKaj` in
- * `shared/app.ts`: every service, whichever function it served) on the document-client store
+ * `shared/service/all-in-one.ts`: every service, whichever function it served) on the document-client store
  * (`bench/lib/document-task-store.ts`) and default SDK clients. It takes the limits store the
  * consumer needs when a task type uses a limit, as every root does today.
  */
@@ -203,10 +203,10 @@ function beforeEntry(): string {
   return `
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { createKaj } from ${at('shared/app.ts')};
-import { laneQueueNamesOf, queueNamesOf } from ${at('shared/app/on-aws.ts')};
+import { createKaj } from ${at('shared/service/all-in-one.ts')};
+import { laneQueueNamesOf, queueNamesOf } from ${at('shared/service/app/on-aws.ts')};
 import { loadFunctionConfig } from ${at('shared/config/settings.ts')};
-import { createLogger, createMetrics } from ${at('shared/observability.ts')};
+import { createLogger, createMetrics } from ${at('shared/service/observability.ts')};
 import { SqsTaskQueue } from ${at('shared/aws/sqs-task-queue.ts')};
 import { DynamoLimitStore } from ${at('shared/aws/dynamo-limit-store.ts')};
 import { registry } from ${at('tasks/index.ts')};

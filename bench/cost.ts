@@ -35,7 +35,7 @@
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
-import { createKaj } from '../shared/app.js';
+import { createKaj } from '../shared/service/all-in-one.js';
 import { PRIORITIES, resourceNames, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { runtimeSettings } from '../shared/config/settings.js';
 import type { Clock } from '../shared/runtime/clock.js';

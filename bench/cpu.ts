@@ -19,7 +19,7 @@
  * Variants (`--variant`, repeatable; default all): see `VARIANTS` below. `before` is the wiring
  * before issue 10 (one composition root, default SDK clients, the DynamoDB document client).
  * Logging: `silent` (no logger, no metrics) and `deployed` (`createLogger`/`createMetrics` of
- * shared/observability.ts at POWERTOOLS_LOG_LEVEL=INFO, flushed after each invocation as the
+ * shared/service/observability.ts at POWERTOOLS_LOG_LEVEL=INFO, flushed after each invocation as the
  * functions do).
  */
 import { fork } from 'node:child_process';
@@ -178,7 +178,7 @@ async function worker(args: WorkerArgs): Promise<void> {
   const config = functionConfig(args.endpoint);
   let observe: { logger: Logger; metrics: Metrics & { flush(): void } } | undefined;
   if (args.logging === 'deployed') {
-    const { createLogger, createMetrics } = await import('../shared/observability.js');
+    const { createLogger, createMetrics } = await import('../shared/service/observability.js');
     observe = { logger: createLogger(), metrics: createMetrics() };
   }
   const flush = () => observe?.metrics.flush();

@@ -12,7 +12,7 @@
  * - before: Powertools Logger at INFO (with the X-Ray trace id Lambda sets; today's debug lines at
  *   INFO, as they were before issue 10 moved them), Powertools Metrics through `singleMetric()` per
  *   count, Lambda's text log format with its START/END/REPORT lines, and the 13-field access-log line;
- * - after: shared/observability.ts as deployed, JSON log format with system logs at WARN (no
+ * - after: shared/service/observability.ts as deployed, JSON log format with system logs at WARN (no
  *   platform line), and the access-log line of infra/constructs/api.ts.
  *
  * Platform lines and the access-log line are not written by this process: they are modelled from
@@ -33,7 +33,7 @@ import { ACCESS_LOG_FORMAT } from '../infra/constructs/api.js';
 import { EMULATOR_REGION } from '../local/emulators.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
-import { createLogger, createMetrics, type InvocationMetrics } from '../shared/observability.js';
+import { createLogger, createMetrics, type InvocationMetrics } from '../shared/service/observability.js';
 import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 
@@ -453,7 +453,8 @@ function cpuRun(): Record<string, number> {
   return {
     'metrics: Powertools singleMetric() per count': cpuMicros(ITERATIONS, batch(powertoolsSingleMetrics())) / BATCH,
     'metrics: Powertools, aggregated per flush': cpuMicros(ITERATIONS, batch(powertoolsAggregatedMetrics())) / BATCH,
-    'metrics: hand-written EMF (shared/observability.ts)': cpuMicros(ITERATIONS, batch(createMetrics())) / BATCH,
+    'metrics: hand-written EMF (shared/service/observability.ts)':
+      cpuMicros(ITERATIONS, batch(createMetrics())) / BATCH,
     'log line: Powertools Logger.info': cpuMicros(lines, () => ptLogger.info('task succeeded', FIELDS)),
     'log line: createLogger().info': cpuMicros(lines, () => lean.info('task succeeded', FIELDS)),
     'log line: createLogger().debug at INFO (dropped)': cpuMicros(lines, () => lean.debug('task succeeded', FIELDS)),
@@ -549,7 +550,7 @@ for (const key of Object.keys(before[0] ?? {})) {
 }
 console.log(
   '  (before: Powertools Logger at INFO + singleMetric(), text log format with START/END/REPORT, 13-field access log;\n' +
-    '   after: shared/observability.ts, JSON log format with system logs at WARN, infra/constructs/api.ts access log)',
+    '   after: shared/service/observability.ts, JSON log format with system logs at WARN, infra/constructs/api.ts access log)',
 );
 console.log(`  before access-log line: ${accessLogLine(BEFORE_ACCESS_LOG_FORMAT)}`);
 console.log(`  after access-log line:  ${accessLogLine(ACCESS_LOG_FORMAT)}`);

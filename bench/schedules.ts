@@ -31,7 +31,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { deleteResources, ensureResources } from '../local/bootstrap.js';
-import { createKaj, createKajOnAws, type Kaj } from '../shared/app.js';
+import { createKaj, createKajOnAws, type Kaj } from '../shared/service/all-in-one.js';
 import { createDynamoDbClient, createSqsClient } from '../shared/aws/clients.js';
 import { DEFAULTS, resourceNames, SCHEDULE_TABLE_SCHEMA, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../shared/config/settings.js';

@@ -1,6 +1,6 @@
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { createKajOnAws, DEVELOPMENT_ID_SECRET, type Kaj } from '../shared/app.js';
-import { FlowControl } from '../shared/consumer/flow-control.js';
+import { createKajOnAws, DEVELOPMENT_ID_SECRET, type Kaj } from '../shared/service/all-in-one.js';
+import { FlowControl } from '../shared/service/consumer/flow-control.js';
 import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
 import { queueArnOf } from '../shared/aws/wiring.js';

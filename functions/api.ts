@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2 } from 'aws-lambda';
-import { createApiFunction } from '../shared/app/api.js';
+import { createApiFunction } from '../shared/service/app/api.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
-import { createLogger } from '../shared/observability.js';
+import { createLogger } from '../shared/service/observability.js';
 import { registry } from '../tasks/index.js';
 
 // Wired once per cold start: a missing setting (or id secret) fails here, loudly, not on the first request.

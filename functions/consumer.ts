@@ -1,7 +1,7 @@
 import type { Context, SQSEvent } from 'aws-lambda';
-import { createConsumerFunction } from '../shared/app/consumer.js';
+import { createConsumerFunction } from '../shared/service/app/consumer.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
-import { createLogger, createMetrics } from '../shared/observability.js';
+import { createLogger, createMetrics } from '../shared/service/observability.js';
 import { registry } from '../tasks/index.js';
 
 const logger = createLogger();

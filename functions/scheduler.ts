@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { createSchedulerFunction } from '../shared/app/scheduler.js';
+import { createSchedulerFunction } from '../shared/service/app/scheduler.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
-import { createLogger, createMetrics } from '../shared/observability.js';
+import { createLogger, createMetrics } from '../shared/service/observability.js';
 import { registry } from '../tasks/index.js';
 
 const logger = createLogger();

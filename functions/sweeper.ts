@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { createSweeperFunction } from '../shared/app/sweeper.js';
+import { createSweeperFunction } from '../shared/service/app/sweeper.js';
 import { loadFunctionConfig } from '../shared/config/settings.js';
-import { createLogger, createMetrics } from '../shared/observability.js';
+import { createLogger, createMetrics } from '../shared/service/observability.js';
 
 const logger = createLogger();
 const metrics = createMetrics();

@@ -6,7 +6,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { InvocationContext } from '../shared/consumer/consumer.js';
+import type { InvocationContext } from '../shared/service/consumer/consumer.js';
 import type { Logger } from '../shared/runtime/logger.js';
 
 export interface EventSourceOptions {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { HttpResult } from '../shared/api/http.js';
+import type { HttpResult } from '../shared/service/api/http.js';
 import { isOwnHost } from '../shared/console/security.js';
 
 /** API Gateway HTTP API's own payload limit; Kaj's handler enforces its smaller one. */

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/app.js';
+import { createKajOnAws, LOCAL_OWNER, type Kaj } from '../shared/service/all-in-one.js';
 import { DEFAULTS, type Priority, resourceNames } from '../shared/config/resources.js';
 import type { ScheduleService } from '../shared/schedule/service.js';
 import type { SchedulerSettings } from '../shared/schedule/settings.js';

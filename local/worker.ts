@@ -18,7 +18,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createKajOnAws } from '../shared/app.js';
+import { createKajOnAws } from '../shared/service/all-in-one.js';
 import { laneNames } from '../shared/config/lanes.js';
 import { DEFAULTS } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.js';

@@ -8,7 +8,7 @@
  * @module
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { openApiDocument } from '../shared/api/openapi.js';
+import { openApiDocument } from '../shared/service/api/openapi.js';
 import { registry } from '../tasks/index.js';
 
 const FILE = new URL('../docs/openapi.json', import.meta.url);

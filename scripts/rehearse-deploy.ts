@@ -44,7 +44,7 @@ import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSC
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256, signedHeaders } from '../shared/client/sign.js';
 import { API_KINDS, type ApiKind, DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
-import { API_ROUTES, routeKey } from '../shared/api/routes.js';
+import { API_ROUTES, routeKey } from '../shared/service/api/routes.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';
 // moto's server run one request at a time, as the integration suites and the soak start it.
 import { MOTO_LAUNCHER } from '../local/emulators.js';

@@ -14,7 +14,7 @@
  */
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Priority } from '../../shared/config/resources.js';
-import type { InvocationContext } from '../../shared/consumer/consumer.js';
+import type { InvocationContext } from '../../shared/service/consumer/consumer.js';
 import type { SimMessage, SimTaskQueue } from './sim-queue.js';
 import type { VirtualTime } from './virtual-time.js';
 

@@ -16,10 +16,10 @@
  */
 import * as z from 'zod';
 import type { KajConfig } from '../../infra/config.js';
-import { createKaj, type KajDeps } from '../../shared/app.js';
+import { createKaj, type KajDeps } from '../../shared/service/all-in-one.js';
 import { PRIORITIES, type Priority, resourceNames } from '../../shared/config/resources.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
-import { ExclusiveGate } from '../../shared/consumer/exclusive-gate.js';
+import { ExclusiveGate } from '../../shared/service/consumer/exclusive-gate.js';
 import type { TaskMessage, DeadLetter } from '../../shared/task/message.js';
 import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
 import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';

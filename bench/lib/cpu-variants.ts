@@ -14,13 +14,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { HttpResult } from '../../shared/api/http.js';
-import { createKaj, queueNameOf } from '../../shared/app.js';
-import { createApiFunction } from '../../shared/app/api.js';
-import { createConsumerFunction } from '../../shared/app/consumer.js';
+import type { HttpResult } from '../../shared/service/api/http.js';
+import { createKaj, queueNameOf } from '../../shared/service/all-in-one.js';
+import { createApiFunction } from '../../shared/service/app/api.js';
+import { createConsumerFunction } from '../../shared/service/app/consumer.js';
 import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import type { FunctionConfig } from '../../shared/config/settings.js';
-import type { InvocationContext } from '../../shared/consumer/consumer.js';
+import type { InvocationContext } from '../../shared/service/consumer/consumer.js';
 import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { type ClientTuning, createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';

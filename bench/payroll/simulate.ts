@@ -37,7 +37,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as z from 'zod';
 import { DEFAULTS } from '../../shared/config/resources.js';
-import { FlowControl } from '../../shared/consumer/flow-control.js';
+import { FlowControl } from '../../shared/service/consumer/flow-control.js';
 import type { LimitDeclarations } from '../../shared/limit/declaration.js';
 import { Limiter } from '../../shared/limit/limiter.js';
 import { resolveLimits } from '../../shared/limit/spec.js';

@@ -9,7 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { API_ROUTES } from '../../shared/api/routes.js';
+import { API_ROUTES } from '../../shared/service/api/routes.js';
 import { METRICS } from '../../shared/config/metrics.js';
 import { ENV } from '../../shared/config/resources.js';
 import type { ApiKind, AuthMode } from '../config.js';
@@ -98,7 +98,7 @@ export interface TaskApiProps {
   /**
    * `http`: an HTTP API (payload format 2.0). `rest`: a REST API (payload format 1.0), for
    * LocalStack's free edition and for what only REST APIs offer (API keys, usage plans, request
-   * validation, WAF, private endpoints). The function serves both formats (`shared/api/rest-event.ts`).
+   * validation, WAF, private endpoints). The function serves both formats (`shared/service/api/rest-event.ts`).
    * @default 'http'
    */
   readonly kind?: ApiKind;

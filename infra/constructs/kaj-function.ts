@@ -7,7 +7,7 @@ import { LogLevel as EsbuildLogLevel, NodejsFunction, OutputFormat } from 'aws-c
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { ENV, FUNCTION_ENTRIES } from '../../shared/config/resources.js';
-import { LOG_LEVELS, type LogLevel } from '../../shared/observability.js';
+import { LOG_LEVELS, type LogLevel } from '../../shared/service/observability.js';
 
 /** Repository root (this file is infra/constructs/kaj-function.ts). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -31,7 +31,7 @@ const ESM_REQUIRE_SHIM =
  * Lambda's application log level for a Kaj log level. Lambda gives a line without a `level` the
  * level INFO — every EMF metric line — so the filter never goes above INFO, or the metrics (and
  * the alarms on them) would vanish; the functions' logger drops WARN/ERROR-filtered lines itself
- * (shared/observability.ts), before formatting them. DEBUG and TRACE pass through.
+ * (shared/service/observability.ts), before formatting them. DEBUG and TRACE pass through.
  */
 export function applicationLogLevelOf(level: LogLevel): ApplicationLogLevel {
   if (level === 'TRACE') return ApplicationLogLevel.TRACE;

@@ -98,7 +98,7 @@ const cap = (p: string) => p.charAt(0).toUpperCase() + p.slice(1);
 
 /**
  * The dimension every EMF metric carries (`{ service: <serviceName> }`, see emfLines() in
- * shared/observability.ts). A count emitted without a TaskType has this dimension only, and
+ * shared/service/observability.ts). A count emitted without a TaskType has this dimension only, and
  * CloudWatch matches an alarm's dimensions exactly: the alarm must name it too.
  */
 export const POWERTOOLS_SERVICE_DIMENSION = METRICS.serviceDimension;

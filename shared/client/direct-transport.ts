@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { accepted, checkBodySize, decodePathSegment, problemOf } from '../api/http.js';
+import { accepted, checkBodySize, decodePathSegment, problemOf } from '../service/api/http.js';
 import { DEFAULTS } from '../config/resources.js';
-import { matchRoute } from '../api/routes.js';
+import { matchRoute } from '../service/api/routes.js';
 import { silentLogger, type Logger } from '../runtime/logger.js';
 import { TaskNotFoundError } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';

@@ -2,7 +2,7 @@
  * `kaj/client/direct`: the typed client for producers that run inside AWS (a Lambda function, an
  * ECS service), submitting without the API. The same `KajClient` — the same methods, results and
  * errors as over HTTP — whose requests are answered in the producer's process by the API's own
- * code (`shared/app/producer.ts`: the submitter and the lifecycle, on the deployment's table and
+ * code (`shared/service/app/producer.ts`: the submitter and the lifecycle, on the deployment's table and
  * queues), with the producer's IAM role (`KajStack.grantSubmit`). No API Gateway request and no
  * API function invocation per submit: the cost lever of `npm run bench:cost` (scenarios j, k).
  *
@@ -14,8 +14,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ownerOf } from '../api/http.js';
-import { createProducer } from '../app/producer.js';
+import { ownerOf } from '../service/api/http.js';
+import { createProducer } from '../service/app/producer.js';
 import { createDynamoDbClient, createSqsClient } from '../aws/clients.js';
 import { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../config/producer.js';
 import type { Logger } from '../runtime/logger.js';
@@ -89,7 +89,7 @@ export function directClient<R extends TaskRegistry>(o: DirectClientOptions<R>):
 
 /**
  * The owner the API records for a caller with this IAM ARN: the API's own derivation
- * (`ownerOf` in shared/api/http.ts), given the ARN as API Gateway's IAM authorizer hands it over.
+ * (`ownerOf` in shared/service/api/http.ts), given the ARN as API Gateway's IAM authorizer hands it over.
  * `arn:aws:sts::1:assumed-role/Producer/session` → `arn:aws:sts::1:assumed-role/Producer`.
  */
 export function ownerOfPrincipal(arn: string): string {

@@ -7,7 +7,7 @@ export const METRICS = {
   serviceName: 'kaj',
   /**
    * Dimension present on every metric, valued `serviceName` (Powertools' default dimension, kept so
-   * the metrics and the alarms on them stayed the same when shared/observability.ts replaced it).
+   * the metrics and the alarms on them stayed the same when shared/service/observability.ts replaced it).
    */
   serviceDimension: 'service',
   /** Dimension present on every task metric. */

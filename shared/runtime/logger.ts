@@ -1,5 +1,5 @@
 /**
- * The logging contract of the domain. Functions pass `createLogger()` of shared/observability.ts
+ * The logging contract of the domain. Functions pass `createLogger()` of shared/service/observability.ts
  * (JSON lines); the local runtime a console logger; tests a recorder. Fields must never contain
  * task payloads or results. Per-task events of the normal path belong at `debug`: at the default
  * level (INFO) a healthy task should cost no log line.
@@ -19,7 +19,7 @@ export const silentLogger: Logger = {
 };
 
 /**
- * Task-level counters and timings. On AWS, `createMetrics()` of shared/observability.ts: aggregated
+ * Task-level counters and timings. On AWS, `createMetrics()` of shared/service/observability.ts: aggregated
  * per invocation and written as CloudWatch EMF lines when the function flushes.
  */
 export interface Metrics {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_ROUTES } from '../../shared/api/routes.js';
+import { API_ROUTES } from '../../shared/service/api/routes.js';
 import { REPO_ROOT, type SynthesizedKaj, synthKaj } from './synth.js';
 
 const DOC = readFileSync(path.join(REPO_ROOT, 'docs/deploy.md'), 'utf8');

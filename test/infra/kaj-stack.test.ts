@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { API_ROUTES } from '../../infra/constructs/api.js';
 import { ALL_OUTPUT_KEYS, OUTPUT_KEYS } from '../../infra/outputs.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
-import { createMetrics } from '../../shared/observability.js';
-import { DEVELOPMENT_ID_SECRET } from '../../shared/app.js';
+import { createMetrics } from '../../shared/service/observability.js';
+import { DEVELOPMENT_ID_SECRET } from '../../shared/service/all-in-one.js';
 import { DEFAULTS, ENV, PRIORITIES, TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
 import {
   CFN_LINT_AVAILABLE,

@@ -40,7 +40,7 @@ import {
   TABLE_SCHEMA,
 } from '../../shared/config/resources.js';
 import type { LimitDeclarations } from '../../shared/limit/declaration.js';
-import { createMetrics } from '../../shared/observability.js';
+import { createMetrics } from '../../shared/service/observability.js';
 import { lanes as exampleLanes } from '../../tasks/lanes.js';
 import { type CfnResourceJson, REPO_ROOT, type SynthesizedKaj, cdkJsonContext, synthKaj } from './synth.js';
 

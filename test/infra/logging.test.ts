@@ -13,11 +13,11 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { LOG_LEVELS as CONFIG_LOG_LEVELS } from '../../infra/config.js';
 import { NO_ACCESS_LOGS_REASON, SUBMIT_ROUTE_KEY, TaskApi } from '../../infra/constructs/api.js';
-import { API_ROUTES } from '../../shared/api/routes.js';
+import { API_ROUTES } from '../../shared/service/api/routes.js';
 import { METRICS } from '../../shared/config/metrics.js';
 import { applicationLogLevelOf, KajFunction } from '../../infra/constructs/kaj-function.js';
 import { ENV } from '../../shared/config/resources.js';
-import { LOG_LEVELS } from '../../shared/observability.js';
+import { LOG_LEVELS } from '../../shared/service/observability.js';
 
 /** A stack whose functions are not bundled (their code does not matter here; saves seconds). */
 function emptyStack(): Stack {

@@ -9,7 +9,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_LOG_FORMAT, REST_ACCESS_LOG_FORMAT, REST_STAGE_NAME } from '../../infra/constructs/api.js';
 import { OUTPUT_KEYS } from '../../infra/outputs.js';
-import { API_ROUTES, routeKey } from '../../shared/api/routes.js';
+import { API_ROUTES, routeKey } from '../../shared/service/api/routes.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import {
   CFN_LINT_AVAILABLE,

@@ -19,7 +19,7 @@ import { Scheduler } from '../../infra/constructs/scheduler.js';
 import { ALL_OUTPUT_KEYS, OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { ENV, PRIORITIES, SCHEDULE_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
-import { createMetrics } from '../../shared/observability.js';
+import { createMetrics } from '../../shared/service/observability.js';
 import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
 
 const SYNTH_TIMEOUT = 120_000;

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
-import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/app.js';
+import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../shared/task/cursor.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';

@@ -10,7 +10,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { type ApiServerOptions, createApiServer } from '../../local/http-server.js';
-import type { HttpResult } from '../../shared/api/http.js';
+import type { HttpResult } from '../../shared/service/api/http.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import { unitKaj } from '../support/fixtures.js';
 

@@ -37,7 +37,7 @@ type Doc = {
   components: { schemas: Record<string, unknown>; headers: Record<string, HeaderSpec> };
 };
 
-/** The headers Kaj sets on its answers (shared/api/http.ts): each one a response carries must be declared for it. */
+/** The headers Kaj sets on its answers (shared/service/api/http.ts): each one a response carries must be declared for it. */
 const KAJ_HEADERS = ['location', 'idempotent-replayed', 'retry-after'];
 
 /** The test task types, and one with a schedule declared in code (read-only through the API: 409). */

@@ -13,7 +13,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { main as smokeApi } from '../../scripts/localstack-smoke-api.js';
-import { type ApiFunction, createApiFunction } from '../../shared/app/api.js';
+import { type ApiFunction, createApiFunction } from '../../shared/service/app/api.js';
 import { restApiEvent } from '../support/rest-events.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';

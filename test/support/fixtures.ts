@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
-import { createKaj, type Kaj, type KajDeps } from '../../shared/app.js';
+import { createKaj, type Kaj, type KajDeps } from '../../shared/service/all-in-one.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
 import { FakeClock } from './doubles.js';
 import { RecordingLogger } from '../../shared/runtime/logger.js';

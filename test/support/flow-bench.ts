@@ -21,7 +21,7 @@ import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../../bench/fi
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { deleteResources } from '../../local/bootstrap.js';
 import { startLocalRuntime, type LocalRuntime } from '../../local/runtime.js';
-import { LOCAL_OWNER } from '../../shared/app.js';
+import { LOCAL_OWNER } from '../../shared/service/all-in-one.js';
 import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import type { Endpoints } from '../../shared/aws/wiring.js';
 import { emulatorClients } from '../../shared/aws/wiring.js';

@@ -6,7 +6,7 @@
  * AWS_IAM authorization).
  */
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { matchRoute } from '../../shared/api/routes.js';
+import { matchRoute } from '../../shared/service/api/routes.js';
 
 export interface RestEventOptions {
   readonly body?: string;

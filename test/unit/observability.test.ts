@@ -8,7 +8,7 @@ import {
   formatLogLine,
   LAMBDA_LOG_LEVEL_ENV,
   logLevelFromEnv,
-} from '../../shared/observability.js';
+} from '../../shared/service/observability.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0, 123);
 

@@ -81,7 +81,7 @@ describe.each(targets())('cancel over HTTP on $name', (target) => {
   // KNOWN PRODUCTION BUG (reported, not fixed here: shared/ is out of this suite's reach). The
   // first heartbeat of a lazy claim finds the task cancelled and hands the consumer the stored
   // record (status cancelled, attempts 0) as the attempt's view (shared/task/claim.ts heartbeat,
-  // shared/consumer/heartbeat.ts beat); `cancelledWhileRunning` then builds cancelChanges from it
+  // shared/service/consumer/heartbeat.ts beat); `cancelledWhileRunning` then builds cancelChanges from it
   // and throws IllegalTransitionError ("a cancelled task cannot cancel"). The consumer logs
   // "infrastructure failure; message left for redelivery" and the redelivery drops the message:
   // the task stays cancelled, but the attempt it cut short never reaches the history, contrary to

@@ -13,7 +13,7 @@
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createKajOnAws, type Kaj } from '../../../shared/app.js';
+import { createKajOnAws, type Kaj } from '../../../shared/service/all-in-one.js';
 import { METRICS } from '../../../shared/config/metrics.js';
 import { RecordingLogger, type Metrics } from '../../../shared/runtime/logger.js';
 import { targets } from '../../support/targets.js';

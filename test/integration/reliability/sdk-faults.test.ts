@@ -21,7 +21,7 @@
  * how fast the sweeper or the consumer got there.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_OWNER } from '../../../shared/app.js';
+import { LOCAL_OWNER } from '../../../shared/service/all-in-one.js';
 import { PRIORITIES } from '../../../shared/config/resources.js';
 import { dispatchSequence } from '../../../shared/task/changes.js';
 import { outboxKey } from '../../../shared/task/model.js';

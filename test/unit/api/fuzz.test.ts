@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { DEVELOPMENT_ID_SECRET } from '../../../shared/app.js';
+import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { PermanentError } from '../../../shared/retry/errors.js';
 import { classifyError } from '../../../shared/retry/classify.js';
-import { DEVELOPMENT_ID_SECRET } from '../../../shared/app.js';
+import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
 import { apiEvent, unitKaj } from '../../support/fixtures.js';

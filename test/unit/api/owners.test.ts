@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { ownerOf } from '../../../shared/api/http.js';
+import { ownerOf } from '../../../shared/service/api/http.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { unitKaj, apiEvent } from '../../support/fixtures.js';
 

@@ -1,13 +1,13 @@
 /**
- * The payload-format adapter (`shared/api/rest-event.ts`, issue 13): a REST API's 1.0 event runs
+ * The payload-format adapter (`shared/service/api/rest-event.ts`, issue 13): a REST API's 1.0 event runs
  * through the same handler as an HTTP API's 2.0 event, and is answered in the 1.0 result shape;
  * the owner of a request is the same principal whichever API kind carried it.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { UnsupportedApiEventError } from '../../../shared/api/errors.js';
-import { ownerOf } from '../../../shared/api/http.js';
+import { UnsupportedApiEventError } from '../../../shared/service/api/errors.js';
+import { ownerOf } from '../../../shared/service/api/http.js';
 import {
   type ApiGatewayEvent,
   fromRestApiEvent,
@@ -15,7 +15,7 @@ import {
   isRestApiEvent,
   servingBothFormats,
   toRestApiResult,
-} from '../../../shared/api/rest-event.js';
+} from '../../../shared/service/api/rest-event.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { apiEvent, unitKaj } from '../../support/fixtures.js';
 import { restApiEvent } from '../../support/rest-events.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/api/routes.js';
+import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/service/api/routes.js';
 
 describe('API_ROUTES', () => {
   it('is the task API (submit, list, batch, read, cancel), the schedule API and the OpenAPI document', () => {

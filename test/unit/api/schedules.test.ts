@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { DEVELOPMENT_ID_SECRET } from '../../../shared/app.js';
+import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';

@@ -1,5 +1,5 @@
 /**
- * The Lambda functions' composition roots (`shared/app/*.ts`): each wires its service on the
+ * The Lambda functions' composition roots (`shared/service/app/*.ts`): each wires its service on the
  * DynamoDB and SQS adapters (mocked SDK clients here: aws-sdk-client-mock), and each function's
  * bundle carries only its own code (esbuild, as `npm run bench:bundle` and the stack bundle it).
  */
@@ -16,14 +16,14 @@ import type { APIGatewayProxyEventV2, SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import * as z from 'zod';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApiFunction } from '../../../shared/app/api.js';
-import { createConsumerFunction } from '../../../shared/app/consumer.js';
-import { queueNameOf, queueNamesOf } from '../../../shared/app/on-aws.js';
-import { createSweeperFunction } from '../../../shared/app/sweeper.js';
+import { createApiFunction } from '../../../shared/service/app/api.js';
+import { createConsumerFunction } from '../../../shared/service/app/consumer.js';
+import { queueNameOf, queueNamesOf } from '../../../shared/service/app/on-aws.js';
+import { createSweeperFunction } from '../../../shared/service/app/sweeper.js';
 import { MissingEnvironmentError } from '../../../shared/config/errors.js';
 import { FUNCTION_ENTRIES } from '../../../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../../../shared/config/settings.js';
-import { MissingLimiterError } from '../../../shared/consumer/errors.js';
+import { MissingLimiterError } from '../../../shared/service/consumer/errors.js';
 import { defineLimits, defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { bundleInputs } from '../../support/bundle.js';
 
@@ -205,24 +205,33 @@ describe('Module: composition roots', () => {
     /** The repository files in a function's bundle. */
     const inputs = bundleInputs;
     const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
-      api: [/^shared\/consumer\//, /^shared\/sweeper\//],
-      consumer: [/^shared\/api\//, /^shared\/sweeper\//, /^shared\/task\/submit\.ts$/, /^shared\/schedule\//],
+      api: [/^shared\/service\/consumer\//, /^shared\/service\/sweeper\//],
+      consumer: [
+        /^shared\/service\/api\//,
+        /^shared\/service\/sweeper\//,
+        /^shared\/task\/submit\.ts$/,
+        /^shared\/schedule\//,
+      ],
       sweeper: [
-        /^shared\/api\//,
-        /^shared\/consumer\//,
+        /^shared\/service\/api\//,
+        /^shared\/service\/consumer\//,
         /^shared\/task\/submit\.ts$/,
         /^tasks\//,
         /^shared\/schedule\//,
       ],
-      scheduler: [/^shared\/api\//, /^shared\/consumer\//, /^shared\/sweeper\//],
+      scheduler: [/^shared\/service\/api\//, /^shared\/service\/consumer\//, /^shared\/service\/sweeper\//],
     };
 
     it.each(Object.keys(FUNCTION_ENTRIES) as (keyof typeof FUNCTION_ENTRIES)[])(
       '%s: its root, none of the other functions’ code, no all-in-one root, no document client',
       async (name) => {
         const files = await inputs(FUNCTION_ENTRIES[name]);
-        expect(files).toContain(`shared/app/${name}.ts`);
-        for (const pattern of [...NOT_IN[name], /^shared\/app\.ts$/, /node_modules\/@aws-sdk\/lib-dynamodb\//]) {
+        expect(files).toContain(`shared/service/app/${name}.ts`);
+        for (const pattern of [
+          ...NOT_IN[name],
+          /^shared\/service\/all-in-one\.ts$/,
+          /node_modules\/@aws-sdk\/lib-dynamodb\//,
+        ]) {
           expect(files.filter((f) => pattern.test(f))).toEqual([]);
         }
       },

@@ -16,8 +16,8 @@ import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import * as z from 'zod';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { ownerOf } from '../../../shared/api/http.js';
-import { createProducer, NO_DEAD_LETTER_QUEUE, producerFunctionConfig } from '../../../shared/app/producer.js';
+import { ownerOf } from '../../../shared/service/api/http.js';
+import { createProducer, NO_DEAD_LETTER_QUEUE, producerFunctionConfig } from '../../../shared/service/app/producer.js';
 import {
   directClient,
   KajApiError,
@@ -545,22 +545,22 @@ describe('Bundles', () => {
   it('kaj/client (HTTP) carries no DynamoDB, SQS, STS or Secrets Manager client and none of the submit code', async () => {
     const files = await inputs('shared/client/index.ts');
     expect(files).toContain('shared/client/client.ts');
-    for (const pattern of [SERVICE_CLIENTS, /^shared\/app/, /^shared\/aws\//, /^shared\/task\/submit\.ts$/]) {
+    for (const pattern of [SERVICE_CLIENTS, /^shared\/service\//, /^shared\/aws\//, /^shared\/task\/submit\.ts$/]) {
       expect(files.filter((f) => pattern.test(f))).toEqual([]);
     }
   }, 60_000);
 
   it('kaj/client/direct carries the API’s submit code and its adapters, not the consumer or the sweeper', async () => {
     const files = await inputs('shared/client/direct.ts');
-    for (const f of ['shared/app/producer.ts', 'shared/task/submit.ts', 'shared/aws/dynamo-task-store.ts']) {
+    for (const f of ['shared/service/app/producer.ts', 'shared/task/submit.ts', 'shared/aws/dynamo-task-store.ts']) {
       expect(files).toContain(f);
     }
     expect(files.filter((f) => SERVICE_CLIENTS.test(f)).length).toBeGreaterThan(0);
     for (const pattern of [
-      /^shared\/consumer\//,
-      /^shared\/sweeper\//,
-      /^shared\/app\.ts$/,
-      /^shared\/app\/api\.ts$/,
+      /^shared\/service\/consumer\//,
+      /^shared\/service\/sweeper\//,
+      /^shared\/service\/all-in-one\.ts$/,
+      /^shared\/service\/app\/api\.ts$/,
     ]) {
       expect(files.filter((f) => pattern.test(f))).toEqual([]);
     }

@@ -1,6 +1,6 @@
 /**
- * The consumer's side of flow control (shared/consumer/flow-control.ts, the `limited` claim
- * outcome of shared/consumer/consumer.ts), over in-memory fakes and vitest's fake timers: a
+ * The consumer's side of flow control (shared/service/consumer/flow-control.ts, the `limited` claim
+ * outcome of shared/service/consumer/consumer.ts), over in-memory fakes and vitest's fake timers: a
  * refused task's message is deferred and nothing is written; near the queue's maxReceiveCount it
  * is re-sent instead (so deferrals never dead-letter); a granted permit is given back once the
  * attempt's outcome is written, whatever the outcome; a provider's Retry-After pauses a learning
@@ -15,8 +15,8 @@ import * as z from 'zod';
 import { METRICS } from '../../../shared/config/metrics.js';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
-import { MissingLimiterError } from '../../../shared/consumer/errors.js';
-import { refreshAtReceive } from '../../../shared/consumer/flow-control.js';
+import { MissingLimiterError } from '../../../shared/service/consumer/errors.js';
+import { refreshAtReceive } from '../../../shared/service/consumer/flow-control.js';
 import { Limiter, type LimitUse } from '../../../shared/limit/limiter.js';
 import { type Metrics, RecordingLogger } from '../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../shared/runtime/random.js';

@@ -1,7 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
-import { MessageHold } from '../../../shared/consumer/message-hold.js';
+import { MessageHold } from '../../../shared/service/consumer/message-hold.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { MessageGoneError, QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import type { FailedVisibilityChange, TaskQueue, VisibilityChange } from '../../../shared/task/task-queue.js';

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
-import { ExclusiveGate } from '../../../shared/consumer/exclusive-gate.js';
+import { ExclusiveGate } from '../../../shared/service/consumer/exclusive-gate.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
 import { StoreRejectedError } from '../../../shared/task/store-errors.js';
 import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';

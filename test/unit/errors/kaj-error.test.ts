@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../../shared/api/errors.js';
+import { HttpError } from '../../../shared/service/api/errors.js';
 import { ConfigError, MissingEnvironmentError } from '../../../shared/config/errors.js';
-import { UnprocessableMessageError } from '../../../shared/consumer/errors.js';
+import { UnprocessableMessageError } from '../../../shared/service/consumer/errors.js';
 import { KajError } from '../../../shared/errors.js';
 import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import { PermanentError, RetryableError, TaskTimeoutError } from '../../../shared/retry/errors.js';

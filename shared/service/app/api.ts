@@ -7,12 +7,12 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
 import { handleHttp, type HttpResult } from '../api/http.js';
 import { type ApiGatewayEvent, servingBothFormats } from '../api/rest-event.js';
-import type { FunctionConfig } from '../config/settings.js';
-import { ScheduleService } from '../schedule/service.js';
-import { schedulerSettings } from '../schedule/settings.js';
-import { DynamoScheduleStore } from '../aws/dynamo-schedule-store.js';
-import type { TaskRegistry } from '../task/define.js';
-import { listingField } from '../task/listing.js';
+import type { FunctionConfig } from '../../config/settings.js';
+import { ScheduleService } from '../../schedule/service.js';
+import { schedulerSettings } from '../../schedule/settings.js';
+import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
+import type { TaskRegistry } from '../../task/define.js';
+import { listingField } from '../../task/listing.js';
 import type { FunctionOptions } from './on-aws.js';
 import { createSubmitServices } from './producer.js';
 

@@ -1,4 +1,4 @@
-import { KajError } from '../errors.js';
+import { KajError } from '../../errors.js';
 
 /** An HTTP-level refusal (routing, media type, malformed JSON) that is not a domain error. */
 export class HttpError extends KajError {

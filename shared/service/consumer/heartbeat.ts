@@ -1,8 +1,8 @@
-import type { RuntimeSettings } from '../config/settings.js';
-import type { Logger } from '../runtime/logger.js';
-import { LeaseLostError, TaskCancelledError } from '../task/errors.js';
-import { claimWritten, type TaskLifecycle } from '../task/lifecycle.js';
-import type { TaskRecord } from '../task/model.js';
+import type { RuntimeSettings } from '../../config/settings.js';
+import type { Logger } from '../../runtime/logger.js';
+import { LeaseLostError, TaskCancelledError } from '../../task/errors.js';
+import { claimWritten, type TaskLifecycle } from '../../task/lifecycle.js';
+import type { TaskRecord } from '../../task/model.js';
 
 export interface HeartbeatDeps {
   readonly lifecycle: Pick<TaskLifecycle, 'heartbeat' | 'cancelRequested'>;

@@ -1,8 +1,8 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { DEFAULTS } from '../config/resources.js';
-import { QueueUnavailableError } from '../task/queue-errors.js';
-import type { Logger } from '../runtime/logger.js';
-import { StoreUnavailableError } from '../task/store-errors.js';
+import { DEFAULTS } from '../../config/resources.js';
+import { QueueUnavailableError } from '../../task/queue-errors.js';
+import type { Logger } from '../../runtime/logger.js';
+import { StoreUnavailableError } from '../../task/store-errors.js';
 import {
   IdempotencyConflictError,
   InvalidCursorError,
@@ -11,16 +11,16 @@ import {
   TaskNotFoundError,
   UnknownTaskTypeError,
   ValidationError,
-} from '../task/errors.js';
-import type { TaskLifecycle } from '../task/lifecycle.js';
-import { TASK_ID_PATTERN, toView, type TaskRecord } from '../task/model.js';
-import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
-import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
-import type { ScheduleService } from '../schedule/service.js';
-import type { TaskRegistry } from '../task/define.js';
+} from '../../task/errors.js';
+import type { TaskLifecycle } from '../../task/lifecycle.js';
+import { TASK_ID_PATTERN, toView, type TaskRecord } from '../../task/model.js';
+import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../../task/submit.js';
+import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../../schedule/errors.js';
+import type { ScheduleService } from '../../schedule/service.js';
+import type { TaskRegistry } from '../../task/define.js';
 import { HttpError } from './errors.js';
 import { listRoute } from './listing.js';
-import type { TaskListing } from '../task/listing.js';
+import type { TaskListing } from '../../task/listing.js';
 import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import { METRICS } from './config/metrics.js';
-import { ENV } from './config/resources.js';
-import type { Logger, Metrics } from './runtime/logger.js';
+import { METRICS } from '../config/metrics.js';
+import { ENV } from '../config/resources.js';
+import type { Logger, Metrics } from '../runtime/logger.js';
 
 /** Where finished lines go (one JSON document each, no newline). */
 export type LineSink = (line: string) => void;

@@ -6,12 +6,12 @@
  * @module
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { FunctionConfig } from '../config/settings.js';
+import type { FunctionConfig } from '../../config/settings.js';
 import { type InvocationContext, TaskConsumer } from '../consumer/consumer.js';
-import { Limiter } from '../limit/limiter.js';
-import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
-import type { TaskRegistry } from '../task/define.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
+import { Limiter } from '../../limit/limiter.js';
+import { DynamoLimitStore } from '../../aws/dynamo-limit-store.js';
+import type { TaskRegistry } from '../../task/define.js';
+import { TaskLifecycle } from '../../task/lifecycle.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
 
 export interface ConsumerFunction {

@@ -1,7 +1,7 @@
-import { METRICS } from '../config/metrics.js';
-import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
-import { outboxPartitions, type TaskRecord } from '../task/model.js';
-import { forEachBounded } from '../runtime/bounded.js';
+import { METRICS } from '../../config/metrics.js';
+import type { LifecycleDeps, TaskLifecycle } from '../../task/lifecycle.js';
+import { outboxPartitions, type TaskRecord } from '../../task/model.js';
+import { forEachBounded } from '../../runtime/bounded.js';
 
 export interface SweepReport {
   /** Messages (and dead letters) sent. */

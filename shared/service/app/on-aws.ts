@@ -8,18 +8,18 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createDynamoDbClient, createSqsClient } from '../aws/clients.js';
-import type { LaneQueueUrls } from '../config/lanes.js';
-import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { FunctionConfig, RuntimeSettings } from '../config/settings.js';
+import { createDynamoDbClient, createSqsClient } from '../../aws/clients.js';
+import type { LaneQueueUrls } from '../../config/lanes.js';
+import { PRIORITIES, type Priority } from '../../config/resources.js';
+import type { FunctionConfig, RuntimeSettings } from '../../config/settings.js';
 import type { ExclusiveGate } from '../consumer/exclusive-gate.js';
-import { SqsTaskQueue } from '../aws/sqs-task-queue.js';
-import type { TaskQueue } from '../task/task-queue.js';
-import { systemClock, type Clock } from '../runtime/clock.js';
-import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
-import { cryptoRandom, type RandomSource } from '../runtime/random.js';
-import { DynamoTaskStore } from '../aws/dynamo-task-store.js';
-import type { TaskStore } from '../task/task-store.js';
+import { SqsTaskQueue } from '../../aws/sqs-task-queue.js';
+import type { TaskQueue } from '../../task/task-queue.js';
+import { systemClock, type Clock } from '../../runtime/clock.js';
+import { noMetrics, silentLogger, type Logger, type Metrics } from '../../runtime/logger.js';
+import { cryptoRandom, type RandomSource } from '../../runtime/random.js';
+import { DynamoTaskStore } from '../../aws/dynamo-task-store.js';
+import type { TaskStore } from '../../task/task-store.js';
 
 /** SDK clients to use instead of the tuned defaults (`shared/aws/clients.ts`). */
 export interface AwsClients {

@@ -8,11 +8,11 @@
  * @module
  */
 import * as z from 'zod';
-import { PRIORITIES } from '../config/resources.js';
-import { scheduleRequestSchema } from '../schedule/spec.js';
-import type { TaskRegistry } from '../task/define.js';
-import { LISTING_VIEWS, TASK_STATUSES } from '../task/model.js';
-import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '../task/submit.js';
+import { PRIORITIES } from '../../config/resources.js';
+import { scheduleRequestSchema } from '../../schedule/spec.js';
+import type { TaskRegistry } from '../../task/define.js';
+import { LISTING_VIEWS, TASK_STATUSES } from '../../task/model.js';
+import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '../../task/submit.js';
 import { API_ROUTES, type TaskApiRoute } from './routes.js';
 
 const iso = z.string().describe('ISO-8601 UTC time');
@@ -176,7 +176,7 @@ interface ResponseSpec {
   readonly headers?: readonly HeaderName[];
 }
 
-/** The response headers Kaj sets (`shared/api/http.ts`), each always present where declared. */
+/** The response headers Kaj sets (`shared/service/api/http.ts`), each always present where declared. */
 const HEADERS: Record<HeaderName, Record<string, unknown>> = {
   Location: {
     description: 'the path of the task: GET it to follow the task',

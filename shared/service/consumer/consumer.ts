@@ -1,27 +1,27 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { METRICS } from '../config/metrics.js';
-import { DEFAULT_LANE } from '../config/lanes.js';
-import { PRIORITIES, type Priority } from '../config/resources.js';
-import type { Limiter } from '../limit/limiter.js';
-import { taskMessageSchema, type TaskMessage } from '../task/message.js';
-import { classifyError, type Classification } from '../retry/classify.js';
-import { redeliveryDelaySeconds } from '../retry/decide.js';
-import { PermanentError, TaskTimeoutError } from '../retry/errors.js';
-import type { Logger } from '../runtime/logger.js';
-import { StoreRejectedError } from '../task/store-errors.js';
+import { METRICS } from '../../config/metrics.js';
+import { DEFAULT_LANE } from '../../config/lanes.js';
+import { PRIORITIES, type Priority } from '../../config/resources.js';
+import type { Limiter } from '../../limit/limiter.js';
+import { taskMessageSchema, type TaskMessage } from '../../task/message.js';
+import { classifyError, type Classification } from '../../retry/classify.js';
+import { redeliveryDelaySeconds } from '../../retry/decide.js';
+import { PermanentError, TaskTimeoutError } from '../../retry/errors.js';
+import type { Logger } from '../../runtime/logger.js';
+import { StoreRejectedError } from '../../task/store-errors.js';
 import {
   resolvePolicy,
   type AnyTaskDefinition,
   type ResolvedPolicy,
   type TaskContext,
   type TaskRegistry,
-} from '../task/define.js';
-import { LeaseLostError } from '../task/errors.js';
-import { checkJsonValue } from '../task/json-value.js';
-import type { LifecycleDeps, TaskLifecycle } from '../task/lifecycle.js';
-import type { ClaimOutcome } from '../task/claim.js';
-import type { TaskRecord } from '../task/model.js';
-import { DEFAULTS } from '../config/resources.js';
+} from '../../task/define.js';
+import { LeaseLostError } from '../../task/errors.js';
+import { checkJsonValue } from '../../task/json-value.js';
+import type { LifecycleDeps, TaskLifecycle } from '../../task/lifecycle.js';
+import type { ClaimOutcome } from '../../task/claim.js';
+import type { TaskRecord } from '../../task/model.js';
+import { DEFAULTS } from '../../config/resources.js';
 import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
 import { type ExclusiveGate, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';

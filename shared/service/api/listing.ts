@@ -7,12 +7,12 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import * as z from 'zod';
-import type { ListedTask } from '../task/task-store.js';
-import { listedAt, MAX_LIST_LIMIT, type TaskListing } from '../task/listing.js';
-import { LISTING_VIEWS, type ListingView } from '../task/model.js';
-import type { Caller } from '../task/submit.js';
-import { validationErrorOf } from '../task/submit.js';
-import { InvalidCursorError, ValidationError } from '../task/errors.js';
+import type { ListedTask } from '../../task/task-store.js';
+import { listedAt, MAX_LIST_LIMIT, type TaskListing } from '../../task/listing.js';
+import { LISTING_VIEWS, type ListingView } from '../../task/model.js';
+import type { Caller } from '../../task/submit.js';
+import { validationErrorOf } from '../../task/submit.js';
+import { InvalidCursorError, ValidationError } from '../../task/errors.js';
 import { HttpError } from './errors.js';
 
 /** Rows per page when the request names no `limit`. */

@@ -1,9 +1,9 @@
-import type { Priority } from '../config/resources.js';
-import type { RuntimeSettings } from '../config/settings.js';
-import { MessageGoneError } from '../task/queue-errors.js';
-import type { TaskQueue } from '../task/task-queue.js';
-import { changeVisibilities } from '../task/visibility.js';
-import type { Logger } from '../runtime/logger.js';
+import type { Priority } from '../../config/resources.js';
+import type { RuntimeSettings } from '../../config/settings.js';
+import { MessageGoneError } from '../../task/queue-errors.js';
+import type { TaskQueue } from '../../task/task-queue.js';
+import { changeVisibilities } from '../../task/visibility.js';
+import type { Logger } from '../../runtime/logger.js';
 
 /** A message of the invocation: its receipt handle and the queue (lane and priority) it came from. */
 export interface HeldMessage {

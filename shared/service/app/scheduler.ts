@@ -5,16 +5,16 @@
  *
  * @module
  */
-import { MissingEnvironmentError } from '../config/errors.js';
-import { ENV } from '../config/resources.js';
-import type { FunctionConfig } from '../config/settings.js';
-import { ScheduleService } from '../schedule/service.js';
-import { schedulerSettings, type SchedulerSettings } from '../schedule/settings.js';
-import { ScheduleTicker, type TickReport } from '../schedule/tick.js';
-import { DynamoScheduleStore } from '../aws/dynamo-schedule-store.js';
-import type { TaskRegistry } from '../task/define.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
-import { TaskSubmitter } from '../task/submit.js';
+import { MissingEnvironmentError } from '../../config/errors.js';
+import { ENV } from '../../config/resources.js';
+import type { FunctionConfig } from '../../config/settings.js';
+import { ScheduleService } from '../../schedule/service.js';
+import { schedulerSettings, type SchedulerSettings } from '../../schedule/settings.js';
+import { ScheduleTicker, type TickReport } from '../../schedule/tick.js';
+import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
+import type { TaskRegistry } from '../../task/define.js';
+import { TaskLifecycle } from '../../task/lifecycle.js';
+import { TaskSubmitter } from '../../task/submit.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
 
 export interface SchedulerFunction {

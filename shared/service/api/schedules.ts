@@ -5,9 +5,9 @@
  * @module
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ScheduleValidationError } from '../schedule/errors.js';
-import type { ScheduleService } from '../schedule/service.js';
-import type { Caller } from '../task/submit.js';
+import { ScheduleValidationError } from '../../schedule/errors.js';
+import type { ScheduleService } from '../../schedule/service.js';
+import type { Caller } from '../../task/submit.js';
 import { HttpError } from './errors.js';
 
 export type ScheduleRouteName =

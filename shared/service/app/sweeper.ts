@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { FunctionConfig } from '../config/settings.js';
+import type { FunctionConfig } from '../../config/settings.js';
 import { OutboxSweeper, type SweepReport } from '../sweeper/sweeper.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
+import { TaskLifecycle } from '../../task/lifecycle.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
 
 export interface SweeperFunction {

@@ -1,4 +1,4 @@
-import { KajError } from '../errors.js';
+import { KajError } from '../../errors.js';
 
 /** Root of the consumer module's errors. */
 export class ConsumerError extends KajError {

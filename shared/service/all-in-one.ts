@@ -1,28 +1,28 @@
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { handleHttp, type HttpResult } from './api/http.js';
 import { type AwsClients, functionDeps, laneQueueNamesOf, queueNamesOf } from './app/on-aws.js';
-import type { Priority } from './config/resources.js';
-import type { FunctionConfig, RuntimeSettings } from './config/settings.js';
+import type { Priority } from '../config/resources.js';
+import type { FunctionConfig, RuntimeSettings } from '../config/settings.js';
 import { TaskConsumer, type InvocationContext } from './consumer/consumer.js';
 import type { ExclusiveGate } from './consumer/exclusive-gate.js';
-import { Limiter } from './limit/limiter.js';
-import type { LimitStore } from './limit/limit-store.js';
-import { DynamoLimitStore } from './aws/dynamo-limit-store.js';
-import type { TaskQueue } from './task/task-queue.js';
-import { systemClock, type Clock } from './runtime/clock.js';
-import { noMetrics, silentLogger, type Logger, type Metrics } from './runtime/logger.js';
-import { cryptoRandom, type RandomSource } from './runtime/random.js';
-import { ScheduleService } from './schedule/service.js';
-import { schedulerSettings, type SchedulerSettings } from './schedule/settings.js';
-import { ScheduleTicker } from './schedule/tick.js';
-import { DynamoScheduleStore } from './aws/dynamo-schedule-store.js';
-import type { ScheduleStore } from './schedule/schedule-store.js';
-import type { TaskStore } from './task/task-store.js';
+import { Limiter } from '../limit/limiter.js';
+import type { LimitStore } from '../limit/limit-store.js';
+import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
+import type { TaskQueue } from '../task/task-queue.js';
+import { systemClock, type Clock } from '../runtime/clock.js';
+import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
+import { cryptoRandom, type RandomSource } from '../runtime/random.js';
+import { ScheduleService } from '../schedule/service.js';
+import { schedulerSettings, type SchedulerSettings } from '../schedule/settings.js';
+import { ScheduleTicker } from '../schedule/tick.js';
+import { DynamoScheduleStore } from '../aws/dynamo-schedule-store.js';
+import type { ScheduleStore } from '../schedule/schedule-store.js';
+import type { TaskStore } from '../task/task-store.js';
 import { OutboxSweeper, type SweepReport } from './sweeper/sweeper.js';
-import type { TaskRegistry } from './task/define.js';
-import { TaskLifecycle } from './task/lifecycle.js';
-import { listingField, type TaskListing } from './task/listing.js';
-import { TaskSubmitter } from './task/submit.js';
+import type { TaskRegistry } from '../task/define.js';
+import { TaskLifecycle } from '../task/lifecycle.js';
+import { listingField, type TaskListing } from '../task/listing.js';
+import { TaskSubmitter } from '../task/submit.js';
 
 export interface KajDeps {
   readonly store: TaskStore;
@@ -58,7 +58,7 @@ export const DEVELOPMENT_ID_SECRET = 'kaj-development-id-secret';
 
 /**
  * Kaj's services wired together, all of them: the composition root of the local runtime, the
- * admin CLI and the tests. Each Lambda function has a root of its own (`shared/app/*.ts`) that
+ * admin CLI and the tests. Each Lambda function has a root of its own (`shared/service/app/*.ts`) that
  * builds only what it runs.
  */
 export interface Kaj {

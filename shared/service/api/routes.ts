@@ -1,5 +1,5 @@
 /**
- * The task API's routes: the one table the HTTP router (`shared/api/http.ts`) matches requests
+ * The task API's routes: the one table the HTTP router (`shared/service/api/http.ts`) matches requests
  * against and the CDK construct (`infra/constructs/api.ts`) creates API Gateway routes from.
  *
  * Paths are API Gateway route templates: literal segments and `{name}` parameters, one segment each.

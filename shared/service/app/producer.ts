@@ -7,13 +7,13 @@
  *
  * @module
  */
-import { ConfigError, MissingEnvironmentError } from '../config/errors.js';
-import type { ProducerConfig } from '../config/producer.js';
-import { ENV, PRIORITIES, type Priority } from '../config/resources.js';
-import { type FunctionConfig, runtimeSettings } from '../config/settings.js';
-import type { TaskRegistry } from '../task/define.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
-import { TaskSubmitter } from '../task/submit.js';
+import { ConfigError, MissingEnvironmentError } from '../../config/errors.js';
+import type { ProducerConfig } from '../../config/producer.js';
+import { ENV, PRIORITIES, type Priority } from '../../config/resources.js';
+import { type FunctionConfig, runtimeSettings } from '../../config/settings.js';
+import type { TaskRegistry } from '../../task/define.js';
+import { TaskLifecycle } from '../../task/lifecycle.js';
+import { TaskSubmitter } from '../../task/submit.js';
 import { type FunctionDeps, type FunctionOptions, functionDeps } from './on-aws.js';
 
 /** What submits tasks and answers an owner's requests about them. */
