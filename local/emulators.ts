@@ -107,6 +107,12 @@ export async function startEmulators(opts: StartEmulatorsOptions = {}): Promise<
 }
 
 async function listen(server: Server, port: number, host: string): Promise<number> {
+  // No idle timeout on keep-alive connections (Node's default closes them after 5 s). The clients
+  // of these servers mostly live in the same process: when the server's idle timer fires in the
+  // same turn of the event loop as a client's write on that socket (a loaded machine stretches
+  // the turn), the client reads ECONNRESET for a request that was never served. stop() still
+  // closes every connection (closeAllConnections).
+  server.keepAliveTimeout = 0;
   server.listen(port, host);
   await once(server, 'listening'); // rejects on 'error' (e.g. EADDRINUSE)
   const addr = server.address();

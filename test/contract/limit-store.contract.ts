@@ -14,6 +14,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreRejectedError } from '../../shared/task/store-errors.js';
 import type { LimitItem, LimitStore, RateRequest, SlotHolders } from '../../shared/limit/limit-store.js';
 
+/**
+ * Like `Promise.all`, but waits for every call to settle before rejecting with the first error: a
+ * concurrent case that fails leaves no request in flight when the suite stops the emulator.
+ */
+async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(calls);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
+
 export interface LimitStoreUnderTest {
   readonly store: LimitStore;
   /** Releases what the factory made for one test. */
@@ -123,7 +134,7 @@ export function limitStoreContract(
       });
 
       contractCase('concurrentAdds', async () => {
-        const answers = await Promise.all(
+        const answers = await settleAll(
           Array.from({ length: 20 }, (_, i) => store.addHolder(c(), `w.${i}`, LEASE + i, 5)),
         );
         expect(answers.filter((a) => a.kind === 'granted')).toHaveLength(5);
@@ -276,7 +287,7 @@ export function limitStoreContract(
 
       contractCase('concurrentTakes', async () => {
         const req = rate(T0, { count: 2, horizonMs: 86_400_000 });
-        const answers = await Promise.all(Array.from({ length: 30 }, () => store.takeRate(r(), req)));
+        const answers = await settleAll(Array.from({ length: 30 }, () => store.takeRate(r(), req)));
         const tats = answers.map((a) => (a.kind === 'granted' ? a.tat : Number.NaN)).sort((a, b) => a - b);
         expect(tats).toEqual(Array.from({ length: 30 }, (_, i) => T0 + (i + 1) * 5));
       });
