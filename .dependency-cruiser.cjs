@@ -1,5 +1,5 @@
 /**
- * Kaj's import rules (issue 9, item 5): no cycles, and the layering the architecture promises.
+ * Kaj's import rules: no cycles, and the layering the architecture promises.
  *
  *   functions/ ─► shared/service/app/<function>.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
  *
@@ -9,8 +9,8 @@
  * @type {import('dependency-cruiser').IConfiguration}
  */
 
-/** Where the code that ships in the Lambda bundles lives. */
-const SHIPPED = '^(functions|shared|tasks)/';
+/** Where the code that ships lives: the Lambda bundles, the published client, the console the CLI serves. */
+const SHIPPED = '^(functions|shared|tasks|client|console)/';
 
 module.exports = {
   forbidden: [
@@ -68,7 +68,7 @@ module.exports = {
         "every function's code in every bundle (issue 10).",
       from: { path: '^functions/' },
       to: {
-        path: '^(functions|shared|tasks|local|cli|infra|test|bench|scripts|bin)/',
+        path: '^(functions|shared|client|console|tasks|local|cli|infra|test|bench|scripts|bin)/',
         pathNot: [
           '^shared/service/app/[^/]+\\.ts$',
           '^shared/service/observability\\.ts$',
@@ -96,7 +96,24 @@ module.exports = {
         'shared/ is what the functions, the local runtime and the CLI are built from; it never imports ' +
         'them, the infrastructure, the tests or the benchmarks.',
       from: { path: '^shared/' },
+      to: { path: '^(functions|client|console|local|cli|infra|test|bench|scripts|bin)/' },
+    },
+    {
+      name: 'client-and-console-not-to-outer-layers',
+      severity: 'error',
+      comment:
+        'client/ (the published kaj/client) and console/ (the web console, served by cli/ and local/) ' +
+        'are built from shared/; they never import the functions, the CLI, the local runtime, the ' +
+        'infrastructure, the tests or the benchmarks, and the client never imports the console.',
+      from: { path: '^(client|console)/' },
       to: { path: '^(functions|local|cli|infra|test|bench|scripts|bin)/' },
+    },
+    {
+      name: 'client-not-to-console',
+      severity: 'error',
+      comment: 'The published client carries no part of the web console.',
+      from: { path: '^client/' },
+      to: { path: '^console/' },
     },
     {
       name: 'tasks-only-task-api',
@@ -104,7 +121,7 @@ module.exports = {
       comment: 'User task types see the task API (shared/task/define.ts) and each other, nothing else of Kaj.',
       from: { path: '^tasks/' },
       to: {
-        path: '^(functions|shared|local|cli|infra|test|bench|scripts|bin)/',
+        path: '^(functions|shared|client|console|local|cli|infra|test|bench|scripts|bin)/',
         pathNot: '^shared/task/define\\.ts$',
       },
     },

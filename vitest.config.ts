@@ -16,10 +16,12 @@ export default defineConfig({
       : ['default'],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     // Collected only with `--coverage` (`npm run test:guarded`); a plain `vitest run` pays nothing.
-    // Scope: shared/ (the domain and its adapters), files no test loads included (they count as 0%).
+    // Scope: shared/ (the domain and its adapters), client/ and console/; files no test loads count as 0%.
     coverage: {
       provider: 'v8',
-      include: ['shared/**/*.ts'],
+      include: ['shared/**/*.ts', 'client/**/*.ts', 'console/**/*.ts'],
+      // The include globs also match by suffix: `console/**` would take in cli/console/ without this.
+      exclude: ['cli/**'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: '.tmp/coverage',
       // Just below `vitest run test/unit --coverage` on 2026-12-01 (statements 88.1, branches 83.3,

@@ -19,7 +19,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { startLocalConsole } from '../local/console.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { STATUS_COUNT_TTL_MS } from '../cli/console/backend.js';
-import { ThroughputRecorder } from '../shared/console/throughput.js';
+import { ThroughputRecorder } from '../console/throughput.js';
 import { PRIORITIES } from '../shared/config/resources.js';
 import { systemClock } from '../shared/runtime/clock.js';
 import { silentLogger } from '../shared/runtime/logger.js';

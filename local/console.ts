@@ -8,9 +8,9 @@
  */
 import { defaultContext, type CliContext } from '../cli/context.js';
 import { openConsole } from '../cli/console/open.js';
-import { consoleListener } from '../shared/console/node-http.js';
-import type { ThroughputRecorder } from '../shared/console/throughput.js';
-import type { ConsoleApp } from '../shared/console/app.js';
+import { consoleListener } from '../console/node-http.js';
+import type { ThroughputRecorder } from '../console/throughput.js';
+import type { ConsoleApp } from '../console/app.js';
 import type { Logger } from '../shared/runtime/logger.js';
 import type { LocalRuntime } from './runtime.js';
 

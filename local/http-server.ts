@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { HttpResult } from '../shared/service/api/http.js';
-import { isOwnHost } from '../shared/console/security.js';
+import { isOwnHost } from '../console/security.js';
 
 /** API Gateway HTTP API's own payload limit; Kaj's handler enforces its smaller one. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
@@ -37,7 +37,7 @@ export interface ApiServerOptions {
  * Loopback is not enough against a web page the developer's browser opens: through DNS rebinding
  * (a foreign name resolving to 127.0.0.1) such a page could list, submit and read. So every
  * request, to the API and to the console alike, must name this server in its `Host` (127.0.0.1,
- * localhost or [::1] at the port it came in on, the console's own rule, `shared/console/security.ts`):
+ * localhost or [::1] at the port it came in on, the console's own rule, `console/security.ts`):
  * otherwise `421 misdirected_request`, before anything is read or routed.
  *
  * Every error it answers itself (body too large, headers too large, a stalled or malformed

@@ -12,7 +12,7 @@ import {
   scheduleRulesFromEnvironment,
   settingsFromEnvironment,
 } from '../shared/config/settings.js';
-import { ThroughputRecorder } from '../shared/console/throughput.js';
+import { ThroughputRecorder } from '../console/throughput.js';
 import { systemClock } from '../shared/runtime/clock.js';
 import { startLocalConsole } from './console.js';
 import { consoleLogger } from './console-logger.js';

@@ -17,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { parseStackOutputs } from '../infra/outputs.js';
-import { KajClient } from '../shared/client/index.js';
+import { KajClient } from '../client/index.js';
 import { clientConfig, EMULATOR_CREDENTIALS, EMULATOR_REGION } from '../shared/aws/wiring.js';
 
 const EXECUTE_API_HOST = /^([a-z0-9]+)\.execute-api\.[a-z0-9-]+\.[a-z0-9.]+$/;

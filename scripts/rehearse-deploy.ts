@@ -42,7 +42,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { Sha256, signedHeaders } from '../shared/client/sign.js';
+import { Sha256, signedHeaders } from '../client/sign.js';
 import { API_KINDS, type ApiKind, DEFAULT_CONFIG, laneSettings } from '../infra/config.js';
 import { API_ROUTES, routeKey } from '../shared/service/api/routes.js';
 import { type KajStackOutputs, parseStackOutputs } from '../infra/outputs.js';

@@ -20,7 +20,7 @@ import type {
   TaskPage,
   TaskQuery,
   Throughput,
-} from '../../shared/console/model.js';
+} from '../../console/model.js';
 import type { ListedTask } from '../../shared/task/task-store.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { type BoundedCount, countTableDelayed } from '../../shared/task/delayed-count.js';

@@ -9,8 +9,8 @@ import { CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@a
 import type { Priority } from '../../shared/config/resources.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { clientConfig, type ClientSettings } from '../../shared/aws/wiring.js';
-import type { Throughput } from '../../shared/console/model.js';
-import { BUCKET_MS, lastHour } from '../../shared/console/throughput.js';
+import type { Throughput } from '../../console/model.js';
+import { BUCKET_MS, lastHour } from '../../console/throughput.js';
 
 export interface QueueRef {
   readonly lane?: string;

@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConsoleApp } from '../../shared/console/app.js';
-import { consoleListener } from '../../shared/console/node-http.js';
-import { newToken } from '../../shared/console/security.js';
+import { ConsoleApp } from '../../console/app.js';
+import { consoleListener } from '../../console/node-http.js';
+import { newToken } from '../../console/security.js';
 import type { Logger } from '../../shared/runtime/logger.js';
 import type { CliContext } from '../context.js';
 import { openServices } from '../services.js';

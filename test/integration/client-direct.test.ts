@@ -11,8 +11,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/service/all-in-one.js';
-import { KajClient } from '../../shared/client/index.js';
-import { directClient, KajApiError, KajNotSupportedError, KajTimeoutError } from '../../shared/client/direct.js';
+import { KajClient } from '../../client/index.js';
+import { directClient, KajApiError, KajNotSupportedError, KajTimeoutError } from '../../client/direct.js';
 import type { ProducerConfigInput } from '../../shared/config/producer.js';
 import { EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorClients, type KajClients } from '../../shared/aws/wiring.js';
 import { FaultInjector } from '../support/faults.js';

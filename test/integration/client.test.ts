@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
-import { KajApiError, KajClient } from '../../shared/client/index.js';
+import { KajApiError, KajClient } from '../../client/index.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
 import { uniquePrefix } from '../support/wait.js';

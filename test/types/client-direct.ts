@@ -3,7 +3,7 @@
  * be an error, or tsc fails on the unused directive. A direct client is typed from the registry
  * object it is given, as the HTTP client is from `typeof registry`.
  */
-import { directClient, type KajClient } from '../../shared/client/direct.js';
+import { directClient, type KajClient } from '../../client/direct.js';
 import { registry } from '../../tasks/index.js';
 
 const kaj = directClient({ registry, producer: process.env.KAJ_PRODUCER_CONFIG ?? '' });

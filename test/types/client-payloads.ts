@@ -2,7 +2,7 @@
  * Compiled by the typecheck step (`tsc`, `npm test`), never run: each `@ts-expect-error` below must
  * be an error, or tsc fails on the unused directive. The client types payloads from the registry.
  */
-import { KajClient } from '../../shared/client/index.js';
+import { KajClient } from '../../client/index.js';
 import type { registry } from '../../tasks/index.js';
 
 const kaj = new KajClient<typeof registry>({ url: 'http://localhost:3000' });

@@ -17,7 +17,7 @@ import { nativeRedrive } from '../../../cli/admin/native.js';
 import { realSleep } from '../../../cli/admin/pacer.js';
 import { systemClock } from '../../../shared/runtime/clock.js';
 import { startLocalConsole } from '../../../local/console.js';
-import { ThroughputRecorder } from '../../../shared/console/throughput.js';
+import { ThroughputRecorder } from '../../../console/throughput.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
 import { kajRunner, localStateDir, Scenario, untilStatus } from './harness.js';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { startLocalConsole, type LocalConsole } from '../../../local/console.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
-import { ThroughputRecorder } from '../../../shared/console/throughput.js';
+import { ThroughputRecorder } from '../../../console/throughput.js';
 import { systemClock } from '../../../shared/runtime/clock.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
 import { defineTask, PermanentError, RetryableError, TaskRegistry } from '../../../shared/task/define.js';

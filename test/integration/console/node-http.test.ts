@@ -1,12 +1,12 @@
 /**
- * The console behind Node's HTTP server (shared/console/node-http.ts), as `kaj ui` serves it,
+ * The console behind Node's HTTP server (console/node-http.ts), as `kaj ui` serves it,
  * spoken to over a raw socket: a request target that is not a URL is the client's 400.
  */
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConsoleApp } from '../../../shared/console/app.js';
-import { consoleListener } from '../../../shared/console/node-http.js';
+import type { ConsoleApp } from '../../../console/app.js';
+import { consoleListener } from '../../../console/node-http.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

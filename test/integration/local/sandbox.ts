@@ -14,7 +14,7 @@ export const REPO = resolve(import.meta.dirname, '../../..');
 /** A scratch project: `package.json` with this repository's real "start" script, code linked in. */
 export function sandbox(): { dir: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'kaj-start-'));
-  for (const entry of ['node_modules', 'local', 'shared', 'tasks', 'functions', 'tsconfig.json']) {
+  for (const entry of ['node_modules', 'local', 'shared', 'console', 'tasks', 'functions', 'tsconfig.json']) {
     symlinkSync(join(REPO, entry), join(dir, entry));
   }
   const real = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: { start: string } };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { KajApiError, KajClient, KajTimeoutError, KajUnreachableError } from '../../../shared/client/index.js';
+import { KajApiError, KajClient, KajTimeoutError, KajUnreachableError } from '../../../client/index.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 
 const registry = new TaskRegistry([

@@ -27,8 +27,8 @@ import {
   KajTimeoutError,
   KajUnreachableError,
   ownerOfPrincipal,
-} from '../../../shared/client/direct.js';
-import { DirectTransport, type DirectServices } from '../../../shared/client/direct-transport.js';
+} from '../../../client/direct.js';
+import { DirectTransport, type DirectServices } from '../../../client/direct-transport.js';
 import { ConfigError } from '../../../shared/config/errors.js';
 import { parseProducerConfig, type ProducerConfigInput } from '../../../shared/config/producer.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
@@ -543,15 +543,15 @@ describe('Bundles', () => {
   const SERVICE_CLIENTS = /node_modules\/@aws-sdk\/client-(dynamodb|sqs|sts|secrets-manager)\//;
 
   it('kaj/client (HTTP) carries no DynamoDB, SQS, STS or Secrets Manager client and none of the submit code', async () => {
-    const files = await inputs('shared/client/index.ts');
-    expect(files).toContain('shared/client/client.ts');
+    const files = await inputs('client/index.ts');
+    expect(files).toContain('client/client.ts');
     for (const pattern of [SERVICE_CLIENTS, /^shared\/service\//, /^shared\/aws\//, /^shared\/task\/submit\.ts$/]) {
       expect(files.filter((f) => pattern.test(f))).toEqual([]);
     }
   }, 60_000);
 
   it('kaj/client/direct carries the API’s submit code and its adapters, not the consumer or the sweeper', async () => {
-    const files = await inputs('shared/client/direct.ts');
+    const files = await inputs('client/direct.ts');
     for (const f of ['shared/service/app/producer.ts', 'shared/task/submit.ts', 'shared/aws/dynamo-task-store.ts']) {
       expect(files).toContain(f);
     }

@@ -9,7 +9,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Sha256 } from '../../../shared/client/sign.js';
+import { Sha256 } from '../../../client/sign.js';
 import { createDynamoDbClient, createSqsClient, reuseSigner } from '../../../shared/aws/clients.js';
 
 const BASE = {

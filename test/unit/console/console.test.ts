@@ -1,11 +1,11 @@
 /** The console without a browser: escaping, pages, guards, routes, jobs, throughput. */
 import { describe, expect, it, vi } from 'vitest';
-import { ConsoleApp, type ConsoleRequest } from '../../../shared/console/app.js';
-import { html, raw } from '../../../shared/console/html.js';
-import type { ConsoleBackend, DeadTaskRow, Overview } from '../../../shared/console/model.js';
-import { groupDeadLetters, taskPage } from '../../../shared/console/pages.js';
-import { checkAction, isOwnHost } from '../../../shared/console/security.js';
-import { ThroughputRecorder } from '../../../shared/console/throughput.js';
+import { ConsoleApp, type ConsoleRequest } from '../../../console/app.js';
+import { html, raw } from '../../../console/html.js';
+import type { ConsoleBackend, DeadTaskRow, Overview } from '../../../console/model.js';
+import { groupDeadLetters, taskPage } from '../../../console/pages.js';
+import { checkAction, isOwnHost } from '../../../console/security.js';
+import { ThroughputRecorder } from '../../../console/throughput.js';
 import { ScheduleNotFoundError } from '../../../shared/schedule/errors.js';
 import { TaskNotCancellableError, ValidationError } from '../../../shared/task/errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';

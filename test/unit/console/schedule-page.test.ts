@@ -3,7 +3,7 @@
  * window in which the old run and the new one overlap.
  */
 import { describe, expect, it } from 'vitest';
-import { schedulePage } from '../../../shared/console/pages.js';
+import { schedulePage } from '../../../console/pages.js';
 import type { ScheduleView } from '../../../shared/schedule/service.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');

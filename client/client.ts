@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
-import type { Priority } from '../config/resources.js';
-import type { PayloadsOf, TaskRegistry } from '../task/define.js';
-import type { TaskStatus, TaskView } from '../task/model.js';
+import type { Priority } from '../shared/config/resources.js';
+import type { PayloadsOf, TaskRegistry } from '../shared/task/define.js';
+import type { TaskStatus, TaskView } from '../shared/task/model.js';
 import { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
 import { Sha256, signedHeaders } from './sign.js';
 import type { KajAnswer, KajTransport } from './transport.js';

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { METRICS } from '../config/metrics.js';
-import type { Clock } from '../runtime/clock.js';
-import type { Metrics } from '../runtime/logger.js';
+import { METRICS } from '../shared/config/metrics.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import type { Metrics } from '../shared/runtime/logger.js';
 import type { Throughput, ThroughputBucket } from './model.js';
 
 export const BUCKET_MS = 60_000;

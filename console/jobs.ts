@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from '../shared/runtime/clock.js';
 import type { BatchCounts, BatchOutcome, Progress } from './model.js';
 
 const KEPT = 50;

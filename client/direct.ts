@@ -14,12 +14,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ownerOf } from '../service/api/http.js';
-import { createProducer } from '../service/app/producer.js';
-import { createDynamoDbClient, createSqsClient } from '../aws/clients.js';
-import { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../config/producer.js';
-import type { Logger } from '../runtime/logger.js';
-import type { PayloadsOf, TaskRegistry } from '../task/define.js';
+import { ownerOf } from '../shared/service/api/http.js';
+import { createProducer } from '../shared/service/app/producer.js';
+import { createDynamoDbClient, createSqsClient } from '../shared/aws/clients.js';
+import { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../shared/config/producer.js';
+import type { Logger } from '../shared/runtime/logger.js';
+import type { PayloadsOf, TaskRegistry } from '../shared/task/define.js';
 import { KajClient, type KajClientCommonOptions } from './client.js';
 import { DirectTransport, setupError } from './direct-transport.js';
 import { KajClientError } from './errors.js';
@@ -145,4 +145,4 @@ export {
   KajTimeoutError,
   KajUnreachableError,
 } from './errors.js';
-export { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../config/producer.js';
+export { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../shared/config/producer.js';

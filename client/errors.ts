@@ -1,4 +1,4 @@
-import { KajError } from '../errors.js';
+import { KajError } from '../shared/errors.js';
 
 /** Root of the client's errors. */
 export class KajClientError extends KajError {}

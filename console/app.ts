@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { ScheduleNotFoundError, ScheduleValidationError } from '../schedule/errors.js';
-import type { Clock } from '../runtime/clock.js';
-import type { Logger } from '../runtime/logger.js';
-import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../task/errors.js';
-import { MAX_REASON_LENGTH, type Operator } from '../task/operations.js';
+import { ScheduleNotFoundError, ScheduleValidationError } from '../shared/schedule/errors.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import type { Logger } from '../shared/runtime/logger.js';
+import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../shared/task/errors.js';
+import { MAX_REASON_LENGTH, type Operator } from '../shared/task/operations.js';
 import { assets } from './assets.js';
 import { ActionRefusedError, BadParameterError, ForeignHostError, PageNotFoundError } from './errors.js';
 import type { Html } from './html.js';

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { isPriority, type Priority } from '../config/resources.js';
-import { LISTING_VIEWS, type ListingView } from '../task/model.js';
+import { isPriority, type Priority } from '../shared/config/resources.js';
+import { LISTING_VIEWS, type ListingView } from '../shared/task/model.js';
 import { BadParameterError } from './errors.js';
 
 export type Params = Readonly<Record<string, string>>;

@@ -7,13 +7,13 @@
  *
  * @module
  */
-import type { Priority } from '../config/resources.js';
-import type { LimitStatusRow } from '../limit/status.js';
-import type { RunResult, ScheduleSummary, ScheduleView } from '../schedule/service.js';
-import type { ListedTask } from '../task/task-store.js';
-import type { BoundedCount } from '../task/delayed-count.js';
-import type { ListedStatus, ListingView, TaskRecord } from '../task/model.js';
-import type { Operator } from '../task/operations.js';
+import type { Priority } from '../shared/config/resources.js';
+import type { LimitStatusRow } from '../shared/limit/status.js';
+import type { RunResult, ScheduleSummary, ScheduleView } from '../shared/schedule/service.js';
+import type { ListedTask } from '../shared/task/task-store.js';
+import type { BoundedCount } from '../shared/task/delayed-count.js';
+import type { ListedStatus, ListingView, TaskRecord } from '../shared/task/model.js';
+import type { Operator } from '../shared/task/operations.js';
 
 /** One queue's depth (SQS's approximate attributes). */
 export interface QueueDepthRow {

@@ -12,4 +12,4 @@ export {
   KajTimeoutError,
   KajUnreachableError,
 } from './errors.js';
-export type { PayloadsOf } from '../task/define.js';
+export type { PayloadsOf } from '../shared/task/define.js';

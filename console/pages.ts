@@ -5,14 +5,14 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { PRIORITIES } from '../config/resources.js';
-import { OVERLAP_DESCRIPTIONS, OVERLAP_POLICIES, type OverlapPolicy } from '../schedule/model.js';
-import type { ScheduleSummary, ScheduleView } from '../schedule/service.js';
-import type { ListedTask } from '../task/task-store.js';
-import { boundedText, DELAYED_COUNT_BOUND } from '../task/delayed-count.js';
-import { listedAt } from '../task/listing.js';
-import { MAX_REASON_LENGTH } from '../task/operations.js';
-import { LISTED_STATUSES, LISTING_VIEWS, type TaskRecord } from '../task/model.js';
+import { PRIORITIES } from '../shared/config/resources.js';
+import { OVERLAP_DESCRIPTIONS, OVERLAP_POLICIES, type OverlapPolicy } from '../shared/schedule/model.js';
+import type { ScheduleSummary, ScheduleView } from '../shared/schedule/service.js';
+import type { ListedTask } from '../shared/task/task-store.js';
+import { boundedText, DELAYED_COUNT_BOUND } from '../shared/task/delayed-count.js';
+import { listedAt } from '../shared/task/listing.js';
+import { MAX_REASON_LENGTH } from '../shared/task/operations.js';
+import { LISTED_STATUSES, LISTING_VIEWS, type TaskRecord } from '../shared/task/model.js';
 import { throughputChart, totals } from './chart.js';
 import { bytes, count, duration, jsonBytes, jsonText, timeTag } from './format.js';
 import { type Html, html, type Part } from './html.js';

@@ -6,14 +6,14 @@
  *
  * @module
  */
-import { accepted, checkBodySize, decodePathSegment, problemOf } from '../service/api/http.js';
-import { DEFAULTS } from '../config/resources.js';
-import { matchRoute } from '../service/api/routes.js';
-import { silentLogger, type Logger } from '../runtime/logger.js';
-import { TaskNotFoundError } from '../task/errors.js';
-import type { TaskLifecycle } from '../task/lifecycle.js';
-import { TASK_ID_PATTERN, toView } from '../task/model.js';
-import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../task/submit.js';
+import { accepted, checkBodySize, decodePathSegment, problemOf } from '../shared/service/api/http.js';
+import { DEFAULTS } from '../shared/config/resources.js';
+import { matchRoute } from '../shared/service/api/routes.js';
+import { silentLogger, type Logger } from '../shared/runtime/logger.js';
+import { TaskNotFoundError } from '../shared/task/errors.js';
+import type { TaskLifecycle } from '../shared/task/lifecycle.js';
+import { TASK_ID_PATTERN, toView } from '../shared/task/model.js';
+import { type Caller, submitBatchRequestSchema, type TaskSubmitter, validationErrorOf } from '../shared/task/submit.js';
 import { KajClientError, KajNotSupportedError, KajUnreachableError } from './errors.js';
 import type { KajAnswer, KajTransport } from './transport.js';
 
