@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import { KajError } from '../shared/errors.js';
 import { ScheduleConflictError, ScheduleNotFoundError, ScheduleValidationError } from '../shared/schedule/errors.js';
 
 /** Exit codes of `kaj`. */
@@ -13,23 +14,19 @@ export const EXIT = {
 } as const;
 
 /** The command line itself is wrong: exit 2, print the message and a pointer to --help. */
-export class UsageError extends Error {
+export class UsageError extends KajError {
   readonly exitCode = EXIT.usage;
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
+  readonly retryable = false;
 }
 
 /** An expected failure with a message written for the operator (no stack trace). */
-export class CliError extends Error {
+export class CliError extends KajError {
   constructor(
     message: string,
     readonly exitCode: number = EXIT.failure,
     options: { cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'CliError';
+    super(message, options);
   }
 }
 

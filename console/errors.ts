@@ -1,8 +1,13 @@
 /** What the console answers with an error page instead of a 500. */
+import { KajError } from '../shared/errors.js';
+
+/** Root of the console's errors: each one is the caller's (a 4xx page), never retried as is. */
+export class ConsoleError extends KajError {
+  readonly retryable = false;
+}
 
 /** A query parameter or form field that is not acceptable: 400, naming the field. */
-export class BadParameterError extends Error {
-  override readonly name = 'BadParameterError';
+export class BadParameterError extends ConsoleError {
   constructor(
     readonly field: string,
     message: string,
@@ -12,16 +17,10 @@ export class BadParameterError extends Error {
 }
 
 /** An action refused: no or a wrong token, a foreign origin, or a read-only console (403). */
-export class ActionRefusedError extends Error {
-  override readonly name = 'ActionRefusedError';
-}
+export class ActionRefusedError extends ConsoleError {}
 
 /** A request whose Host is not the console's own (DNS rebinding): 421. */
-export class ForeignHostError extends Error {
-  override readonly name = 'ForeignHostError';
-}
+export class ForeignHostError extends ConsoleError {}
 
 /** No such page, task, schedule or job: 404. */
-export class PageNotFoundError extends Error {
-  override readonly name = 'PageNotFoundError';
-}
+export class PageNotFoundError extends ConsoleError {}

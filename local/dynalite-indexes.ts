@@ -27,6 +27,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
+import { KajError } from '../shared/errors.js';
 
 /** What {@link rebuildSecondaryIndexes} found and fixed. */
 export interface IndexRebuildReport {
@@ -43,11 +44,8 @@ export interface IndexRebuildReport {
 }
 
 /** The rebuild could not read or write the store; nothing was changed (one atomic batch). */
-export class IndexRebuildError extends Error {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'IndexRebuildError';
-  }
+export class IndexRebuildError extends KajError {
+  readonly retryable = false;
 }
 
 type KeySchema = ReadonlyArray<{ readonly AttributeName: string; readonly KeyType: string }>;

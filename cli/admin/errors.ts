@@ -1,10 +1,7 @@
+import { KajError } from '../../shared/errors.js';
+
 /** Root of the errors of the CLI's DLQ work (reading DLQs, message move tasks). */
-export class AdminError extends Error {
-  constructor(message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-  }
-}
+export class AdminError extends KajError {}
 
 /** SQS refused or could not serve a DLQ request (receive, delete, attributes). Retryable. */
 export class DeadLetterQueueUnavailableError extends AdminError {

@@ -1,4 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { DeadLetterQueueUnavailableError, MoveTaskFailedError } from '../../../cli/admin/errors.js';
+import { CliError, EXIT, UsageError } from '../../../cli/errors.js';
+import {
+  ActionRefusedError,
+  BadParameterError,
+  ConsoleError,
+  ForeignHostError,
+  PageNotFoundError,
+} from '../../../console/errors.js';
+import { IndexRebuildError } from '../../../local/dynalite-indexes.js';
 import { HttpError } from '../../../shared/service/api/errors.js';
 import { ConfigError, MissingEnvironmentError } from '../../../shared/config/errors.js';
 import { UnprocessableMessageError } from '../../../shared/service/consumer/errors.js';
@@ -25,6 +35,15 @@ describe('Class: KajError (one root for every module)', () => {
     ['HttpError', new HttpError(400, 'invalid_json', 'bad', { cause }), undefined],
     ['PermanentError', new PermanentError('no', { cause }), undefined],
     ['RetryableError', new RetryableError('later', { cause }), undefined],
+    ['BadParameterError', new BadParameterError('state', 'bad'), undefined],
+    ['ActionRefusedError', new ActionRefusedError('no token'), undefined],
+    ['ForeignHostError', new ForeignHostError('evil.example'), undefined],
+    ['PageNotFoundError', new PageNotFoundError('no such task'), undefined],
+    ['UsageError', new UsageError('give --stack'), undefined],
+    ['CliError', new CliError('failed', EXIT.failure, { cause }), undefined],
+    ['DeadLetterQueueUnavailableError', new DeadLetterQueueUnavailableError('down', { cause }), undefined],
+    ['MoveTaskFailedError', new MoveTaskFailedError('FAILED', { cause }), undefined],
+    ['IndexRebuildError', new IndexRebuildError('unreadable', { cause }), undefined],
   ])('%s is a KajError named after its class, with the task id and cause it was given', (name, err, taskId) => {
     expect(err).toBeInstanceOf(KajError);
     expect(err.name).toBe(name);
@@ -38,5 +57,23 @@ describe('Class: KajError (one root for every module)', () => {
     expect(new QueueUnavailableError('x').retryable).toBe(true);
     expect(new PermanentError('x').retryable).toBe(false);
     expect(new RetryableError('x').retryable).toBe(true);
+    expect(new DeadLetterQueueUnavailableError('x').retryable).toBe(true);
+    for (const err of [
+      new ConsoleError('x'),
+      new BadParameterError('f', 'x'),
+      new UsageError('x'),
+      new IndexRebuildError('x'),
+    ]) {
+      expect(err.retryable).toBe(false);
+    }
+  });
+
+  it('keeps what the console and the CLI read from their errors: the field, the message, the exit code', () => {
+    const bad = new BadParameterError('state', 'must be one of queued, running');
+    expect(bad.field).toBe('state');
+    expect(bad.message).toBe('state: must be one of queued, running');
+    expect(new UsageError('x').exitCode).toBe(EXIT.usage);
+    expect(new CliError('x').exitCode).toBe(EXIT.failure);
+    expect(new CliError('x', EXIT.interrupted).exitCode).toBe(EXIT.interrupted);
   });
 });
