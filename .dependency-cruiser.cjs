@@ -59,6 +59,15 @@ module.exports = {
       },
     },
     {
+      name: 'claims-through-the-admission-port',
+      severity: 'error',
+      comment:
+        'The claim depends on its own admissions port (shared/task/admission.ts), the limiter implements ' +
+        'it: shared/task never imports shared/limit/limiter.ts.',
+      from: { path: '^shared/task/' },
+      to: { path: '^shared/limit/limiter\\.ts$' },
+    },
+    {
       name: 'functions-only-through-app',
       severity: 'error',
       comment:

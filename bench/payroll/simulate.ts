@@ -45,7 +45,7 @@ import { type Classification, classifyError } from '../../shared/retry/classify.
 import { afterFailure } from '../../shared/retry/decide.js';
 import { RetryableError } from '../../shared/retry/errors.js';
 import { noMetrics, silentLogger } from '../../shared/runtime/logger.js';
-import type { Admissions } from '../../shared/task/claim.js';
+import type { Admissions } from '../../shared/task/admission.js';
 import {
   type AnyTaskDefinition,
   defineLanes,

@@ -6,7 +6,7 @@
  * @module
  */
 import type { RandomSource } from '../runtime/random.js';
-import type { Refusal } from './limiter.js';
+import type { Refusal } from '../task/admission.js';
 
 /** SQS's longest visibility change / message delay. */
 export const MAX_DEFERRAL_SECONDS = 900;

@@ -20,34 +20,8 @@ import type { Logger } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
 import { type LimitStore, MAX_EVICT_PER_CALL } from './limit-store.js';
 import { LimitDefinitionError, LimitError, LimitUnavailableError } from './errors.js';
-import type { LimitSpec } from './spec.js';
-
-/** A limit a task holds, with its key when the use is keyed (each key has the whole limit). */
-export interface LimitUse {
-  readonly spec: LimitSpec;
-  readonly key?: string;
-}
-
-/** What {@link Limiter.acquire} took for a task; give it back with {@link Limiter.release}. */
-export interface Permit {
-  readonly taskId: string;
-  /** When the task may start (epoch ms): `acquire` resolves at (or right after) it. */
-  readonly startAt: number;
-}
-
-/** Why a task may not start now. */
-export type Refusal = {
-  readonly limit: string;
-  readonly key?: string;
-  readonly reason: 'concurrency' | 'rate' | 'paused';
-  /** Earliest time worth trying again, epoch ms (rate / paused: exact; concurrency: a guess). */
-  readonly retryAt: number;
-};
-
-/** What a task's limits answer. */
-export type Admission =
-  | { readonly kind: 'granted'; readonly permit: Permit }
-  | { readonly kind: 'refused'; readonly refusal: Refusal };
+import type { LimitSpec, LimitUse } from './spec.js';
+import type { Admission, Permit, Refusal } from '../task/admission.js';
 
 export interface LimiterDeps {
   readonly store: LimitStore;

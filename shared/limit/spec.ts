@@ -47,6 +47,12 @@ export interface LimitSpec {
   readonly learnRetryAfter: boolean;
 }
 
+/** A limit a task holds, with its key when the use is keyed (each key has the whole limit). */
+export interface LimitUse {
+  readonly spec: LimitSpec;
+  readonly key?: string;
+}
+
 /**
  * Parses a rate such as `'40/s'`, `'600/m'`, `'10/5s'`, `'1000/h'`, `'5/250ms'`: a count of 1 to
  * 100,000 per an interval of 1 ms to 24 h (units ms, s, m, h).

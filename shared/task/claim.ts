@@ -1,5 +1,5 @@
 import { METRICS } from '../config/metrics.js';
-import type { Permit, Refusal } from '../limit/limiter.js';
+import type { Admissions, Permit, Refusal } from './admission.js';
 import { afterCrash } from '../retry/decide.js';
 import { ConditionFailedError } from './store-errors.js';
 import {
@@ -48,21 +48,6 @@ export type ClaimOutcome =
    * message (docs/flow-control.md). `record` is the task as read.
    */
   | { readonly kind: 'limited'; readonly record: TaskRecord; readonly refusal: Refusal };
-
-/** What a task's limits answer before it is claimed. */
-export type Admission =
-  | { readonly kind: 'granted'; readonly permit: Permit }
-  | { readonly kind: 'refused'; readonly refusal: Refusal };
-
-/**
- * The consumer's flow control, as the claim sees it: asked right before a task would be claimed
- * (after every check that could drop or defer it), so a refused task costs no write.
- */
-export interface Admissions {
-  admit(record: TaskRecord): Promise<Admission>;
-  /** Gives back what `admit` took, when the claim does not happen after all. Never throws. */
-  release(permit: Permit): Promise<void>;
-}
 
 /** Pauses before looking again for a record whose write follows its message (send first, then put). */
 const WRITE_LANDING_PAUSES_MS = [25, 100, 250] as const;

@@ -1,6 +1,7 @@
 import type { Priority } from '../config/resources.js';
 import type { Classification } from '../retry/classify.js';
-import { type Admissions, TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
+import type { Admissions } from './admission.js';
+import { TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import { listedStore } from './listing.js';
@@ -10,7 +11,8 @@ import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
 
-export type { Admission, Admissions, ClaimOutcome, Delivery } from './claim.js';
+export type { Admission, Admissions } from './admission.js';
+export type { ClaimOutcome, Delivery } from './claim.js';
 export { claimWritten } from './claim.js';
 export type { LifecycleDeps } from './lifecycle-deps.js';
 export { deadLetterOf } from './outbox.js';

@@ -1,13 +1,14 @@
 import type { Priority } from '../../config/resources.js';
 import { METRICS } from '../../config/metrics.js';
 import { type DeferralSettings, deferralSeconds, RefusalStreak } from '../../limit/deferral.js';
-import type { Limiter, LimitUse, Permit, Refusal } from '../../limit/limiter.js';
+import type { Limiter } from '../../limit/limiter.js';
+import type { LimitUse } from '../../limit/spec.js';
 import type { Classification } from '../../retry/classify.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { Logger, Metrics } from '../../runtime/logger.js';
 import type { RandomSource } from '../../runtime/random.js';
 import type { AnyTaskDefinition, TaskRegistry } from '../../task/define.js';
-import type { Admissions } from '../../task/lifecycle.js';
+import type { Admissions, Permit, Refusal } from '../../task/admission.js';
 import type { TaskRecord } from '../../task/model.js';
 
 export interface FlowControlDeps {

@@ -17,7 +17,8 @@ import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
 import { MissingLimiterError } from '../../../shared/service/consumer/errors.js';
 import { refreshAtReceive } from '../../../shared/service/consumer/flow-control.js';
-import { Limiter, type LimitUse } from '../../../shared/limit/limiter.js';
+import { Limiter } from '../../../shared/limit/limiter.js';
+import type { LimitUse } from '../../../shared/limit/spec.js';
 import { type Metrics, RecordingLogger } from '../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../shared/runtime/random.js';
 import {

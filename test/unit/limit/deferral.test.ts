@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { deferralSeconds, MAX_DEFERRAL_SECONDS, RefusalStreak } from '../../../shared/limit/deferral.js';
-import type { Refusal } from '../../../shared/limit/limiter.js';
+import type { Refusal } from '../../../shared/task/admission.js';
 import { cryptoRandom } from '../../../shared/runtime/random.js';
 import { sequenceRandom } from '../../support/doubles.js';
 

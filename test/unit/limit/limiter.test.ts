@@ -6,15 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { KajError } from '../../../shared/errors.js';
 import { deferralSeconds, RefusalStreak } from '../../../shared/limit/deferral.js';
 import { LimitDefinitionError, LimitUnavailableError } from '../../../shared/limit/errors.js';
-import {
-  type Admission,
-  Limiter,
-  type LimiterDeps,
-  type LimitUse,
-  type Permit,
-} from '../../../shared/limit/limiter.js';
-import { resolveLimits } from '../../../shared/limit/spec.js';
+import { Limiter, type LimiterDeps } from '../../../shared/limit/limiter.js';
+import { type LimitUse, resolveLimits } from '../../../shared/limit/spec.js';
 import { RecordingLogger } from '../../../shared/runtime/logger.js';
+import type { Admission, Permit } from '../../../shared/task/admission.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { FakeClock, sequenceRandom } from '../../support/doubles.js';
 import { MemoryLimitStore } from '../../support/memory-limit-store.js';
