@@ -17,7 +17,8 @@
  */
 import { SCHEDULE_TABLE_SCHEMA } from '../../shared/config/resources.js';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError, StoreRejectedError } from '../../shared/task/store-errors.js';
+import { ScheduleVersionConflictError } from '../../shared/schedule/store-errors.js';
+import { StoreRejectedError } from '../../shared/task/store-errors.js';
 import type {
   ScheduleDueEntry,
   SchedulePage,

@@ -12,7 +12,7 @@
  * @module
  */
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { ScheduleVersionConflictError } from '../../shared/task/store-errors.js';
+import { ScheduleVersionConflictError } from '../../shared/schedule/store-errors.js';
 import type {
   ScheduleDueEntry,
   SchedulePage,

@@ -15,12 +15,8 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { SCHEDULE_TABLE_SCHEMA } from '../config/resources.js';
 import type { ScheduleRecord } from '../schedule/model.js';
-import {
-  OwnerScheduleLimitError,
-  ScheduleVersionConflictError,
-  StoreRejectedError,
-  StoreUnavailableError,
-} from '../task/store-errors.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../schedule/store-errors.js';
+import { StoreRejectedError, StoreUnavailableError } from '../task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,

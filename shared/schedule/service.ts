@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { OwnerScheduleLimitError, ScheduleVersionConflictError, StoreRejectedError } from '../task/store-errors.js';
+import { StoreRejectedError } from '../task/store-errors.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError } from './store-errors.js';
 import type { SchedulePage } from './schedule-store.js';
 import { CursorSigner } from '../task/cursor.js';
 import type { TaskRegistry } from '../task/define.js';

@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { METRICS } from '../config/metrics.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger, Metrics } from '../runtime/logger.js';
-import { ScheduleVersionConflictError } from '../task/store-errors.js';
+import { ScheduleVersionConflictError } from './store-errors.js';
 import type { ScheduleStore } from './schedule-store.js';
 import { TaskNotCancellableError, TaskNotFoundError, UnknownTaskTypeError, ValidationError } from '../task/errors.js';
 import type { TaskLifecycle } from '../task/lifecycle.js';

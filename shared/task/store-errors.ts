@@ -38,26 +38,3 @@ export class StoreUnavailableError extends StoreError {
 export class StoreRejectedError extends StoreError {
   readonly retryable = false;
 }
-
-/** A schedule write found the stored schedule at another version than expected (or present / absent). */
-export class ScheduleVersionConflictError extends StoreError {
-  constructor(
-    readonly scheduleName: string,
-    readonly current: import('../schedule/model.js').ScheduleRecord | undefined,
-    cause?: unknown,
-  ) {
-    super(`schedule "${scheduleName}" was changed by another writer`, { cause });
-  }
-}
-
-/** A counted schedule create found its owner's count at the maximum: nothing was written. */
-export class OwnerScheduleLimitError extends StoreError {
-  constructor(
-    readonly scheduleName: string,
-    readonly owner: string,
-    readonly max: number,
-    cause?: unknown,
-  ) {
-    super(`owner "${owner}" has ${max} counted schedules, the maximum`, { cause });
-  }
-}

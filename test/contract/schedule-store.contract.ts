@@ -13,12 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import {
-  OwnerScheduleLimitError,
-  ScheduleVersionConflictError,
-  StoreError,
-  StoreRejectedError,
-} from '../../shared/task/store-errors.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../../shared/schedule/store-errors.js';
+import { StoreError, StoreRejectedError } from '../../shared/task/store-errors.js';
 import type { SchedulePage, ScheduleStore } from '../../shared/schedule/schedule-store.js';
 
 export interface ScheduleStoreUnderTest {

@@ -1,10 +1,7 @@
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import {
-  OwnerScheduleLimitError,
-  ScheduleVersionConflictError,
-  StoreRejectedError,
-} from '../../shared/task/store-errors.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../../shared/schedule/store-errors.js';
+import { StoreRejectedError } from '../../shared/task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,

@@ -16,7 +16,7 @@ import {
   vcpuShare,
 } from '../../../bench/lib/schedule-model.js';
 import type { ScheduleRecord } from '../../../shared/schedule/model.js';
-import { ScheduleVersionConflictError } from '../../../shared/task/store-errors.js';
+import { ScheduleVersionConflictError } from '../../../shared/schedule/store-errors.js';
 
 const TABLE: TableModel = {
   partitionKey: 'name',
