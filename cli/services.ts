@@ -13,8 +13,8 @@ import type { LimitSpec } from '../shared/limit/spec.js';
 import { DynamoScheduleStore } from '../shared/aws/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/schedule/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
+import type { KajResources } from '../shared/aws/wiring.js';
 import {
-  type AdminResources,
   DynamoTaskTable,
   SqsDeadLetterQueues,
   SqsMessageMover,
@@ -31,7 +31,7 @@ export interface Services {
   /** The domain with the deployment's settings: every record write goes through `kaj.lifecycle`. */
   readonly kaj: Kaj;
   /** The target's resources, with the lanes' queues found. */
-  readonly resources: AdminResources;
+  readonly resources: KajResources;
   readonly dlq: DeadLetterQueues;
   readonly inspector: SqsQueueInspector;
   readonly table: DynamoTaskTable;
@@ -72,7 +72,7 @@ export async function openServices(
       {
         tableName: r.tableName,
         queueUrls: r.queueUrls,
-        deadLetterQueueUrls: r.dlqUrls,
+        deadLetterQueueUrls: r.deadLetterQueueUrls,
         laneQueueUrls: Object.fromEntries(Object.entries(r.lanes ?? {}).map(([lane, q]) => [lane, q.queueUrls])),
         // The CLI runs no task, but the domain it shares with the consumer refuses to exist
         // without a limiter when a type uses limits; naming the table makes no request.
@@ -82,7 +82,7 @@ export async function openServices(
       types,
       { sqs: target.sqs, dynamodb: target.dynamodb, clock: ctx.clock, random: ctx.random },
     );
-    const raw = new SqsDeadLetterQueues(target.sqs, r.dlqUrls);
+    const raw = new SqsDeadLetterQueues(target.sqs, r.deadLetterQueueUrls);
     return {
       target,
       kaj,
@@ -144,7 +144,7 @@ function noTable(err: unknown): [] {
 }
 
 /** The target's resources with the queues of the lanes of tasks/lanes.ts that exist there. */
-async function withLaneQueues(ctx: CliContext, target: Target): Promise<AdminResources> {
+async function withLaneQueues(ctx: CliContext, target: Target): Promise<KajResources> {
   const lanes = Object.keys((await ctx.registry()).lanes);
   if (lanes.length === 0) return target.resources;
   const prefix = prefixOf(target, 'lane queues');

@@ -17,12 +17,11 @@ import {
   EMULATOR_CREDENTIALS,
   EMULATOR_REGION,
   emulatorClients,
+  type KajResources,
   type LocalState,
   localStateSchema,
-  toDlqSpelling,
 } from '../shared/aws/wiring.js';
 import { runtimeSettings, type EnvironmentSettings, type RuntimeSettings } from '../shared/config/settings.js';
-import type { AdminResources } from './admin/aws.js';
 import { CliError, UsageError } from './errors.js';
 
 /** Written by `npm start` (local/main.ts). */
@@ -42,7 +41,7 @@ export interface Target {
   readonly stackName?: string;
   /** For messages: `local (npm start, pid 123)`, `stack kaj-prod`. */
   readonly label: string;
-  readonly resources: AdminResources;
+  readonly resources: KajResources;
   /** The deployment's settings, for the record writes the CLI makes through the domain (`deploymentSettings`). */
   readonly settings: RuntimeSettings;
   readonly apiUrl?: string;
@@ -141,7 +140,7 @@ function localTarget(cwd: string): Target {
   return {
     kind: 'local',
     label: `local (npm start, pid ${state.pid})`,
-    resources: toDlqSpelling(state.resources),
+    resources: state.resources,
     settings,
     ...(state.apiUrl === undefined ? {} : { apiUrl: state.apiUrl }),
     sqs,
@@ -201,8 +200,8 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
       tableName: outputs.tableName,
       queueUrls: outputs.queueUrls,
       queueArns: outputs.queueArns,
-      dlqUrls: outputs.dlqUrls,
-      dlqArns: outputs.dlqArns,
+      deadLetterQueueUrls: outputs.deadLetterQueueUrls,
+      deadLetterQueueArns: outputs.deadLetterQueueArns,
     },
     settings: deploymentSettings(),
     apiUrl: outputs.apiUrl,

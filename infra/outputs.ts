@@ -57,8 +57,8 @@ export interface KajStackOutputs {
   readonly tableName: string;
   readonly queueUrls: Readonly<Record<Priority, string>>;
   readonly queueArns: Readonly<Record<Priority, string>>;
-  readonly dlqUrls: Readonly<Record<Priority, string>>;
-  readonly dlqArns: Readonly<Record<Priority, string>>;
+  readonly deadLetterQueueUrls: Readonly<Record<Priority, string>>;
+  readonly deadLetterQueueArns: Readonly<Record<Priority, string>>;
   /** Absent on stacks deployed before the alarm topic was always created. */
   readonly alarmTopicArn?: string;
   /** Absent on stacks deployed before schedules existed. */
@@ -101,8 +101,8 @@ export function parseStackOutputs(outputs: readonly StackOutputLike[], stackName
     tableName: get(OUTPUT_KEYS.tableName),
     queueUrls: perPriority(OUTPUT_KEYS.queueUrl),
     queueArns: perPriority(OUTPUT_KEYS.queueArn),
-    dlqUrls: perPriority(OUTPUT_KEYS.dlqUrl),
-    dlqArns: perPriority(OUTPUT_KEYS.dlqArn),
+    deadLetterQueueUrls: perPriority(OUTPUT_KEYS.dlqUrl),
+    deadLetterQueueArns: perPriority(OUTPUT_KEYS.dlqArn),
     ...(values.has(OUTPUT_KEYS.alarmTopicArn) ? { alarmTopicArn: get(OUTPUT_KEYS.alarmTopicArn) } : {}),
     ...(values.has(OUTPUT_KEYS.schedulesTableName) ? { schedulesTableName: get(OUTPUT_KEYS.schedulesTableName) } : {}),
     ...(values.has(OUTPUT_KEYS.schedulerFunctionName)

@@ -525,14 +525,14 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   // Queues.
   for (const p of PRIORITIES) {
     const q = await queueAttributes(c, outputs.queueUrls[p]);
-    const dlq = await queueAttributes(c, outputs.dlqUrls[p]);
+    const dlq = await queueAttributes(c, outputs.deadLetterQueueUrls[p]);
     const redrive = JSON.parse(q.RedrivePolicy ?? '{}') as {
       deadLetterTargetArn?: string;
       maxReceiveCount?: number | string;
     };
     check(
       `${p}: redrive to its own DLQ after ${DEFAULTS.maxReceiveCount} receives`,
-      redrive.deadLetterTargetArn === outputs.dlqArns[p] &&
+      redrive.deadLetterTargetArn === outputs.deadLetterQueueArns[p] &&
         Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount,
       q.RedrivePolicy,
     );
@@ -571,7 +571,7 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
       const visibility = laneExpected[lane]?.visibilityTimeoutSeconds;
       check(
         `lane ${lane} ${p} (${LANE_QUEUES[lane]?.[p]}): redrive to the shared ${p} DLQ after ${DEFAULTS.maxReceiveCount} receives, visibility ${visibility} s, retention, SSE-SQS`,
-        redrive.deadLetterTargetArn === outputs.dlqArns[p] &&
+        redrive.deadLetterTargetArn === outputs.deadLetterQueueArns[p] &&
           Number(redrive.maxReceiveCount) === DEFAULTS.maxReceiveCount &&
           Number(q.VisibilityTimeout) === visibility &&
           Number(q.MessageRetentionPeriod) === DEFAULTS.queueRetentionSeconds &&
@@ -764,7 +764,7 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
         f.Handler === 'index.handler' &&
         env[ENV.tableName] === outputs.tableName &&
         PRIORITIES.every(
-          (p) => env[ENV.queueUrl(p)] === outputs.queueUrls[p] && env[ENV.dlqUrl(p)] === outputs.dlqUrls[p],
+          (p) => env[ENV.queueUrl(p)] === outputs.queueUrls[p] && env[ENV.dlqUrl(p)] === outputs.deadLetterQueueUrls[p],
         ) &&
         env[ENV.logLevel] === expected.logLevel &&
         env.NODE_OPTIONS === '--enable-source-maps',

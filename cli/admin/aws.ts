@@ -13,29 +13,13 @@ import {
   StartMessageMoveTaskCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import type { KajResources } from '../../shared/aws/wiring.js';
 import type { Priority } from '../../shared/config/resources.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { DeadLetterQueues, DlqMessage } from './dead-letters.js';
 import { DeadLetterQueueUnavailableError, MoveTaskRunningError, NativeMoveUnsupportedError } from './errors.js';
 import type { FailedTaskSource, MessageMover, MoveProgress, MoveTaskStatus } from './native.js';
 import type { QueueDepth, QueueInspector, StatusItem, StatusSource } from './stats.js';
-
-export interface AdminResources {
-  readonly tableName: string;
-  readonly queueUrls: Readonly<Record<Priority, string>>;
-  readonly queueArns: Readonly<Record<Priority, string>>;
-  readonly dlqUrls: Readonly<Record<Priority, string>>;
-  readonly dlqArns: Readonly<Record<Priority, string>>;
-  /** The limits table, when the deployment has one. */
-  readonly limitsTableName?: string;
-  /** The queues of the lanes other than the default one. */
-  readonly lanes?: Readonly<
-    Record<
-      string,
-      { readonly queueUrls: Readonly<Record<Priority, string>>; readonly queueArns: Readonly<Record<Priority, string>> }
-    >
-  >;
-}
 
 const nameOf = (err: unknown) => (err instanceof Error ? err.name : 'Error');
 
@@ -150,7 +134,7 @@ export class SqsDeadLetterQueues implements DeadLetterQueues {
 export class SqsQueueInspector implements QueueInspector {
   constructor(
     private readonly sqs: SQSClient,
-    private readonly r: Pick<AdminResources, 'queueUrls' | 'dlqUrls' | 'lanes'>,
+    private readonly r: Pick<KajResources, 'queueUrls' | 'deadLetterQueueUrls' | 'lanes'>,
   ) {}
 
   /** The lanes whose queues this inspector knows (besides the default one). */
@@ -160,7 +144,7 @@ export class SqsQueueInspector implements QueueInspector {
 
   async depth(kind: 'queue' | 'dlq', priority: Priority, lane?: string): Promise<QueueDepth> {
     const laneUrls = lane === undefined ? undefined : this.r.lanes?.[lane]?.queueUrls;
-    const url = kind === 'dlq' ? this.r.dlqUrls[priority] : (laneUrls ?? this.r.queueUrls)[priority];
+    const url = kind === 'dlq' ? this.r.deadLetterQueueUrls[priority] : (laneUrls ?? this.r.queueUrls)[priority];
     const out = await this.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,
@@ -183,7 +167,7 @@ export class SqsQueueInspector implements QueueInspector {
 export class SqsMessageMover implements MessageMover {
   constructor(
     private readonly sqs: SQSClient,
-    private readonly r: Pick<AdminResources, 'queueArns' | 'dlqArns'>,
+    private readonly r: Pick<KajResources, 'queueArns' | 'deadLetterQueueArns'>,
   ) {}
 
   async check(source: Priority): Promise<void> {
@@ -207,7 +191,7 @@ export class SqsMessageMover implements MessageMover {
   async start(source: Priority, destination: Priority, maxPerSecond?: number): Promise<void> {
     await this.sqs.send(
       new StartMessageMoveTaskCommand({
-        SourceArn: this.r.dlqArns[source],
+        SourceArn: this.r.deadLetterQueueArns[source],
         // Always explicit: messages the consumer wrote to the DLQ have no "source queue" of their own.
         DestinationArn: this.r.queueArns[destination],
         ...(maxPerSecond === undefined ? {} : { MaxNumberOfMessagesPerSecond: maxPerSecond }),
@@ -217,7 +201,7 @@ export class SqsMessageMover implements MessageMover {
 
   async progress(source: Priority): Promise<MoveProgress | undefined> {
     const out = await this.sqs.send(
-      new ListMessageMoveTasksCommand({ SourceArn: this.r.dlqArns[source], MaxResults: 1 }),
+      new ListMessageMoveTasksCommand({ SourceArn: this.r.deadLetterQueueArns[source], MaxResults: 1 }),
     );
     const t = out.Results?.[0];
     if (t === undefined) return undefined;

@@ -176,32 +176,6 @@ export const localStateSchema = z.object({
 });
 export type LocalState = z.infer<typeof localStateSchema>;
 
-/**
- * The same resources in the spelling of the stack outputs and the admin contracts
- * (`dlqUrls`, `dlqArns`: `KajStackOutputs`, `AdminResources`).
- */
-export interface DlqSpelledResources {
-  readonly tableName: string;
-  readonly queueUrls: PerPriority;
-  readonly queueArns: PerPriority;
-  readonly dlqUrls: PerPriority;
-  readonly dlqArns: PerPriority;
-  readonly limitsTableName?: string;
-  readonly lanes?: KajResources['lanes'];
-}
-
-export function toDlqSpelling(r: KajResources): DlqSpelledResources {
-  return {
-    tableName: r.tableName,
-    queueUrls: r.queueUrls,
-    queueArns: r.queueArns,
-    dlqUrls: r.deadLetterQueueUrls,
-    dlqArns: r.deadLetterQueueArns,
-    ...(r.limitsTableName === undefined ? {} : { limitsTableName: r.limitsTableName }),
-    ...(r.lanes === undefined ? {} : { lanes: r.lanes }),
-  };
-}
-
 /** Queue URLs of the resources as `SqsTaskQueue` takes them. */
 export function taskQueueUrls(r: KajResources): { queues: PerPriority; deadLetterQueues: PerPriority } {
   return { queues: r.queueUrls, deadLetterQueues: r.deadLetterQueueUrls };

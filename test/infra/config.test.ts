@@ -197,7 +197,7 @@ describe('stack outputs', () => {
     const o = parseStackOutputs(outputs);
     expect(o.tableName).toBe('kaj-tasks');
     expect(o.queueUrls.low).toBe('https://sqs/q-low');
-    expect(o.dlqArns.high).toBe('arn:d-high');
+    expect(o.deadLetterQueueArns.high).toBe('arn:d-high');
   });
 
   it('reads the alarm topic ARN, and still reads a stack deployed before that output existed', () => {

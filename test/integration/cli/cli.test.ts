@@ -278,7 +278,7 @@ describe.skipIf(!motoAvailable())('--native on moto', () => {
       const run = nativeRedrive(
         {
           failed: new DynamoTaskTable(dynamodb, r.tableName),
-          mover: new SqsMessageMover(sqs, { queueArns: r.queueArns, dlqArns: r.deadLetterQueueArns }),
+          mover: new SqsMessageMover(sqs, r),
           lifecycle: runtime.kaj.lifecycle,
           clock: systemClock,
           sleep: realSleep,

@@ -6,7 +6,6 @@ import {
   EMULATOR_REGION,
   emulatorClients,
   emulatorSettings,
-  toDlqSpelling,
   taskQueueUrls,
   type KajResources,
   WIRED_CLIENT_TUNING,
@@ -59,14 +58,7 @@ describe('Module: wiring', () => {
     c.destroy();
   });
 
-  it('converts to the stack-output spelling and to SqsTaskQueue’s', () => {
-    expect(toDlqSpelling(resources)).toEqual({
-      tableName: 't',
-      queueUrls: urls('qu'),
-      queueArns: urls('qa'),
-      dlqUrls: urls('du'),
-      dlqArns: urls('da'),
-    });
+  it('converts to SqsTaskQueue’s spelling', () => {
     expect(taskQueueUrls(resources)).toEqual({ queues: urls('qu'), deadLetterQueues: urls('du') });
   });
 });
