@@ -39,7 +39,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
-import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/claim.js';
+import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/lease.js';
 import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { uniquePrefix } from './fixtures/wait.js';

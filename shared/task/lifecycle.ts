@@ -2,6 +2,7 @@ import type { Priority } from '../config/resources.js';
 import type { Classification } from '../retry/classify.js';
 import type { Admissions } from './admission.js';
 import { TaskClaims, type ClaimOutcome, type Delivery } from './claim.js';
+import { AttemptLeases } from './lease.js';
 import type { ResolvedPolicy } from './define.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import { listedStore } from './listing.js';
@@ -13,7 +14,7 @@ import { TaskRequests } from './requests.js';
 
 export type { Admission, Admissions } from './admission.js';
 export type { ClaimOutcome, Delivery } from './claim.js';
-export { claimWritten } from './claim.js';
+export { claimWritten } from './lease.js';
 export type { LifecycleDeps } from './lifecycle-deps.js';
 export { deadLetterOf } from './outbox.js';
 
@@ -21,7 +22,8 @@ export { deadLetterOf } from './outbox.js';
  * Every status change of a task, as fenced single-item writes, behind one object. Each role
  * lives in its own file, named for the question a newcomer asks:
  * - where is a message sent, and the outbox kept? `outbox.ts`
- * - where is a task claimed, leased, reclaimed after a crash? `claim.ts`
+ * - where is a task claimed, or reclaimed after a crash? `claim.ts`
+ * - where is a running attempt's lease kept (heartbeat, cancel look, solo)? `lease.ts`
  * - where does an attempt end (success, retry, death, cancel)? `outcome.ts`
  * - where are GET and DELETE answered for an owner? `requests.ts`
  * - what do the writes change? `changes.ts` (pure); the fence: `fence.ts`
@@ -32,6 +34,7 @@ export { deadLetterOf } from './outbox.js';
 export class TaskLifecycle {
   readonly outboxes: TaskOutbox;
   readonly claims: TaskClaims;
+  readonly leases: AttemptLeases;
   readonly outcomes: AttemptOutcomes;
   readonly requests: TaskRequests;
   readonly operations: OperatorActions;
@@ -41,6 +44,7 @@ export class TaskLifecycle {
     const d: LifecycleDeps = { ...deps, store: listedStore(deps.store, deps.clock) };
     this.outboxes = new TaskOutbox(d);
     this.claims = new TaskClaims(d, this.outboxes);
+    this.leases = new AttemptLeases(d);
     this.outcomes = new AttemptOutcomes(d, this.outboxes);
     this.requests = new TaskRequests(d);
     this.operations = new OperatorActions(d, this.outboxes);
@@ -80,16 +84,16 @@ export class TaskLifecycle {
     return this.claims.claim(taskId, dispatchId, delivery, admissions);
   }
   heartbeat(record: TaskRecord): Promise<TaskRecord> {
-    return this.claims.heartbeat(record);
+    return this.leases.heartbeat(record);
   }
   cancelRequested(record: TaskRecord): Promise<boolean> {
-    return this.claims.cancelRequested(record);
+    return this.leases.cancelRequested(record);
   }
   isSuspect(record: TaskRecord): boolean {
-    return this.claims.isSuspect(record);
+    return this.leases.isSuspect(record);
   }
   markSolo(record: TaskRecord): Promise<TaskRecord> {
-    return this.claims.markSolo(record);
+    return this.leases.markSolo(record);
   }
 
   // --- outcome.ts

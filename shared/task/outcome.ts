@@ -12,7 +12,7 @@ import {
   nextDispatchId,
   withAttempt,
 } from './changes.js';
-import { claimWritten, isCancelled } from './claim.js';
+import { claimWritten, isCancelled } from './lease.js';
 import type { ResolvedPolicy } from './define.js';
 import { LeaseLostError } from './errors.js';
 import { fencedUpdate } from './fence.js';
