@@ -9,7 +9,8 @@
  */
 import type { Priority } from '../shared/config/resources.js';
 import type { LimitStatusRow } from '../shared/limit/status.js';
-import type { RunResult, ScheduleSummary, ScheduleView } from '../shared/schedule/service.js';
+import type { ScheduleSummary, ScheduleView } from '../shared/schedule/views.js';
+import type { RunResult } from '../shared/schedule/writes.js';
 import type { ListedTask } from '../shared/task/task-store.js';
 import type { BoundedCount } from '../shared/task/delayed-count.js';
 import type { ListedStatus, ListingView, TaskRecord } from '../shared/task/model.js';

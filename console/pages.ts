@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { PRIORITIES } from '../shared/config/resources.js';
 import { OVERLAP_DESCRIPTIONS, OVERLAP_POLICIES, type OverlapPolicy } from '../shared/schedule/model.js';
-import type { ScheduleSummary, ScheduleView } from '../shared/schedule/service.js';
+import type { ScheduleSummary, ScheduleView } from '../shared/schedule/views.js';
 import type { ListedTask } from '../shared/task/task-store.js';
 import { boundedText, DELAYED_COUNT_BOUND } from '../shared/task/delayed-count.js';
 import { listedAt } from '../shared/task/listing.js';

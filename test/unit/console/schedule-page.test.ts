@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { schedulePage } from '../../../console/pages.js';
-import type { ScheduleView } from '../../../shared/schedule/service.js';
+import type { ScheduleView } from '../../../shared/schedule/views.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const ctx = { label: 'x', token: 'tok', actionsAllowed: false, schedules: true, now: NOW };
