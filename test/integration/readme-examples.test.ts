@@ -1,18 +1,20 @@
 /**
- * The README's shell examples, run as written against a local runtime started the way a reader
- * starts it (`npm start`), so that an example that stops working fails the suite.
+ * The shell examples of the README and the docs, run as written against a local runtime started
+ * the way a reader starts it (`npm start`), so that an example that stops working fails the suite.
  *
- * The rules (each one is code below, and a README change that breaks one fails a test):
+ * The rules (each one is code below, and a documentation change that breaks one fails a test):
  *
- * 1. Where: the `## Quick start`, `## API`, `## Schedules` and `## Operations` sections (their `###` subsections
- *    included); fenced blocks tagged `sh` or `console`. Other sections (Deploy) talk to AWS.
+ * 1. Where ({@link SOURCES}): the README's `## Quick start`; all of `docs/api.md` and
+ *    `docs/schedules.md`; the `## A first look…` section of `docs/operations.md` (a section's
+ *    `###` subsections included); fenced blocks tagged `sh` or `console`, in that order. Other
+ *    sections talk to AWS (Deploy) or to a runtime of their own (the operations walkthrough).
  * 2. What a command is: in a `sh` block, every line that is not blank and not a `#` comment
  *    (the comments show output); in a `console` block, every line after a `$ ` prompt (the other
  *    lines are captured output). A line ending in `\`, or inside an open quote, continues the
  *    command. A trailing `# comment` is left to bash.
  * 3. Not run, by an explicit rule ({@link NOT_RUN}): `npm install|ci|start|test` (this test starts
  *    the runtime itself, as `npm start -- --port N --in-memory`), and anything that needs AWS
- *    (`--stack`, `cdk`, `awscurl`, `aws …`). Every other command must be a `curl` to the local
+ *    (`--stack`, `cdk`, `awscurl`, `aws …`, `curl --aws-sigv4`). Every other command must be a `curl` to the local
  *    runtime or an `npx kaj … --local`; anything else fails the test until a rule says otherwise.
  * 4. Substitutions: `127.0.0.1:3000` and `localhost:3000` become the runtime's port; `$URL` is set in
  *    the environment to the runtime's base URL; a task id in a command — written out
@@ -39,19 +41,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../tasks/index.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const SECTIONS = ['Quick start', 'API', 'Schedules', 'Operations'] as const;
+/** Rule 1: the files whose examples run, in this order, and which of their `##` sections (all when absent). */
+const SOURCES: readonly { readonly file: string; readonly sections?: readonly string[] }[] = [
+  { file: 'README.md', sections: ['Quick start'] },
+  { file: 'docs/api.md' },
+  { file: 'docs/schedules.md' },
+  { file: 'docs/operations.md', sections: ['A first look: replay an outage against `npm start`'] },
+];
 /** Top-level entries a fresh clone after `npm install` would not have (or has as a link). */
 const NOT_COPIED = new Set(['.git', '.kaj', 'cdk.out', 'coverage', '.tmp', 'node_modules']);
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
 const STATUS_MARK = '<<kaj-readme-http-status ';
 
 interface Example {
+  /** `file: section`, for the messages. */
   readonly section: string;
   readonly lang: 'sh' | 'console';
-  /** Index of the fenced block in the README (rule 6 is per block). */
+  /** Index of the fenced block among all the sources' blocks (rule 6 is per block). */
   readonly block: number;
   readonly command: string;
-  /** Output lines the README shows for this command. */
+  /** Output lines the document shows for this command. */
   readonly shown: string[];
 }
 
@@ -64,7 +73,7 @@ const NOT_RUN: readonly { readonly reason: string; readonly matches: (command: s
   },
   {
     reason: 'needs an AWS account (a deployed stack, the CDK, SigV4 signing)',
-    matches: (c) => /(^|\s)--stack\b|(^|\s)(npx )?cdk\s|^awscurl\b|^aws\s/.test(c),
+    matches: (c) => /(^|\s)--stack\b|(^|\s)(npx )?cdk\s|^awscurl\b|^aws\s|^curl\s.*--aws-sigv4\b/s.test(c),
   },
 ];
 
@@ -95,12 +104,19 @@ function insideQuote(text: string): boolean {
   return quote !== undefined;
 }
 
-/** Rules 1 and 2: the commands of the README's examples, in order. */
-function extractExamples(markdown: string): Example[] {
+/**
+ * Rules 1 and 2: the commands of one file's examples, in order, from the `##` sections named
+ * (all when `sections` is absent). `firstBlock` numbers the blocks on from the previous file's.
+ */
+function extractExamples(
+  markdown: string,
+  source: { readonly file: string; readonly sections?: readonly string[] },
+  firstBlock = 0,
+): Example[] {
   const lines = markdown.split('\n');
   const examples: Example[] = [];
   let section = '';
-  let block = -1;
+  let block = firstBlock - 1;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? '';
     const heading = /^## (.+?)\s*$/.exec(line);
@@ -114,7 +130,8 @@ function extractExamples(markdown: string): Example[] {
     const body: string[] = [];
     for (i++; i < lines.length && !/^```\s*$/.test(lines[i] ?? ''); i++) body.push(lines[i] ?? '');
     block++;
-    if (!(SECTIONS as readonly string[]).includes(section) || (lang !== 'sh' && lang !== 'console')) continue;
+    if (source.sections !== undefined && !source.sections.includes(section)) continue;
+    if (lang !== 'sh' && lang !== 'console') continue;
     let last: Example | undefined;
     for (let j = 0; j < body.length; j++) {
       const raw = body[j] ?? '';
@@ -125,7 +142,7 @@ function extractExamples(markdown: string): Example[] {
       }
       let command = lang === 'console' ? raw.slice(2) : raw;
       while ((command.endsWith('\\') || insideQuote(command)) && j + 1 < body.length) command += `\n${body[++j] ?? ''}`;
-      last = { section, lang, block, command: command.trim(), shown: [] };
+      last = { section: `${source.file}: ${section}`, lang, block, command: command.trim(), shown: [] };
       examples.push(last);
     }
   }
@@ -186,12 +203,19 @@ async function waitUntil(what: string, probe: () => Promise<boolean> | boolean, 
   }
 }
 
-const README = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-const examples = extractExamples(README);
+const examples: Example[] = [];
+for (const source of SOURCES) {
+  const markdown = readFileSync(path.join(REPO_ROOT, source.file), 'utf8');
+  for (const s of source.sections ?? [])
+    if (!markdown.split('\n').includes(`## ${s}`)) throw new Error(`${source.file} has no section "## ${s}"`);
+  examples.push(...extractExamples(markdown, source, (examples.at(-1)?.block ?? -1) + 1));
+}
+const fromFile = (file: string) => (e: { readonly section: string } | string) =>
+  (typeof e === 'string' ? e : e.section).startsWith(`${file}: `);
 
-describe('README examples: extraction', () => {
-  it('finds commands in each of the Quick start, API and Operations sections', () => {
-    for (const s of SECTIONS) expect(examples.filter((e) => e.section === s).length, s).toBeGreaterThan(0);
+describe('README and docs examples: extraction', () => {
+  it('finds commands in each source: the README Quick start, docs/api.md, docs/schedules.md, docs/operations.md', () => {
+    for (const s of SOURCES) expect(examples.filter(fromFile(s.file)).length, s.file).toBeGreaterThan(0);
   });
 
   it('every command is either excluded by a written rule or one this test can run against npm start', () => {
@@ -231,12 +255,25 @@ describe('README examples: extraction', () => {
       'npx cdk deploy',
       '```',
     ].join('\n');
-    const ex = extractExamples(md);
+    const ex = extractExamples(md, { file: 'x.md', sections: ['API', 'Operations'] });
     expect(ex.map((e) => [e.section, e.command, e.shown])).toEqual([
-      ['API', 'curl -s -X POST $URL/x -H \'a: b\' \\\n  -d \'{"type":"t",\n       "n":1}\'', ['# {"task_id":"t_1…"}']],
-      ['Operations', 'npx kaj stats --local   # comment', ['QUEUE  VISIBLE']],
-      ['Operations', 'npx kaj task show t_ab… --local', ['status:       succeeded']],
+      [
+        'x.md: API',
+        'curl -s -X POST $URL/x -H \'a: b\' \\\n  -d \'{"type":"t",\n       "n":1}\'',
+        ['# {"task_id":"t_1…"}'],
+      ],
+      ['x.md: Operations', 'npx kaj stats --local   # comment', ['QUEUE  VISIBLE']],
+      ['x.md: Operations', 'npx kaj task show t_ab… --local', ['status:       succeeded']],
     ]);
+    expect(extractExamples(md, { file: 'y.md' }, 7).map((e) => [e.section, e.block])).toEqual([
+      ['y.md: API', 7],
+      ['y.md: Operations', 8],
+      ['y.md: Operations', 8],
+      ['y.md: Deploy', 9],
+    ]);
+    expect(
+      NOT_RUN.some((r) => r.matches('curl --aws-sigv4 "aws:amz:eu-west-1:execute-api" \\\n  "$KAJ_API_URL/x"')),
+    ).toBe(true);
     const id = `t_${'c'.repeat(32)}`;
     expect(substitute('curl http://127.0.0.1:3000/api/v1/tasks/t_5c…', 4321, id)).toBe(
       `curl http://127.0.0.1:4321/api/v1/tasks/${id}`,
@@ -246,7 +283,7 @@ describe('README examples: extraction', () => {
   });
 });
 
-describe('README examples: run against npm start', () => {
+describe('README and docs examples: run against npm start', () => {
   let tree: string;
   let port: number;
   let runtime: ChildProcess | undefined;
@@ -309,7 +346,7 @@ describe('README examples: run against npm start', () => {
     return ((await res.json()) as { status?: string }).status;
   }
 
-  it('every command of the Quick start, API and Operations examples succeeds', async () => {
+  it('every command of the examples succeeds, in order', async () => {
     const ran: string[] = [];
     let lastTaskId: string | undefined;
     let submittedInBlock: { block: number; ids: string[] } = { block: -1, ids: [] };
@@ -350,12 +387,8 @@ describe('README examples: run against npm start', () => {
       }
       ran.push(`${e.section}: ${e.command.split('\n')[0]}`);
     }
-    // The Operations example's replay really ran (a guard against rules that skip everything).
-    expect(ran.filter((r) => r.startsWith('Operations:') && r.includes('dlq redrive')).length).toBeGreaterThan(0);
-    for (const s of SECTIONS)
-      expect(
-        ran.some((r) => r.startsWith(`${s}:`)),
-        s,
-      ).toBe(true);
+    // The operations example's replay really ran (a guard against rules that skip everything).
+    expect(ran.filter((r) => fromFile('docs/operations.md')(r) && r.includes('dlq redrive')).length).toBeGreaterThan(0);
+    for (const s of SOURCES) expect(ran.some(fromFile(s.file)), s.file).toBe(true);
   }, 300_000);
 });
