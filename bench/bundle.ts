@@ -3,7 +3,7 @@
  *
  *   npm run bench:bundle -- [--runs 5] [--top 12] [--function api|consumer|sweeper|scheduler] [--keep]
  *
- *   npm run bench:bundle -- --runs 3 --top 0     # the table alone (the figures in the README)
+ *   npm run bench:bundle -- --runs 3 --top 0     # the table alone (the figures in docs/measured.md)
  *
  * Rows: `before` is the wiring of the first release (one all-in-one root on the document client;
  * the same bundle for every function); each function as the stack deploys it, with the esbuild

@@ -205,7 +205,7 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
     }
   }
 
-  /** The schedules API (`/api/v1/schedules`): bodies as the README's "Schedules" section gives them. */
+  /** The schedules API (`/api/v1/schedules`): bodies as docs/schedules.md gives them. */
   readonly schedules = {
     list: (o: { limit?: number; cursor?: string } = {}) => {
       const q = new URLSearchParams();

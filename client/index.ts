@@ -1,5 +1,5 @@
 /**
- * `kaj/client`: the typed client of the task API (README, "Calling Kaj from code"). Producers
+ * `kaj/client`: the typed client of the task API (docs/api.md, "Calling Kaj from code"). Producers
  * inside AWS may submit directly instead, with the same client: `kaj/client/direct`.
  *
  * @module

@@ -26,7 +26,7 @@ const USAGE = `usage: npm start -- [--port N] [--reset] [--in-memory] [--log-lev
   --in-memory     keep nothing on disk
   --log-level L   default info
 
-Environment (as for the Lambda functions; see the README's Configuration):
+Environment (as for the Lambda functions; see docs/deploy.md, Configuration):
   ${ENV.leaseSeconds}   lease of a running task, seconds (3-900; default 60)
   ${ENV.retentionDays}  days a finished task is kept (default 7)
 `;
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     process.stderr.write(`--log-level must be debug, info, warn or error, got "${level}"\n`);
     process.exit(2);
   }
-  // The settings the README documents as environment variables, read and checked as the
+  // The settings documented as environment variables (docs/deploy.md), read and checked as the
   // Lambda functions read them; a bad value stops here, naming the variable (exit 2, as for a bad flag).
   let envSettings: EnvironmentSettings;
   let scheduleRules: ScheduleRules;

@@ -11,7 +11,7 @@ function dayIn(zone: string, at: Date): string {
 }
 
 /**
- * A scheduled task and the logical-date habit (README, "Schedules"): the nightly sales report of
+ * A scheduled task and the logical-date habit (docs/schedules.md): the nightly sales report of
  * the day before, at 00:30 in Dhaka.
  *
  * The handler reports on the day *before its scheduled time* (`ctx.scheduledTime`), never on

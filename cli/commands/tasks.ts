@@ -1,5 +1,5 @@
 /**
- * `kaj tasks list` and `kaj tasks cancel`: tasks by status from the listing index (README,
+ * `kaj tasks list` and `kaj tasks cancel`: tasks by status from the listing index (docs/api.md,
  * "Listing tasks"), and a paced, audited bulk cancel of what a listing selects.
  *
  * @module

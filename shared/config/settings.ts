@@ -237,7 +237,7 @@ export function scheduleRulesEnvironment(rules: ScheduleRules): Record<string, s
   return env;
 }
 
-/** The settings the README documents as environment variables (the Configuration section). */
+/** The settings documented as environment variables (docs/deploy.md, "Settings of the functions and `npm start`"). */
 export type EnvironmentSettings = Partial<Pick<RuntimeSettings, 'leaseSeconds' | 'retentionDays'>>;
 
 /**

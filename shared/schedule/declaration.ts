@@ -7,7 +7,7 @@
  *
  * The fields are those of `PUT /api/v1/schedules/{name}` without `type` (it is the task's), in
  * the same wire format (durations as `15m`, times as ISO-8601 strings). Validated at start-up
- * and synced to the schedules table by the scheduler (docs: README, "Schedules").
+ * and synced to the schedules table by the scheduler (docs/schedules.md).
  *
  * No imports: `shared/task/define.ts` names this type without depending on the scheduler.
  */

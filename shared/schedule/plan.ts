@@ -3,7 +3,7 @@
  * its latest run. The ticker (`tick.ts`) reads what this needs, carries out the runs and the
  * cancel it returns, and writes the schedule as returned (conditioned on the version it read).
  *
- * The rules (README, "Schedules"):
+ * The rules (docs/schedules.md, "The spec"):
  * - A time is handed to SQS by the last tick before it falls due (`horizon` = now + one tick),
  *   with `DelaySeconds` for its exact second; the run starts at the time plus the schedule's
  *   jitter offset.

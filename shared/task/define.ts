@@ -57,10 +57,10 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown, T 
   /** Does the work. Return a JSON-serializable result (≤ 32 KiB). Throw PermanentError / RetryableError to steer retries. */
   readonly handler: (payload: z.infer<S>, ctx: TaskContext) => Promise<R>;
   readonly description?: string;
-  /** Schedules that create tasks of this type, synced to the schedules table (README, "Schedules"). */
+  /** Schedules that create tasks of this type, synced to the schedules table (docs/schedules.md). */
   readonly schedules?: readonly ScheduleDeclaration[];
   /**
-   * The lane whose queues and consumer run this type (`tasks/lanes.ts`; README, "Lanes and limits").
+   * The lane whose queues and consumer run this type (`tasks/lanes.ts`; docs/flow-control.md, "Declaring lanes and limits").
    * @default the default lane
    */
   readonly lane?: string;

@@ -120,7 +120,7 @@ export interface TaskRecord {
   audit?: AuditEntry[];
   /** Set when an operator discarded the dead task. */
   discarded_at?: string;
-  /** The schedule that created the task (README, "Schedules"). */
+  /** The schedule that created the task (docs/schedules.md). */
   schedule?: string;
   /** Its run's logical date: the nominal scheduled time (ISO, UTC), before jitter. */
   scheduled_time?: string;

@@ -2,7 +2,7 @@
  * The console in a real browser (Chromium through playwright-core) against the local runtime
  * `npm start` runs — started in-process with the console mounted the way local/main.ts mounts it,
  * and task types the test can break and fix. Screenshots of each page go to .tmp/console-screenshots/,
- * and to docs/img/ with KAJ_UPDATE_SCREENSHOTS=1 (the README shows those).
+ * and to docs/img/ with KAJ_UPDATE_SCREENSHOTS=1 (docs/operations.md and the README show those).
  */
 import { mkdirSync } from 'node:fs';
 import { request } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 9: the settings the README's Configuration section lists as environment
+ * The settings docs/deploy.md ("Settings of the functions and `npm start`") lists as environment
  * variables (KAJ_LEASE_SECONDS, KAJ_RETENTION_DAYS) work for `npm start` as they do for the
  * Lambda functions: parsed the same way, bad values stop it with exit 2 naming the variable.
  */
