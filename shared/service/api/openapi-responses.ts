@@ -19,7 +19,7 @@ import {
 } from './openapi-schemas.js';
 import type { TaskApiRoute } from './routes.js';
 
-/** Any JSON object: the replies of schedule actions whose shape is documented in the README. */
+/** Any JSON object: the replies of schedule actions whose shape is documented in docs/schedules.md. */
 const objectSchema = z.object({}).passthrough();
 
 /** A response header Kaj sends, by its name under `components.headers`. */

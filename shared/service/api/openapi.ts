@@ -81,7 +81,7 @@ export function openApiDocument(registry: TaskRegistry, o: { readonly schedules:
               required: true,
               schema: { type: 'string', enum: [...LISTING_VIEWS] },
               description:
-                'a listed status (newest first), or delayed: queued tasks waiting in the table, soonest run first; queued tasks in SQS are counted by queue depth, succeeded ones are not listed (README, "Listing tasks")',
+                'a listed status (newest first), or delayed: queued tasks waiting in the table, soonest run first; queued tasks in SQS are counted by queue depth, succeeded ones are not listed (docs/api.md, "Listing tasks")',
             },
             { name: 'type', in: 'query', schema: { type: 'string', maxLength: 64 } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
