@@ -76,10 +76,10 @@ export class DirectTransport implements KajTransport {
           return { status: 207, body: await this.submitBatch(services, json, caller, path) };
         case 'get':
           if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
-          return { status: 200, body: toView(await services.lifecycle.find(id, caller.owner)) };
+          return { status: 200, body: toView(await services.lifecycle.requests.find(id, caller.owner)) };
         default: {
           if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
-          const r = await services.lifecycle.cancel(id, caller.owner);
+          const r = await services.lifecycle.requests.cancel(id, caller.owner);
           return r.status === 'running'
             ? { status: 202, body: { task_id: r.task_id, status: r.status, cancel_requested: true } }
             : { status: 200, body: { task_id: r.task_id, status: r.status } };

@@ -45,7 +45,7 @@ export function planRedrive(
 
 export interface RedriveDeps extends BatchDeps {
   /** The domain: `operations` makes every record write. */
-  readonly lifecycle: Pick<TaskLifecycle, 'operations' | 'sendUnconfirmed'>;
+  readonly lifecycle: Pick<TaskLifecycle, 'operations' | 'outboxes'>;
 }
 
 export interface RedriveOptions extends BatchOptions, RedriveRequest {}
@@ -79,7 +79,7 @@ async function redriveOne(deps: RedriveDeps, o: RedriveOptions, entry: DeadEntry
   const letter = letterOf(entry);
   const first = letter === undefined ? undefined : await recordOf(deps, entry);
   if (letter === undefined || o.dryRun)
-    return planResult(planRedrive(entry, first, (r) => deps.lifecycle.sendUnconfirmed(r)));
+    return planResult(planRedrive(entry, first, (r) => deps.lifecycle.outboxes.sendUnconfirmed(r)));
   return withReplans(first, async (record) => {
     const out = await deps.lifecycle.operations.redriveLetter(letter, record, o);
     return out.kind === 'changed' ? out : letterResult(out);

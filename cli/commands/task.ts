@@ -44,7 +44,7 @@ export function registerTask(program: Command, ctx: CliContext, state: RunState)
       await withServices(ctx, o, async (s) => {
         let r;
         try {
-          r = await s.kaj.lifecycle.cancel(taskId, undefined, { actor: ctx.actor, ...reason });
+          r = await s.kaj.lifecycle.requests.cancel(taskId, undefined, { actor: ctx.actor, ...reason });
         } catch (err) {
           if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError)
             throw new CliError(err.message, 1, { cause: err });

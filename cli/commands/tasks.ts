@@ -138,7 +138,7 @@ cancelled through the same path as DELETE /api/v1/tasks/{id}; a task that moved 
           }
           await pacer.take(ctx.signal);
           try {
-            const r = await s.kaj.lifecycle.cancel(t.task_id, undefined, { actor: ctx.actor, ...reason });
+            const r = await s.kaj.lifecycle.requests.cancel(t.task_id, undefined, { actor: ctx.actor, ...reason });
             report.cancelled += 1;
             items.push({ task_id: t.task_id, outcome: r.status === 'running' ? 'cancel_requested' : 'cancelled' });
           } catch (err) {

@@ -159,7 +159,7 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
     getTask: (taskId) => s.kaj.store.get(taskId),
 
     async cancelTask(taskId, operator) {
-      const r = await s.kaj.lifecycle.cancel(taskId, undefined, operator);
+      const r = await s.kaj.lifecycle.requests.cancel(taskId, undefined, operator);
       return { status: r.status, requested: r.status === 'running' };
     },
 

@@ -199,7 +199,7 @@ export class ScheduleTicker {
 
   private async cancelQuietly(taskId: string, schedule: string): Promise<void> {
     try {
-      await this.d.lifecycle.cancel(taskId);
+      await this.d.lifecycle.requests.cancel(taskId);
     } catch (err) {
       if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError) return;
       throw err;

@@ -138,7 +138,7 @@ export class TaskSubmitter {
       positionOf.set(record, index);
       firsts.push(record);
     });
-    const owed = await this.lifecycle.sendAheadMany(firsts);
+    const owed = await this.lifecycle.outboxes.sendAheadMany(firsts);
     for (const [i, r] of firsts.entries()) Object.assign(r, owed[i]);
     await forEachBounded(firsts, BATCH_PUT_CONCURRENCY, async (record) => {
       const index = positionOf.get(record) as number;
@@ -276,7 +276,7 @@ export class TaskSubmitter {
    * throws otherwise), and the enqueue an earlier request may have left to the sweeper is finished.
    */
   private async accept(record: TaskRecord, checkReplay: (existing: TaskRecord) => void): Promise<SubmitResult> {
-    Object.assign(record, await this.lifecycle.sendAhead(record));
+    Object.assign(record, await this.lifecycle.outboxes.sendAhead(record));
     return this.commit(record, checkReplay);
   }
 
@@ -289,7 +289,7 @@ export class TaskSubmitter {
       const existing = err.existing;
       checkReplay(existing);
       // A replay (the message just sent carries a dispatch the record does not: it is dropped).
-      if (this.lifecycle.sendUnconfirmed(existing)) await this.lifecycle.dispatchQuietly(existing);
+      if (this.lifecycle.outboxes.sendUnconfirmed(existing)) await this.lifecycle.outboxes.dispatchQuietly(existing);
       return { record: existing, replayed: true };
     }
     this.d.metrics.count(METRICS.submitted, record.type);

@@ -156,6 +156,6 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     expect((await call('GET', `/api/v1/tasks/${a.json.task_id}`, undefined, 'alice')).status).toBe(200);
     // Without the header, requests are the local identity's: alice's task is not theirs either.
     expect((await call('GET', `/api/v1/tasks/${a.json.task_id}`)).status).toBe(404);
-    expect((await runtime.kaj.lifecycle.find(a.json.task_id)).owner).toBe('alice');
+    expect((await runtime.kaj.lifecycle.requests.find(a.json.task_id)).owner).toBe('alice');
   });
 });

@@ -1,4 +1,4 @@
-import type { ClaimOutcome } from '../../shared/task/claim.js';
+import type { ClaimOutcome, TaskClaims } from '../../shared/task/claim.js';
 import type { TaskLifecycle } from '../../shared/task/lifecycle.js';
 
 /**
@@ -6,9 +6,9 @@ import type { TaskLifecycle } from '../../shared/task/lifecycle.js';
  * (a redelivery, a suspect, a reclaim) is committed right away; a lazy claim is returned as is.
  */
 export async function claimAndStart(
-  lifecycle: Pick<TaskLifecycle, 'claim'>,
-  ...args: Parameters<TaskLifecycle['claim']>
+  lifecycle: Pick<TaskLifecycle, 'claims'>,
+  ...args: Parameters<TaskClaims['claim']>
 ): Promise<ClaimOutcome> {
-  const outcome = await lifecycle.claim(...args);
+  const outcome = await lifecycle.claims.claim(...args);
   return outcome.kind === 'claimed' && outcome.commit !== undefined ? outcome.commit() : outcome;
 }

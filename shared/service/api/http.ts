@@ -212,7 +212,7 @@ function jsonBody(event: APIGatewayProxyEventV2, maxBytes: number = DEFAULTS.max
 
 async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResult> {
   if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
-  const r = await d.lifecycle.cancel(id, caller.owner);
+  const r = await d.lifecycle.requests.cancel(id, caller.owner);
   if (r.status === 'running') {
     // The worker sees the request at its next heartbeat and aborts the handler.
     return json(202, { task_id: r.task_id, status: r.status, cancel_requested: true });
@@ -222,7 +222,7 @@ async function cancel(id: string, d: ApiDeps, caller: Caller): Promise<HttpResul
 
 async function find(lifecycle: TaskLifecycle, id: string, caller: Caller): Promise<TaskRecord> {
   if (!TASK_ID_PATTERN.test(id)) throw new TaskNotFoundError(id);
-  return lifecycle.find(id, caller.owner);
+  return lifecycle.requests.find(id, caller.owner);
 }
 
 /** The body of an accepted submit (`202`/`200`, and each accepted batch item). */

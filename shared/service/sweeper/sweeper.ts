@@ -68,7 +68,7 @@ export class OutboxSweeper {
         report.stale += 1;
         return undefined;
       }
-      const r = await this.lifecycle.sweepEntry(current);
+      const r = await this.lifecycle.outboxes.sweepEntry(current);
       if (r === 'sent') {
         report.sent += 1;
         this.d.metrics.count(METRICS.sweptMessages, current.type);

@@ -199,16 +199,16 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     // The first owner did not run alone (no solo mark), so its crash is recorded but not held against the task.
     expect(second).toMatchObject({ kind: 'claimed', record: { lease_token: 2, attempts: 2, unattributed_crashes: 1 } });
     if (second.kind === 'claimed') expect(second.record.crashes ?? 0).toBe(0);
-    await expect(kaj.lifecycle.heartbeat(first.record)).rejects.toMatchObject({
+    await expect(kaj.lifecycle.leases.heartbeat(first.record)).rejects.toMatchObject({
       name: 'LeaseLostError',
       leaseToken: 1,
     });
-    await expect(kaj.lifecycle.succeed(first.record, { from: 'stale' }, 1)).rejects.toMatchObject({
+    await expect(kaj.lifecycle.outcomes.succeed(first.record, { from: 'stale' }, 1)).rejects.toMatchObject({
       name: 'LeaseLostError',
     });
     expect(metrics.get(METRICS.fencedWrites)).toBe(2);
     if (second.kind !== 'claimed') return;
-    await kaj.lifecycle.succeed(second.record, { from: 'new owner' }, 1);
+    await kaj.lifecycle.outcomes.succeed(second.record, { from: 'new owner' }, 1);
     expect(await bench.record(id)).toMatchObject({
       status: 'succeeded',
       result: { from: 'new owner' },
@@ -231,12 +231,12 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
     if (lazy.kind !== 'claimed' || written.kind !== 'claimed') return;
     // The lazy owner's first heartbeat (its claim write) and its outcome are conditioned on the
     // task still waiting at this dispatch: both refused.
-    await expect(kaj.lifecycle.heartbeat(lazy.record)).rejects.toMatchObject({ name: 'LeaseLostError' });
-    await expect(kaj.lifecycle.succeed(lazy.record, { from: 'lazy' }, 1)).rejects.toMatchObject({
+    await expect(kaj.lifecycle.leases.heartbeat(lazy.record)).rejects.toMatchObject({ name: 'LeaseLostError' });
+    await expect(kaj.lifecycle.outcomes.succeed(lazy.record, { from: 'lazy' }, 1)).rejects.toMatchObject({
       name: 'LeaseLostError',
     });
     expect(metrics.get(METRICS.fencedWrites)).toBe(2);
-    await kaj.lifecycle.succeed(written.record, { from: 'writer' }, 1);
+    await kaj.lifecycle.outcomes.succeed(written.record, { from: 'writer' }, 1);
     const stored = await bench.record(id);
     expect(stored).toMatchObject({ status: 'succeeded', result: { from: 'writer' }, attempts: 1, lease_token: 1 });
     expect(stored?.history.map((h) => [h.attempt, h.outcome])).toEqual([[1, 'succeeded']]);

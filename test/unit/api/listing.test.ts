@@ -31,9 +31,9 @@ async function withFailures() {
   const u = unitKaj(registry);
   const fail = async (owner: string) => {
     const { record } = await u.kaj.submitter.submit({ type: 'job', payload: { n: 1 } }, { owner });
-    const claim = await u.kaj.lifecycle.claim(record.task_id, record.dispatch_id);
+    const claim = await u.kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await u.kaj.lifecycle.attemptFailed(
+    await u.kaj.lifecycle.outcomes.attemptFailed(
       claim.record,
       classifyError(new PermanentError('no')),
       resolvePolicy({ maxAttempts: 1 }),

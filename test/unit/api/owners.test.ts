@@ -77,8 +77,8 @@ describe('Owner model', () => {
     const { kaj } = unitKaj(registry);
     const id = json(await kaj.handleHttp(event('POST', '/api/v1/tasks', ALICE, { type: 'job', payload: {} })))
       .task_id as string;
-    expect((await kaj.lifecycle.find(id)).owner).toBe(ALICE);
-    expect((await kaj.lifecycle.cancel(id)).status).toBe('cancelled');
+    expect((await kaj.lifecycle.requests.find(id)).owner).toBe(ALICE);
+    expect((await kaj.lifecycle.requests.cancel(id)).status).toBe('cancelled');
   });
 });
 

@@ -53,7 +53,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 2 });
     if (c.kind !== 'claimed') throw new Error('claim');
     clock.advance(30_000);
-    const late = await kaj.lifecycle.heartbeat(c.record);
+    const late = await kaj.lifecycle.leases.heartbeat(c.record);
     expect(await kaj.sweep()).toMatchObject({ sent: 0, extended: 1 });
     expect(store.items.get(record.task_id)?.outbox_due).toBe((late.lease_until ?? 0) + 30_000);
     // The worker dies: no heartbeat. Lease (60 s) + grace (30 s) later the sweeper re-sends.
@@ -91,8 +91,8 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     check();
     expect(store.items.get(later.task_id)?.outbox_pk).toBeDefined();
     expect(store.items.get(owed.task_id)?.outbox_pk).toBeDefined();
-    await kaj.lifecycle.succeed(c.record, 1, 1);
-    await kaj.lifecycle.cancel(later.task_id);
+    await kaj.lifecycle.outcomes.succeed(c.record, 1, 1);
+    await kaj.lifecycle.requests.cancel(later.task_id);
     check();
     expect(store.items.get(record.task_id)?.outbox_pk).toBeUndefined();
   });
@@ -173,7 +173,7 @@ describe('Class: OutboxSweeper (the invariant)', () => {
     const { kaj, queue, clock, store, record } = await queuedAndSent();
     const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (c.kind !== 'claimed') throw new Error(c.kind);
-    await kaj.lifecycle.attemptFailed(
+    await kaj.lifecycle.outcomes.attemptFailed(
       c.record,
       { retryable: false, info: { name: 'E', message: 'boom', retryable: false } },
       {

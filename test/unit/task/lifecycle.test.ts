@@ -58,7 +58,7 @@ describe('Class: TaskLifecycle', () => {
         kind: 'drop',
         reason: 'superseded by a newer dispatch',
       });
-      await kaj.lifecycle.succeed(record, { ok: 1 }, 5);
+      await kaj.lifecycle.outcomes.succeed(record, { ok: 1 }, 5);
       expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is succeeded',
@@ -75,7 +75,7 @@ describe('Class: TaskLifecycle', () => {
       expect(again.record).toMatchObject({ attempts: 2, lease_token: 2, unattributed_crashes: 1, status: 'running' });
       expect(again.record.crashes).toBeUndefined();
       // One shared crash is no evidence: the next attempt runs beside others; a second makes it run alone.
-      expect(kaj.lifecycle.isSuspect(again.record)).toBe(false);
+      expect(kaj.lifecycle.leases.isSuspect(again.record)).toBe(false);
       expect(again.record.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'crashed' })]);
       clock.advance(60_001);
       const third = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 3 });
@@ -83,12 +83,12 @@ describe('Class: TaskLifecycle', () => {
       if (third.kind !== 'claimed') return;
       expect(third.record).toMatchObject({ attempts: 3, unattributed_crashes: 2 });
       expect(third.record.crashes).toBeUndefined();
-      expect(kaj.lifecycle.isSuspect(third.record)).toBe(true);
+      expect(kaj.lifecycle.leases.isSuspect(third.record)).toBe(true);
     });
 
     it('holds a crash against the task when it ran alone (solo), and clears solo for the next attempt', async () => {
       const { kaj, record, clock } = await claimed();
-      await kaj.lifecycle.markSolo(record);
+      await kaj.lifecycle.leases.markSolo(record);
       clock.advance(60_001);
       const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (again.kind !== 'claimed') throw new Error(again.kind);
@@ -115,12 +115,12 @@ describe('Class: TaskLifecycle', () => {
       const { record } = await u.kaj.submitter.submit({ type: 'job', payload: {}, max_attempts: 10 }, OWNER);
       const first = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
-      await u.kaj.lifecycle.markSolo(first.record);
+      await u.kaj.lifecycle.leases.markSolo(first.record);
       let last;
       for (let i = 0; i < 3; i += 1) {
         u.clock.advance(60_001);
         last = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
-        if (last.kind === 'claimed') await u.kaj.lifecycle.markSolo(last.record);
+        if (last.kind === 'claimed') await u.kaj.lifecycle.leases.markSolo(last.record);
       }
       expect(last?.kind).toBe('crash_loop');
       const stored = u.store.items.get(record.task_id);
@@ -140,7 +140,7 @@ describe('Class: TaskLifecycle', () => {
       expect(record.crash_limit).toBe(1);
       const first = await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
       if (first.kind !== 'claimed') throw new Error(first.kind);
-      await u.kaj.lifecycle.markSolo(first.record);
+      await u.kaj.lifecycle.leases.markSolo(first.record);
       u.clock.advance(60_001);
       expect((await claimAndStart(u.kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).kind).toBe(
         'crash_loop',
@@ -170,7 +170,7 @@ describe('Class: TaskLifecycle', () => {
       if (c.kind !== 'claimed') throw new Error(c.kind);
       clock.advance(300);
       const writes = store.updates;
-      const done = await kaj.lifecycle.succeed(c.record, { ok: true }, 300);
+      const done = await kaj.lifecycle.outcomes.succeed(c.record, { ok: true }, 300);
       expect(store.updates - writes).toBe(1);
       expect(done).toMatchObject({ status: 'succeeded', attempts: 1, result: { ok: true }, lease_token: 0 });
       expect(done.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'succeeded', duration_ms: 300 })]);
@@ -182,7 +182,7 @@ describe('Class: TaskLifecycle', () => {
       const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (c.kind !== 'claimed') throw new Error(c.kind);
       clock.advance(20_000);
-      const running = await kaj.lifecycle.heartbeat(c.record);
+      const running = await kaj.lifecycle.leases.heartbeat(c.record);
       expect(running).toMatchObject({
         status: 'running',
         attempts: 1,
@@ -190,8 +190,8 @@ describe('Class: TaskLifecycle', () => {
         lease_until: clock.now() + 60_000,
       });
       // The lazy view is stale now: its outcome is refused, the running one's lands.
-      await expect(kaj.lifecycle.succeed(c.record, 'stale', 1)).rejects.toBeInstanceOf(LeaseLostError);
-      expect((await kaj.lifecycle.succeed(running, 'ok', 1)).status).toBe('succeeded');
+      await expect(kaj.lifecycle.outcomes.succeed(c.record, 'stale', 1)).rejects.toBeInstanceOf(LeaseLostError);
+      expect((await kaj.lifecycle.outcomes.succeed(running, 'ok', 1)).status).toBe('succeeded');
     });
 
     it('two copies of one message may both run; exactly one outcome is recorded', async () => {
@@ -199,8 +199,8 @@ describe('Class: TaskLifecycle', () => {
       const a = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       const b = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (a.kind !== 'claimed' || b.kind !== 'claimed') throw new Error('expected two lazy claims');
-      await kaj.lifecycle.succeed(a.record, 'first', 1);
-      await expect(kaj.lifecycle.succeed(b.record, 'second', 1)).rejects.toBeInstanceOf(LeaseLostError);
+      await kaj.lifecycle.outcomes.succeed(a.record, 'first', 1);
+      await expect(kaj.lifecycle.outcomes.succeed(b.record, 'second', 1)).rejects.toBeInstanceOf(LeaseLostError);
       expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded', result: 'first', attempts: 1 });
     });
 
@@ -208,16 +208,16 @@ describe('Class: TaskLifecycle', () => {
       const { kaj, record, store } = await submitted();
       const c = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
       if (c.kind !== 'claimed') throw new Error(c.kind);
-      expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
-      expect(await kaj.lifecycle.cancelRequested(c.record)).toBe(true);
-      expect((await kaj.lifecycle.heartbeat(c.record)).status).toBe('cancelled');
-      expect((await kaj.lifecycle.succeed(c.record, 'late', 1)).status).toBe('cancelled');
+      expect((await kaj.lifecycle.requests.cancel(record.task_id)).status).toBe('cancelled');
+      expect(await kaj.lifecycle.leases.cancelRequested(c.record)).toBe(true);
+      expect((await kaj.lifecycle.leases.heartbeat(c.record)).status).toBe('cancelled');
+      expect((await kaj.lifecycle.outcomes.succeed(c.record, 'late', 1)).status).toBe('cancelled');
       expect(store.items.get(record.task_id)?.result).toBeUndefined();
     });
 
     it('a redelivery, or a task that crashed a worker before, is claimed by a write when its handler starts', async () => {
       const { kaj, store, record } = await submitted();
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+      const c = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
       if (c.kind !== 'claimed' || c.commit === undefined)
         throw new Error(`expected a claim with a write, got ${c.kind}`);
       // Waiting for its turn: nothing written, so a worker that dies now charges the task nothing.
@@ -232,10 +232,10 @@ describe('Class: TaskLifecycle', () => {
 
     it('a claim whose task was cancelled while it waited to start is dropped at its write', async () => {
       const { kaj, store, record } = await submitted();
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+      const c = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
       if (c.kind !== 'claimed' || c.commit === undefined)
         throw new Error(`expected a claim with a write, got ${c.kind}`);
-      expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
+      expect((await kaj.lifecycle.requests.cancel(record.task_id)).status).toBe('cancelled');
       expect(await c.commit()).toMatchObject({ kind: 'drop' });
       expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', attempts: 0 });
     });
@@ -243,7 +243,7 @@ describe('Class: TaskLifecycle', () => {
     it('a reclaim after a crash is written when the next attempt starts, the crash counted then', async () => {
       const { kaj, store, record, clock } = await claimed();
       clock.advance(61_000);
-      const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const c = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, REDELIVERY);
       if (c.kind !== 'claimed' || c.commit === undefined) throw new Error(`expected a reclaim, got ${c.kind}`);
       // The view the attempt runs with counts the crash (it decides whether the task runs alone).
       expect(c.record).toMatchObject({ attempts: 2, unattributed_crashes: 1 });
@@ -332,7 +332,12 @@ describe('Class: TaskLifecycle', () => {
 
     it('a retry sends the next dispatch first and writes it without an outbox entry', async () => {
       const { kaj, record, queue } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed(record, classifyError(new RetryableError('flaky')), policy, 10);
+      const after = await kaj.lifecycle.outcomes.attemptFailed(
+        record,
+        classifyError(new RetryableError('flaky')),
+        policy,
+        10,
+      );
       expect(after.dispatch_id.startsWith('1.')).toBe(true);
       expect(queue.sent.at(-1)?.message.dispatch_id).toBe(after.dispatch_id);
       expect(after.outbox_pk).toBeUndefined();
@@ -345,12 +350,12 @@ describe('Class: TaskLifecycle', () => {
       clock.advance(60_001);
       const taken = await claimAndStart(kaj.lifecycle, stale.task_id, stale.dispatch_id, REDELIVERY);
       if (taken.kind !== 'claimed') throw new Error('expected reclaim');
-      await expect(kaj.lifecycle.succeed(stale, 'late', 1)).rejects.toBeInstanceOf(LeaseLostError);
-      await expect(kaj.lifecycle.heartbeat(stale)).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(kaj.lifecycle.outcomes.succeed(stale, 'late', 1)).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(kaj.lifecycle.leases.heartbeat(stale)).rejects.toBeInstanceOf(LeaseLostError);
       await expect(
-        kaj.lifecycle.attemptFailed(stale, classifyError(new RetryableError('x')), policy, 1),
+        kaj.lifecycle.outcomes.attemptFailed(stale, classifyError(new RetryableError('x')), policy, 1),
       ).rejects.toBeInstanceOf(LeaseLostError);
-      await kaj.lifecycle.succeed(taken.record, 'owner', 1);
+      await kaj.lifecycle.outcomes.succeed(taken.record, 'owner', 1);
       expect(store.items.get(stale.task_id)).toMatchObject({ status: 'succeeded', result: 'owner' });
     });
   });
@@ -358,7 +363,12 @@ describe('Class: TaskLifecycle', () => {
   describe('Method: attemptFailed', () => {
     it('schedules a retry with a full-jitter delay as a new message with a new dispatch id', async () => {
       const { kaj, record, queue, clock } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed(record, classifyError(new RetryableError('flaky')), policy, 10);
+      const after = await kaj.lifecycle.outcomes.attemptFailed(
+        record,
+        classifyError(new RetryableError('flaky')),
+        policy,
+        10,
+      );
       // random 0.5 × ceiling(attempt 1) = 0.5 × 4 s
       expect(after).toMatchObject({ status: 'retrying', run_at: new Date(clock.now() + 2_000).toISOString() });
       expect(after.dispatch_id).not.toBe(record.dispatch_id);
@@ -368,7 +378,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('honours retryAfterSeconds', async () => {
       const { kaj, record, queue } = await claimed();
-      await kaj.lifecycle.attemptFailed(
+      await kaj.lifecycle.outcomes.attemptFailed(
         record,
         classifyError(new RetryableError('429', { retryAfterSeconds: 42 })),
         policy,
@@ -379,7 +389,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('fails at once on a permanent error and writes the dead letter', async () => {
       const { kaj, record, queue, store } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed(
+      const after = await kaj.lifecycle.outcomes.attemptFailed(
         record,
         classifyError(new PermanentError('bad address')),
         policy,
@@ -394,7 +404,7 @@ describe('Class: TaskLifecycle', () => {
 
     it('fails when attempts are exhausted', async () => {
       const { kaj, record } = await claimed();
-      const after = await kaj.lifecycle.attemptFailed(
+      const after = await kaj.lifecycle.outcomes.attemptFailed(
         { ...record, attempts: 3 },
         classifyError(new RetryableError('x')),
         policy,
@@ -406,7 +416,7 @@ describe('Class: TaskLifecycle', () => {
     it('leaves the dead letter in the outbox when the DLQ send fails, and the sweeper writes it', async () => {
       const { kaj, record, queue, clock } = await claimed();
       queue.failNext.sendDead = new Error('sqs down');
-      await kaj.lifecycle.attemptFailed(record, classifyError(new PermanentError('no')), policy, 1);
+      await kaj.lifecycle.outcomes.attemptFailed(record, classifyError(new PermanentError('no')), policy, 1);
       expect(queue.dead).toHaveLength(0);
       clock.advance(30_000);
       await kaj.sweep();
@@ -417,7 +427,7 @@ describe('Class: TaskLifecycle', () => {
   describe('Method: cancel', () => {
     it('cancels a queued task at once', async () => {
       const { kaj, record } = await submitted();
-      expect((await kaj.lifecycle.cancel(record.task_id)).status).toBe('cancelled');
+      expect((await kaj.lifecycle.requests.cancel(record.task_id)).status).toBe('cancelled');
       expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is cancelled',
@@ -426,16 +436,16 @@ describe('Class: TaskLifecycle', () => {
 
     it('asks a running task to stop', async () => {
       const { kaj, record } = await claimed();
-      const r = await kaj.lifecycle.cancel(record.task_id);
+      const r = await kaj.lifecycle.requests.cancel(record.task_id);
       expect(r).toMatchObject({ status: 'running', cancel_requested: true });
-      expect((await kaj.lifecycle.heartbeat(record)).cancel_requested).toBe(true);
+      expect((await kaj.lifecycle.leases.heartbeat(record)).cancel_requested).toBe(true);
     });
 
     it('refuses a finished task and an unknown one', async () => {
       const { kaj, record } = await claimed();
-      await kaj.lifecycle.succeed(record, null, 1);
-      await expect(kaj.lifecycle.cancel(record.task_id)).rejects.toBeInstanceOf(TaskNotCancellableError);
-      await expect(kaj.lifecycle.cancel('t_nope')).rejects.toBeInstanceOf(TaskNotFoundError);
+      await kaj.lifecycle.outcomes.succeed(record, null, 1);
+      await expect(kaj.lifecycle.requests.cancel(record.task_id)).rejects.toBeInstanceOf(TaskNotCancellableError);
+      await expect(kaj.lifecycle.requests.cancel('t_nope')).rejects.toBeInstanceOf(TaskNotFoundError);
     });
   });
 });

@@ -62,7 +62,7 @@ describe('the lifecycle keeps the listing index right', () => {
     expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
     const claim = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await kaj.lifecycle.succeed(claim.record, { ok: true }, 5);
+    await kaj.lifecycle.outcomes.succeed(claim.record, { ok: true }, 5);
     expect(updates.length).toBeGreaterThan(0);
     expect(updates.every((u) => u.set?.list_pk === undefined)).toBe(true);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded' });
@@ -74,7 +74,12 @@ describe('the lifecycle keeps the listing index right', () => {
     const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
     const first = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, { receiveCount: 2 });
     if (first.kind !== 'claimed') throw new Error(first.kind);
-    const retried = await kaj.lifecycle.attemptFailed(first.record, classifyError(new RetryableError('x')), policy, 3);
+    const retried = await kaj.lifecycle.outcomes.attemptFailed(
+      first.record,
+      classifyError(new RetryableError('x')),
+      policy,
+      3,
+    );
     expect(store.items.get(record.task_id)).toMatchObject({
       status: 'retrying',
       list_pk: 'retrying',
@@ -84,9 +89,9 @@ describe('the lifecycle keeps the listing index right', () => {
     const second = await claimAndStart(kaj.lifecycle, record.task_id, retried.dispatch_id, { receiveCount: 1 });
     if (second.kind !== 'claimed') throw new Error(second.kind);
     // The claim of a retried task is written at once (it ran before), and takes it out.
-    const afterClaim = await kaj.lifecycle.heartbeat(second.record);
+    const afterClaim = await kaj.lifecycle.leases.heartbeat(second.record);
     expect(afterClaim.status).toBe('running');
-    await kaj.lifecycle.attemptFailed(afterClaim, classifyError(new PermanentError('bad')), policy, 3);
+    await kaj.lifecycle.outcomes.attemptFailed(afterClaim, classifyError(new PermanentError('bad')), policy, 3);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'failed', list_pk: 'failed' });
   });
 
@@ -96,16 +101,16 @@ describe('the lifecycle keeps the listing index right', () => {
     const claim = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     clock.advance(20_000);
-    const beat1 = await kaj.lifecycle.heartbeat(claim.record);
+    const beat1 = await kaj.lifecycle.leases.heartbeat(claim.record);
     const key = store.items.get(record.task_id)?.list_sk;
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'running', list_pk: 'running' });
     expect(key).toBe(`${beat1.started_at}#${record.task_id}`);
     const updates = recordingUpdates(store);
     clock.advance(20_000);
-    const beat2 = await kaj.lifecycle.heartbeat(beat1);
+    const beat2 = await kaj.lifecycle.leases.heartbeat(beat1);
     expect(updates[0]?.set?.list_sk).toBeUndefined();
     expect(store.items.get(record.task_id)?.list_sk).toBe(key);
-    await kaj.lifecycle.succeed(beat2, {}, 40_000);
+    await kaj.lifecycle.outcomes.succeed(beat2, {}, 40_000);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'succeeded' });
     expect(store.items.get(record.task_id)?.list_pk).toBeUndefined();
     expect(store.items.get(record.task_id)?.list_sk).toBeUndefined();
@@ -114,7 +119,7 @@ describe('the lifecycle keeps the listing index right', () => {
   it('a cancelled task is listed cancelled', async () => {
     const { kaj, store } = unitKaj(registry);
     const { record } = await kaj.submitter.submit({ type: 'job' }, OWNER);
-    await kaj.lifecycle.cancel(record.task_id, OWNER.owner);
+    await kaj.lifecycle.requests.cancel(record.task_id, OWNER.owner);
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled', list_pk: 'cancelled' });
   });
 });
@@ -305,7 +310,7 @@ describe('Class: TaskListing (status delayed: the outbox index)', () => {
     const middle = await submit(5_400, 'normal');
     await submit(60, 'normal'); // within SQS's 15 minutes: sent at once, not in the table
     const cancelled = await submit(9_000, 'normal');
-    await kaj.lifecycle.cancel(cancelled.task_id, OWNER.owner);
+    await kaj.lifecycle.requests.cancel(cancelled.task_id, OWNER.owner);
     const listing = new TaskListing(store, 'k');
     const page = await listing.list({ status: 'delayed', limit: 10 });
     expect(page.items.map((t) => t.task_id)).toEqual([soon.task_id, middle.task_id, later.task_id]);

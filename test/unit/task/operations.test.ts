@@ -197,7 +197,7 @@ describe('OperatorActions.redriveLetter', () => {
       outbox_pk: outboxKey('queue', 'normal', dead.task_id),
       outbox_due: s.clock.now() + settings.outboxGraceSeconds * 1000,
     });
-    expect(s.lifecycle.sendUnconfirmed(r)).toBe(true);
+    expect(s.lifecycle.outboxes.sendUnconfirmed(r)).toBe(true);
   });
 
   it('resumed: a reset record whose send was never confirmed gets it sent', async () => {
@@ -209,7 +209,7 @@ describe('OperatorActions.redriveLetter', () => {
     const out = await s.ops.redriveLetter(letterOf(dead), reset, request);
     expect(out).toMatchObject({ kind: 'resumed', sending: { sent: true } });
     expect(s.queue.sent.map((m) => m.message.dispatch_id)).toEqual([reset.dispatch_id]);
-    expect(s.lifecycle.sendUnconfirmed(await s.get(dead.task_id))).toBe(false);
+    expect(s.lifecycle.outboxes.sendUnconfirmed(await s.get(dead.task_id))).toBe(false);
     expect((await s.get(dead.task_id)).redrive_count).toBe(1);
   });
 
@@ -392,7 +392,7 @@ describe('the native move: resetForMove and rewriteDeadLetter', () => {
         outbox_pk: outboxKey('queue', 'normal', dead.task_id),
       },
     });
-    if (out.kind === 'reset') expect(s.lifecycle.sendUnconfirmed(out.record)).toBe(true);
+    if (out.kind === 'reset') expect(s.lifecycle.outboxes.sendUnconfirmed(out.record)).toBe(true);
     expect(s.queue.sent).toEqual([]);
     expect(await s.ops.resetForMove(dead, request)).toMatchObject({ kind: 'changed', current: { status: 'queued' } });
   });
@@ -484,7 +484,7 @@ describe('the reason cap: every operator write refuses a reason over MAX_REASON_
     ['resetForMove', (s, r, reason) => s.ops.resetForMove(r, { ...request, reason })],
     ['purgeLetter', (s, r, reason) => s.ops.purgeLetter(letterOf(r), r, { actor: 'ops', reason })],
     ['discardRecord', (s, r, reason) => s.ops.discardRecord(r, { actor: 'ops', reason })],
-    ['cancel', (s, r, reason) => s.lifecycle.cancel(r.task_id, undefined, { actor: 'ops', reason })],
+    ['cancel', (s, r, reason) => s.lifecycle.requests.cancel(r.task_id, undefined, { actor: 'ops', reason })],
   ];
 
   it.each(cases)(

@@ -67,7 +67,7 @@ describe('Class: TaskSubmitter', () => {
       expect(stored?.outbox_pk).toBeUndefined();
       expect(stored?.outbox_due).toBeUndefined();
       expect(record.dispatch_id).toMatch(/^0\./);
-      expect(kaj.lifecycle.sendUnconfirmed(stored!)).toBe(false);
+      expect(kaj.lifecycle.outboxes.sendUnconfirmed(stored!)).toBe(false);
     });
 
     it('keeps the outbox entry when SQS fails, so the task is still accepted and will be swept', async () => {

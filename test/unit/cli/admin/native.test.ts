@@ -80,7 +80,7 @@ describe('nativeRedrive', () => {
         redrive_count: 1,
         outbox_pk: outboxKey('queue', 'normal', t.task_id),
       });
-      expect(w.lifecycle.sendUnconfirmed(r)).toBe(true); // the sweeper sends it if the move does not
+      expect(w.lifecycle.outboxes.sendUnconfirmed(r)).toBe(true); // the sweeper sends it if the move does not
     }
   });
 

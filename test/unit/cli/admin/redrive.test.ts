@@ -86,7 +86,7 @@ describe('redriveDeadLetters', () => {
     // Sent: the entry is removed, the message keeps the task.
     expect(r.outbox_pk).toBeUndefined();
     expect(r.outbox_due).toBeUndefined();
-    expect(w.lifecycle.sendUnconfirmed(r)).toBe(false);
+    expect(w.lifecycle.outboxes.sendUnconfirmed(r)).toBe(false);
     expect(w.queue.sent).toEqual([
       {
         priority: 'high',
@@ -168,14 +168,14 @@ describe('redriveDeadLetters', () => {
     expect(first).toMatchObject({ redriven: 0, failed: 1 });
     const reset = await rec(w, dead.task_id);
     expect(reset).toMatchObject({ status: 'queued', outbox_pk: outboxKey('queue', 'normal', dead.task_id) });
-    expect(w.lifecycle.sendUnconfirmed(reset)).toBe(true);
+    expect(w.lifecycle.outboxes.sendUnconfirmed(reset)).toBe(true);
     expect(w.dlq.all()).toHaveLength(1);
 
     const second = await run(w);
     expect(second).toMatchObject({ redriven: 1, failed: 0 });
     expect(second.items[0]?.action).toBe('resume');
     expect(w.queue.sent.map((s) => s.message.dispatch_id)).toEqual([reset.dispatch_id]);
-    expect(w.lifecycle.sendUnconfirmed(await rec(w, dead.task_id))).toBe(false);
+    expect(w.lifecycle.outboxes.sendUnconfirmed(await rec(w, dead.task_id))).toBe(false);
     expect((await rec(w, dead.task_id)).redrive_count).toBe(1);
     expect(w.dlq.all()).toHaveLength(0);
   });
