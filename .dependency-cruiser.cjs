@@ -74,7 +74,7 @@ module.exports = {
         'Lambda entry points stay thin: they wire their composition root (shared/service/app/<function>.ts) to ' +
         'the event, with the configuration, observability and the task registry. Anything else goes ' +
         'through a root. Not shared/service/all-in-one.ts: that all-in-one root (local runtime, CLI, tests) would put ' +
-        "every function's code in every bundle (issue 10).",
+        "every function's code in every bundle.",
       from: { path: '^functions/' },
       to: {
         path: '^(functions|shared|client|console|tasks|local|cli|infra|test|bench|scripts|bin)/',

@@ -1,5 +1,5 @@
 /**
- * Capacity of a Kaj deployment for the seed workload (issue 10, docs/capacity.md): 10 M tasks a
+ * Capacity of a Kaj deployment for the reference workload (docs/capacity.md): 10 M tasks a
  * day, a 350/s peak hour, 5-second tasks, a 105,000-task backlog at the start of the peak —
  * today's defaults against `capacity: '10m-per-day'`, side by side.
  *
@@ -76,7 +76,7 @@ const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
 const table = (head: readonly string[], rows: readonly (readonly string[])[]) =>
   [row(head), row(head.map(() => '---')), ...rows.map(row)].join('\n');
 
-console.log(`# Kaj capacity: the seed workload (${new Date().toISOString()})\n`);
+console.log(`# Kaj capacity: the reference workload (${new Date().toISOString()})\n`);
 const rates = hourlyRates(w);
 console.log(
   `Workload: ${fmtInt(w.tasksPerDay)} tasks/day; peak ${w.peakPerSecond}/s at ${w.peakHour}:00-${w.peakHour + 1}:00; ` +

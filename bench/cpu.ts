@@ -17,7 +17,7 @@
  * requests per task the endpoint counted.
  *
  * Variants (`--variant`, repeatable; default all): see `VARIANTS` below. `before` is the wiring
- * before issue 10 (one composition root, default SDK clients, the DynamoDB document client).
+ * before the per-function roots (one composition root, default SDK clients, the DynamoDB document client).
  * Logging: `silent` (no logger, no metrics) and `deployed` (`createLogger`/`createMetrics` of
  * shared/service/observability.ts at POWERTOOLS_LOG_LEVEL=INFO, flushed after each invocation as the
  * functions do).

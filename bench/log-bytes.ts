@@ -1,5 +1,5 @@
 /**
- * Log bytes per task, and what the loggers and metric writers cost in CPU (issue 10, lever 4).
+ * Log bytes per task, and what the loggers and metric writers cost in CPU .
  *
  *   npm run bench:logs -- [--runs 3] [--iterations 5000]
  *
@@ -10,7 +10,7 @@
  * the process writes to stdout/stderr during an invocation counted line by line. Two setups:
  *
  * - before: Powertools Logger at INFO (with the X-Ray trace id Lambda sets; today's debug lines at
- *   INFO, as they were before issue 10 moved them), Powertools Metrics through `singleMetric()` per
+ *   INFO, as they were before they moved to debug), Powertools Metrics through `singleMetric()` per
  *   count, Lambda's text log format with its START/END/REPORT lines, and the 13-field access-log line;
  * - after: shared/service/observability.ts as deployed, JSON log format with system logs at WARN (no
  *   platform line), and the access-log line of infra/constructs/api.ts.
@@ -111,9 +111,9 @@ const bytes = (line: string) => Buffer.byteLength(line, 'utf8');
 // --- the two setups -----------------------------------------------------------------------------
 
 /**
- * What the functions used before issue 10: Powertools Logger, and Metrics through singleMetric().
+ * What the functions used before: Powertools Logger, and Metrics through singleMetric().
  * With `debugAsInfo`, `debug` logs at INFO: the happy path's per-task lines ("task succeeded") were
- * INFO lines before issue 10 moved them to debug, so this is the old logging on today's code.
+ * INFO lines before they moved to debug, so this is the old logging on today's code.
  */
 function powertoolsLogger(debugAsInfo = false): Logger {
   const pt = new PowertoolsLogger({ serviceName: METRICS.serviceName, logLevel: 'INFO' });
@@ -183,7 +183,7 @@ function powertoolsAggregatedMetrics(): InvocationMetrics {
   };
 }
 
-/** The access-log format before issue 10. */
+/** The access-log format before it was cut down. */
 const BEFORE_ACCESS_LOG_FORMAT: Readonly<Record<string, string>> = {
   requestId: '$context.requestId',
   requestTime: '$context.requestTime',

@@ -8,7 +8,7 @@ UpdateItem checks its condition and then applies its SET/REMOVE actions one by o
 item, so under concurrent requests
   - two conditional writes to one item can both pass their condition (two claims of one task), and
   - a GetItem can read an item half updated: the `succeeded` status of a success write already
-    there, its history entry not yet (issue 8, item 11).
+    there, its history entry not yet.
 Real DynamoDB applies a conditional write atomically and isolated per item; this makes moto do so.
 
 How: a WSGI wrapper holds one lock for the whole of each request (the backend call and building

@@ -11,8 +11,8 @@
  *
  * What moto does not emulate is reported as NOT EMULATED (never as a pass): see docs/deploy.md.
  *
- * Options: `--api rest` (or KAJ_REHEARSAL_API=rest) rehearses the REST API variant (`api: 'rest'`,
- * issue 13) instead of the HTTP API: moto emulates REST APIs, their resources, methods and
+ * Options: `--api rest` (or KAJ_REHEARSAL_API=rest) rehearses the REST API variant (`api: 'rest'`)
+ * instead of the HTTP API: moto emulates REST APIs, their resources, methods and
  * integrations (not their stages), so the routes, their IAM authorization and their Lambda proxy
  * integrations are read back too. `npm run rehearse:deploy -- --api rest`.
  *

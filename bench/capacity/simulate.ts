@@ -1,5 +1,5 @@
 /**
- * One replay of the seed workload through Kaj's real code on the virtual clock.
+ * One replay of the reference workload through Kaj's real code on the virtual clock.
  *
  *   producers ─► API throttle (token bucket: the stage's rate and burst) ─► submitter.submit
  *     ─► SimTaskStore + SimTaskQueue ─► SimEventSource per priority ─► processBatch (consumer)

@@ -1,5 +1,5 @@
 /**
- * The seed workload of issue 10: 10 M tasks a day, a 350/s peak hour, 5-second tasks, a
+ * The reference workload: 10 M tasks a day, a 350/s peak hour, 5-second tasks, a
  * 105,000-task backlog at the start of the peak; and a seeded random source to draw it from.
  *
  * @module

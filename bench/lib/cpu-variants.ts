@@ -2,7 +2,7 @@
  * The wirings `bench/cpu.ts` compares, in the order it prints them:
  * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network, and the bare
  *   HTTP exchanges without Kaj and the SDK (`./floors.ts`);
- * - `before`: the wiring before issue 10 (all-in-one root, document client, SDK defaults);
+ * - `before`: the earlier wiring (all-in-one root, document client, SDK defaults);
  * - `low-level-store`, `+cache-middleware`, `+reuse-signer`: the SDK changes one at a time, each
  *   on top of the previous one (all-in-one root, so only the change differs);
  * - `after`: what is deployed now: each function's own root with its tuned clients. Each builds the API function's and the consumer
@@ -43,7 +43,7 @@ export type Observe = { logger?: Logger; metrics?: Metrics };
 
 type Variant = (config: FunctionConfig, registry: TaskRegistry, observe: Observe) => Promise<BenchFunctions>;
 
-/** Before issue 10: `createKajOnAws` as it was: default clients, the document-client store, one root for all. */
+/** The earlier wiring: `createKajOnAws` as it was: default clients, the document-client store, one root for all. */
 const before: Variant = async (config, registry, observe) => {
   const dynamodb = new DynamoDBClient({});
   const sqs = new SQSClient({});
@@ -208,7 +208,7 @@ const networkAlone: Variant = async (config) => {
   };
 };
 
-/** After issue 10: each function's own root, its clients built as on Lambda (tuned, from the environment). */
+/** Today's wiring: each function's own root, its clients built as on Lambda (tuned, from the environment). */
 const after: Variant = async (config, registry, observe) => {
   const api = createApiFunction(config, registry, observe);
   const consumer = createConsumerFunction(config, registry, observe);

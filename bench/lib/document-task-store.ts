@@ -14,7 +14,7 @@ import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../s
 const PK = TABLE_SCHEMA.partitionKey;
 
 /**
- * `DynamoTaskStore` as it was before issue 10 (lever 5): on the DynamoDB *document* client.
+ * `DynamoTaskStore` as it was before it moved to the low-level client: on the DynamoDB *document* client.
  * Kept for `bench/cpu.ts` only, as the `before` of the low-level client with hand marshalling
  * that `shared/aws/dynamo-task-store.ts` uses now. Not used by Kaj.
  */

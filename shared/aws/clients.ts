@@ -1,6 +1,6 @@
 /**
  * How Kaj builds its AWS SDK clients, everywhere (Lambda functions, local runtime, CLI, tests):
- * the SDK's own configuration, plus the per-request savings of issue 10 (lever 3), each of which
+ * the SDK's own configuration, plus the per-request savings measured by `npm run bench:cpu`, each of which
  * `bench/cpu.ts` measures on and off.
  *
  * - `cacheMiddleware`: the SDK resolves a command's middleware stack (≈ 30 middlewares, sorted

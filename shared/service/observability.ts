@@ -3,7 +3,7 @@
  * on stdout. Written by hand, not with Powertools: Powertools' Logger and Metrics cost several
  * times the CPU per line, and `singleMetric()` (the only way Powertools emits different TaskType
  * values in one invocation) builds a new Metrics and Console per count and writes a line for each
- * (issue 10; `npm run bench:logs` measures both).
+ * (`npm run bench:logs` measures both).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 8 regressions end to end, on the embedded emulators and on moto: a cancel of a running
+ * Correctness regressions end to end, on the embedded emulators and on moto: a cancel of a running
  * send_email wins, payloads the store would refuse are 422, unstorable results fail once, the
  * store maps DynamoDB's ValidationException to a permanent error, and owners are isolated.
  */
@@ -40,7 +40,7 @@ const registry = new TaskRegistry(
   { limits },
 );
 
-describe.each(targets())('correctness (issue 8) on $name', (target) => {
+describe.each(targets())('correctness on $name', (target) => {
   let runtime: LocalRuntime;
   let stop: () => Promise<void> = async () => {};
 
@@ -77,10 +77,10 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
       { timeoutMs },
     );
 
-  /** The handler's length in item 1: past the 5 s cancel poll, short of the 20 s heartbeat. */
+  /** The handler's length in the cancel case: past the 5 s cancel poll, short of the 20 s heartbeat. */
   const HANDLER_MS = 10_000; // the most send_email's simulate.latency_ms allows
 
-  it('item 1: send_email taking 10 s, DELETE once it runs → cut short by the 5 s cancel poll, no result stored', async () => {
+  it('send_email taking 10 s, DELETE once it runs → cut short by the 5 s cancel poll, no result stored', async () => {
     const res = await call('POST', '/api/v1/tasks', {
       type: 'send_email',
       payload: { to: 'ada@example.com', subject: 'hi', simulate: { latency_ms: HANDLER_MS } },
@@ -108,7 +108,7 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     expect(done.history[0]?.duration_ms).toBeLessThan(HANDLER_MS);
   }, 150_000);
 
-  it('item 4: a payload the store would refuse is 422 naming the field, never 503', async () => {
+  it('a payload the store would refuse is 422 naming the field, never 503', async () => {
     for (const raw of ['{"type":"amount","payload":{"n":1e16}}', '{"type":"amount","payload":{"n":1.5e300}}']) {
       const res = await call('POST', '/api/v1/tasks', raw);
       expect(res.status).toBe(422);
@@ -119,7 +119,7 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     expect((await until(ok.json.task_id, ['succeeded'])).result).toEqual({ n: 2 ** 53 - 1 });
   });
 
-  it('item 3: a result the store cannot hold fails the task after exactly one run, naming the problem', async () => {
+  it('a result the store cannot hold fails the task after exactly one run, naming the problem', async () => {
     runs = 0;
     const res = await call('POST', '/api/v1/tasks', { type: 'bad_result', payload: {} });
     const done = await until(res.json.task_id, ['failed', 'succeeded']);
@@ -133,7 +133,7 @@ describe.each(targets())('correctness (issue 8) on $name', (target) => {
     });
   });
 
-  it('item 3: DynamoDB’s ValidationException (an item over 400 KB) is a permanent StoreRejectedError, not an outage', async () => {
+  it('DynamoDB’s ValidationException (an item over 400 KB) is a permanent StoreRejectedError, not an outage', async () => {
     const res = await call('POST', '/api/v1/tasks', { type: 'amount', payload: { n: 1 } });
     const id = res.json.task_id as string;
     await until(id, ['succeeded']);

@@ -155,7 +155,7 @@ function expectApiError(r: RawResponse, status: number, code: string): void {
 }
 
 describe('local HTTP server: every error has the API error shape', () => {
-  // Issue 8, item 5: the handler's decodeURIComponent threw and the API answered 500 internal.
+  // Once, the handler's decodeURIComponent threw and the API answered 500 internal.
   it.each([
     ['GET', '/api/v1/tasks/%ff'],
     ['DELETE', '/api/v1/tasks/%ff'],

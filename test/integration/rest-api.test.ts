@@ -1,5 +1,5 @@
 /**
- * `api: 'rest'` end to end on each emulator (issue 13): the API function's entry (`handle`, what
+ * `api: 'rest'` end to end on each emulator: the API function's entry (`handle`, what
  * `functions/api.ts` exports) given REST API (payload format 1.0) events, over the real DynamoDB
  * and SQS adapters of the local runtime's resources, whose consumers run the tasks. Submit, run,
  * read, retry to failure, the listing, cancel, and owner isolation between IAM principals — the

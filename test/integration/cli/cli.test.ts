@@ -63,7 +63,7 @@ describe('kaj usage errors (exit 2, a clear message, nothing on stdout)', () => 
     [['submit', 'fixable', '--local', '--payload', '{bad'], /--payload <json>.*not valid JSON/],
     [['submit', 'fixable', '--local', '--payload', '{"n":"x"}'], /payload\.n/],
     [['stats', '--local', '--watch', '0'], /--watch/],
-    // Ids that cannot name a task: a usage error before any request (issue 8, item 12).
+    // Ids that cannot name a task: a usage error before any request.
     [['task', 'show', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],
     [['task', 'cancel', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],
     [['dlq', 'show', '', '--local'], /argument 'task-id'.*a task id cannot be empty/],

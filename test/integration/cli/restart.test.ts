@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 7: dead letters across a restart of `npm start`. The embedded SQS is in memory
+ * Dead letters across a restart of `npm start`. The embedded SQS is in memory
  * and the table is saved, so at start the runtime writes the dead letters of failed (not
  * purged) tasks again; and `kaj dlq redrive|purge --task ID` for a dead task whose letter is
  * gone works from the task record, or fails loudly — never "selected 0" with exit 0.

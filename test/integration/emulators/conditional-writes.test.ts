@@ -4,7 +4,7 @@
  * as `local/moto_server.py` starts it. (`python3 -m moto.server` alone fails both checks:
  * its threaded server runs requests side by side and moto applies an update action by action to
  * the live item, so two concurrent claims could both pass their condition, and a GetItem could
- * read a success write's `succeeded` status without its history entry — issue 8, item 11.)
+ * read a success write's `succeeded` status without its history entry.)
  * Also: the launcher's one-request-at-a-time lock does not make an SQS long poll hold up others.
  */
 import { randomUUID } from 'node:crypto';

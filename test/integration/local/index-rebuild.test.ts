@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 6: a SIGKILL between dynalite's separate LevelDB writes of an item and of its
+ * A SIGKILL between dynalite's separate LevelDB writes of an item and of its
  * index entries leaves the saved outbox GSI out of step with the items. The local runtime
  * rebuilds the indexes from the items at start, before anything reads the table.
  *

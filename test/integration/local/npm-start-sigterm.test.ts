@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 10: a supervisor that stops `npm start` with SIGTERM must see the process it
+ * A supervisor that stops `npm start` with SIGTERM must see the process it
  * started exit last — after the runtime has drained its running tasks — and with status 0.
  * Before the fix npm's script shell died at once on SIGTERM, npm exited with it while the
  * runtime, which never got the signal, was still running.

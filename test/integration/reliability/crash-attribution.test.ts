@@ -1,5 +1,5 @@
 /**
- * Issue 8, the crash-loop design risk: killing a whole worker under several healthy tasks is no
+ * The crash-loop design risk: killing a whole worker under several healthy tasks is no
  * evidence against any of them, so they must survive repeated kills; a handler that really kills
  * its worker (process.exit) must still be failed after `crashLoopReceives` crashes. A crash
  * counts against a task only when it ran alone (docs/reliability.md, "Crash loops").

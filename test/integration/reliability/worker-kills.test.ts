@@ -12,7 +12,7 @@
  * therefore kills after `bench.claimed` (the record is `running`).
  *
  * Removed: "SIGKILL and the message lost too: the watchdog re-sends it". There is no running-task
- * watchdog any more (issue 10): Kaj never deletes the message of an unfinished task, and a
+ * watchdog any more: Kaj never deletes the message of an unfinished task, and a
  * message in flight comes back after its visibility timeout, so a killed worker's task is kept
  * by its message alone. A message deleted by someone else is outside the guarantees. The last
  * case here tests what protects instead: after a kill, with no worker for several visibility

@@ -80,7 +80,7 @@ describe('Function: handleHttp', () => {
     expect(typeof body(r).error.message).toBe('string');
   });
 
-  // Issue 8, item 5: decodeURIComponent threw a URIError on these and the API answered 500 internal.
+  // Once, decodeURIComponent threw a URIError on these and the API answered 500 internal.
   it.each([
     ['GET', '/api/v1/tasks/%ff'],
     ['DELETE', '/api/v1/tasks/%ff'],

@@ -6,7 +6,7 @@ import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { unitKaj, apiEvent } from '../../support/fixtures.js';
 
 /**
- * Issue 8, "an owner model" and item 4: tasks belong to the IAM principal that submitted them,
+ * The owner model: tasks belong to the IAM principal that submitted them,
  * idempotency keys are scoped per owner, ids cannot be derived from keys, and any payload the
  * store would refuse is a 422 naming the field — never a 503.
  */
@@ -82,7 +82,7 @@ describe('Owner model', () => {
   });
 });
 
-describe('Payloads the store would refuse are 422 naming the field (issue 8, item 4)', () => {
+describe('Payloads the store would refuse are 422 naming the field', () => {
   it.each([
     ['an integer beyond 2^53 (1e16)', '{"type":"job","payload":{"n":1e16}}', 'payload.n'],
     ['a huge number (1.5e300)', '{"type":"job","payload":{"n":1.5e300}}', 'payload.n'],

@@ -1,5 +1,5 @@
 /**
- * The payload-format adapter (`shared/service/api/rest-event.ts`, issue 13): a REST API's 1.0 event runs
+ * The payload-format adapter (`shared/service/api/rest-event.ts`): a REST API's 1.0 event runs
  * through the same handler as an HTTP API's 2.0 event, and is answered in the 1.0 result shape;
  * the owner of a request is the same principal whichever API kind carried it.
  */

@@ -294,7 +294,7 @@ async function preRedesignSuccess(payload: unknown): Promise<DynamoLedger> {
 const total = (l: DynamoLedger, f: 'tableWru' | 'indexWru' | 'rru'): number => l.ops.reduce((s, o) => s + o[f], 0);
 
 describe('Class: AccountingTaskStore', () => {
-  it("reproduces issue 10's pre-redesign figure: 9 WRU for a small task (4 table + 5 outbox index)", async () => {
+  it('reproduces the pre-redesign figure: 9 WRU for a small task (4 table + 5 outbox index)', async () => {
     const ledger = await preRedesignSuccess({ to: 'ada@example.com', subject: 'hi' });
     expect(total(ledger, 'tableWru')).toBe(4);
     expect(ledger.ops.map((o) => o.index.map((w) => w.change).join())).toEqual(['put', 'move', 'update', 'delete']);

@@ -1,5 +1,5 @@
 /**
- * The LocalStack scripts (issue 13), without LocalStack: each parses (`bash -n`); the deploy, smoke
+ * The LocalStack scripts, without LocalStack: each parses (`bash -n`); the deploy, smoke
  * and up scripts' `--dry-run` prints the endpoints (127.0.0.1:4566, S3 path-style), `api=rest` and
  * every step in order; the commands the smoke prints exist with those flags (`kaj … --help`); the
  * probe, against a fake LocalStack health endpoint on a local port, tells "ready", "does not
