@@ -1,7 +1,10 @@
 /**
- * Kaj's import rules: no cycles, and the layering the architecture promises.
+ * Kaj's import rules: no cycles, and the layers of docs/architecture.md ("Layer rules") as folder rules.
  *
- *   functions/ ─► shared/service/app/<function>.ts (+ observability, config, tasks/index.ts) ─► shared/* adapters ─► shared/task (domain)
+ *   functions/ ─► shared/service/app/<function>.ts ─► shared/service/{api,consumer,sweeper} ─► domain
+ *                                                  └─► shared/aws/ (adapters) ─────────────────► domain
+ *   domain = shared/{errors.ts, config, runtime, retry, limit, task, schedule, workflow}, each port beside it.
+ *   client/ and console/ sit beside cli/ and local/, outside shared/, and are built from it.
  *
  * `npm run deps` checks them. Type-only imports count (tsPreCompilationDeps: true): a layer that
  * names another layer's types depends on it as surely as one that calls it.
@@ -11,6 +14,18 @@
 
 /** Where the code that ships lives: the Lambda bundles, the published client, the console the CLI serves. */
 const SHIPPED = '^(functions|shared|tasks|client|console)/';
+/** The domain: everything below the adapters (a new domain folder such as workflow/ is in it already). */
+const DOMAIN = '^shared/(errors\\.ts$|config/|runtime/|retry/|limit/|task/|schedule/|workflow/)';
+const ADAPTERS = '^shared/aws/';
+const SERVICE = '^shared/service/';
+/** The composition roots: the only modules of shared/ that wire adapters in. */
+const ROOTS = ['^shared/service/app/', '^shared/service/all-in-one\\.ts$'];
+const AWS_PACKAGES = [
+  '(^|/)node_modules/@aws-sdk/',
+  '(^|/)node_modules/@smithy/',
+  '(^|/)node_modules/@aws-lambda-powertools/',
+  '(^|/)node_modules/(@types/)?aws-lambda/',
+];
 
 module.exports = {
   forbidden: [
@@ -25,37 +40,51 @@ module.exports = {
       to: { circular: true },
     },
     {
-      name: 'task-domain-is-pure',
+      name: 'domain-imports-nothing-above-it',
       severity: 'error',
       comment:
-        'shared/task is the domain core: no AWS SDK, no Lambda (not even its types), no Powertools, ' +
-        'no DynamoDB/SQS adapter. It talks to the world through the ports in shared/task/task-store.ts ' +
-        'and shared/task/task-queue.ts.',
-      from: { path: '^shared/task/' },
-      to: {
-        path: [
-          '(^|/)node_modules/@aws-sdk/',
-          '(^|/)node_modules/@smithy/',
-          '(^|/)node_modules/@aws-lambda-powertools/',
-          '(^|/)node_modules/(@types/)?aws-lambda/',
-          '^shared/aws/dynamo-',
-          '^shared/aws/sqs-',
-          '^shared/service/all-in-one\\.ts$',
-          '^shared/service/app/',
-          '^shared/service/observability\\.ts$',
-        ],
-      },
+        'The domain (task, schedule, limit, retry, runtime, config, errors.ts; workflow later) talks to the ' +
+        'world through the ports beside it (task/task-store.ts, task/task-queue.ts, task/admission.ts, ' +
+        'schedule/schedule-store.ts, limit/limit-store.ts): no AWS SDK, @smithy, Powertools or aws-lambda ' +
+        '(not even types), no adapter, nothing of the Lambda side, the client or the console.',
+      from: { path: DOMAIN },
+      to: { path: [...AWS_PACKAGES, ADAPTERS, SERVICE, '^(client|console)/'] },
     },
     {
-      name: 'task-domain-reaches-no-sdk',
+      name: 'domain-reaches-no-sdk',
+      severity: 'error',
+      comment: 'Nothing the domain imports may itself pull in the AWS SDK or an adapter, through any chain of imports.',
+      from: { path: DOMAIN },
+      to: { reachable: true, path: ['(^|/)node_modules/@aws-sdk/', ADAPTERS] },
+    },
+    {
+      name: 'adapters-import-only-the-domain',
       severity: 'error',
       comment:
-        'Nothing shared/task imports may itself pull in the AWS SDK or an adapter (directly or ' +
-        'through any chain of imports).',
-      from: { path: '^shared/task/' },
+        'shared/aws/ implements the ports: it uses the domain and the SDK, never the Lambda side, the client ' +
+        'or the console.',
+      from: { path: ADAPTERS },
+      to: { path: [SERVICE, '^(client|console)/'] },
+    },
+    {
+      name: 'adapters-only-through-the-roots',
+      severity: 'error',
+      comment:
+        'Inside shared/, only the composition roots (service/app/*, service/all-in-one.ts) build adapters; ' +
+        'the roles get ports. (cli/, local/, tests and benches outside shared/ may build them too.)',
+      from: { path: '^shared/', pathNot: [ADAPTERS, ...ROOTS] },
+      to: { path: ADAPTERS },
+    },
+    {
+      name: 'service-roles-stay-apart',
+      severity: 'error',
+      comment:
+        "api, consumer and sweeper are separate Lambda functions: none imports another's role folder, nor " +
+        "a root (that would put one function's code in another's bundle).",
+      from: { path: '^shared/service/(api|consumer|sweeper|workflow)/' },
       to: {
-        reachable: true,
-        path: ['(^|/)node_modules/@aws-sdk/', '^shared/aws/dynamo-', '^shared/aws/sqs-'],
+        path: ['^shared/service/(api|consumer|sweeper|workflow)/', ...ROOTS],
+        pathNot: '^shared/service/$1/',
       },
     },
     {
@@ -63,9 +92,9 @@ module.exports = {
       severity: 'error',
       comment:
         'The claim depends on its own admissions port (shared/task/admission.ts), the limiter implements ' +
-        'it: shared/task never imports shared/limit/limiter.ts.',
+        'it: shared/task never imports the limiter or its parts.',
       from: { path: '^shared/task/' },
-      to: { path: '^shared/limit/limiter\\.ts$' },
+      to: { path: '^shared/limit/(limiter|rate|slots|refusals|permit|items)\\.ts$' },
     },
     {
       name: 'functions-only-through-app',
@@ -123,6 +152,20 @@ module.exports = {
       comment: 'The published client carries no part of the web console.',
       from: { path: '^client/' },
       to: { path: '^console/' },
+    },
+    {
+      name: 'console-only-for-cli-and-local',
+      severity: 'error',
+      comment: 'The web console is served by `kaj ui` (cli/) and `npm start` (local/) only.',
+      from: { pathNot: '^(console|cli|local|test|bench)/' },
+      to: { path: '^console/' },
+    },
+    {
+      name: 'client-is-published-not-shared',
+      severity: 'error',
+      comment: 'client/ is the published kaj/client: Kaj itself never imports it (tests and deploy scripts may).',
+      from: { pathNot: '^(client|test|scripts|bench)/' },
+      to: { path: '^client/' },
     },
     {
       name: 'tasks-only-task-api',
