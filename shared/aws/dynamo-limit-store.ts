@@ -19,6 +19,7 @@ import {
   type SlotHolders,
   type TakeRateResult,
 } from '../limit/limit-store.js';
+import { dynamoStoreError } from './dynamo-errors.js';
 
 const PK = LIMIT_TABLE_SCHEMA.partitionKey;
 const TTL = LIMIT_TABLE_SCHEMA.ttlAttribute;
@@ -362,22 +363,16 @@ function itemOf(raw: Record<string, AttributeValue>): LimitItem {
 }
 
 /**
- * Errors DynamoDB (or the client, before sending) gives for a request that can never succeed, as
- * in `dynamo-schedule-store.ts`. Everything else — throttling, 5xx, network, timeouts — is an
- * outage worth retrying.
+ * The store error for a failed request, naming the limit item when it was about one. No value of
+ * a caller's is marshalled here, so a marshalling failure is not looked for.
  */
-const REJECTED = new Set(['ValidationException', 'SerializationException', 'ItemCollectionSizeLimitExceededException']);
-
 function storeError(
   err: unknown,
   operation: string,
   pk: string | undefined,
 ): StoreUnavailableError | StoreRejectedError {
-  const name = err instanceof Error ? err.name : 'Error';
-  const message = err instanceof Error ? err.message : String(err);
-  const about = pk === undefined ? '' : ` (limit item "${pk}")`;
-  if (REJECTED.has(name)) {
-    return new StoreRejectedError(`DynamoDB ${operation} rejected${about}: ${name}: ${message}`, { cause: err });
-  }
-  return new StoreUnavailableError(`DynamoDB ${operation} failed${about}: ${name}`, { cause: err });
+  return dynamoStoreError(err, operation, {
+    about: pk === undefined ? '' : ` (limit item "${pk}")`,
+    marshallErrors: false,
+  });
 }

@@ -16,7 +16,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { SCHEDULE_TABLE_SCHEMA } from '../config/resources.js';
 import type { ScheduleRecord } from '../schedule/model.js';
 import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../schedule/store-errors.js';
-import { StoreRejectedError, StoreUnavailableError } from '../task/store-errors.js';
+import { StoreRejectedError, type StoreUnavailableError } from '../task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,
@@ -24,6 +24,8 @@ import type {
   ScheduleReadOptions,
   ScheduleStore,
 } from '../schedule/schedule-store.js';
+import { checkLimit, cursorOfKey, keyOfCursor } from './dynamo-cursor.js';
+import { dynamoStoreError } from './dynamo-errors.js';
 
 const PK = SCHEDULE_TABLE_SCHEMA.partitionKey;
 
@@ -149,6 +151,7 @@ export class DynamoScheduleStore implements ScheduleStore {
           ? undefined
           : keyOfCursor(
               cursor,
+              PK,
               (k) => Object.keys(k).length === 3 && k[partitionKey] === partition && typeof k[sortKey] === 'number',
             );
       const out = await this.client.send(
@@ -175,7 +178,7 @@ export class DynamoScheduleStore implements ScheduleStore {
   async list(limit: number, cursor?: string): Promise<SchedulePage> {
     try {
       checkLimit(limit);
-      const start = cursor === undefined ? undefined : keyOfCursor(cursor, (k) => Object.keys(k).length === 1);
+      const start = cursor === undefined ? undefined : keyOfCursor(cursor, PK, (k) => Object.keys(k).length === 1);
       const out = await this.client.send(
         new ScanCommand({
           TableName: this.tableName,
@@ -338,87 +341,13 @@ function pageOf<T = ScheduleRecord>(
   return lastKey === undefined ? { items: records } : { items: records, cursor: cursorOfKey(lastKey) };
 }
 
-/** A limit DynamoDB would refuse, refused before sending (moto answers Limit 0 with a body the SDK cannot parse). */
-function checkLimit(limit: number): void {
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new InvalidRequest(`limit must be an integer >= 1, got ${limit}`);
-  }
-}
-
-/**
- * The opaque cursor of a page: base64url of the JSON of `LastEvaluatedKey`, unmarshalled (its
- * values are key attributes: strings and numbers only), so that it stays short.
- */
-function cursorOfKey(key: Record<string, AttributeValue>): string {
-  return Buffer.from(JSON.stringify(unmarshall(key)), 'utf8').toString('base64url');
-}
-
-/** DynamoDB's limit on a sort key (a partition key may have 2,048 bytes): no key of this table comes near. */
-const MAX_KEY_BYTES = 1024;
-
-/**
- * `ExclusiveStartKey` from a cursor; an `InvalidRequest` for anything no page of this listing
- * gave (`fits` checks the key attributes beyond the table key).
- */
-function keyOfCursor(
-  cursor: string,
-  fits: (key: Record<string, string | number>) => boolean,
-): Record<string, AttributeValue> {
-  let key: unknown;
-  try {
-    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch (err) {
-    throw new InvalidRequest('the cursor is not one this store gave', { cause: err });
-  }
-  const valid =
-    typeof key === 'object' &&
-    key !== null &&
-    !Array.isArray(key) &&
-    typeof (key as Record<string, unknown>)[PK] === 'string' &&
-    // Key values DynamoDB takes: a non-empty string within its key size, a number it can hold.
-    Object.values(key).every(
-      (v) =>
-        (typeof v === 'string' && v !== '' && Buffer.byteLength(v) <= MAX_KEY_BYTES) ||
-        (typeof v === 'number' && Number.isSafeInteger(v)),
-    ) &&
-    fits(key as Record<string, string | number>);
-  if (!valid) throw new InvalidRequest('the cursor is not one this store gave');
-  return marshall(key as Record<string, string | number>, MARSHALL);
-}
-
-/** A request refused before it is sent (bad limit, bad cursor): mapped to `StoreRejectedError`. */
-class InvalidRequest extends Error {
-  override readonly name = 'ValidationException';
-}
-
-/**
- * Errors DynamoDB (or the client, before sending) gives for a request that can never succeed,
- * as in `dynamo-task-store.ts`. Everything else — throttling, 5xx, network, timeouts — is an
- * outage worth retrying.
- */
-const REJECTED = new Set(['ValidationException', 'SerializationException', 'ItemCollectionSizeLimitExceededException']);
-
+/** The store error for a failed request, naming the schedule when it was about one. */
 function storeError(
   err: unknown,
   operation: string,
   scheduleName: string | undefined,
 ): StoreUnavailableError | StoreRejectedError {
-  const name = err instanceof Error ? err.name : 'Error';
-  const message = err instanceof Error ? err.message : String(err);
-  const about = scheduleName === undefined ? '' : ` (schedule "${scheduleName}")`;
-  if (REJECTED.has(name) || isMarshallError(err)) {
-    return new StoreRejectedError(`DynamoDB ${operation} rejected${about}: ${name}: ${message}`, { cause: err });
-  }
-  return new StoreUnavailableError(`DynamoDB ${operation} failed${about}: ${name}`, { cause: err });
-}
-
-/**
- * `marshall` throws plain Errors for values DynamoDB cannot hold (unsafe integers, NaN, class
- * instances), before anything is sent. They have no HTTP metadata.
- */
-function isMarshallError(err: unknown): boolean {
-  if (!(err instanceof Error) || '$metadata' in err) return false;
-  return /MAX_SAFE_INTEGER|Unsupported type passed|Special numeric value|Number .* is|cannot be converted|marshall/i.test(
-    err.message,
-  );
+  return dynamoStoreError(err, operation, {
+    about: scheduleName === undefined ? '' : ` (schedule "${scheduleName}")`,
+  });
 }

@@ -31,6 +31,7 @@ import type {
   TaskListingReader,
   TaskStore,
 } from '../task/task-store.js';
+import { dynamoStoreError } from './dynamo-errors.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
 
@@ -352,32 +353,11 @@ function itemOf(err: ConditionalCheckFailedException): TaskRecord | undefined {
   return err.Item === undefined ? undefined : recordOf(err.Item);
 }
 
-/**
- * Errors DynamoDB (or the client, before sending) gives for a request that can never succeed.
- * Everything else — throttling, 5xx, network, timeouts — is an outage worth retrying.
- */
-const REJECTED = new Set(['ValidationException', 'SerializationException', 'ItemCollectionSizeLimitExceededException']);
-
+/** The store error for a failed request, carrying the task id when it was about one task. */
 function unavailable(
   err: unknown,
   operation: string,
   taskId: string | undefined,
 ): StoreUnavailableError | StoreRejectedError {
-  const name = err instanceof Error ? err.name : 'Error';
-  const message = err instanceof Error ? err.message : String(err);
-  if (REJECTED.has(name) || isMarshallError(err)) {
-    return new StoreRejectedError(`DynamoDB ${operation} rejected: ${name}: ${message}`, { taskId, cause: err });
-  }
-  return new StoreUnavailableError(`DynamoDB ${operation} failed: ${name}`, { taskId, cause: err });
-}
-
-/**
- * `marshall` throws plain Errors for values DynamoDB cannot hold (unsafe integers, NaN, class
- * instances), before anything is sent. They have no HTTP metadata.
- */
-function isMarshallError(err: unknown): boolean {
-  if (!(err instanceof Error) || '$metadata' in err) return false;
-  return /MAX_SAFE_INTEGER|Unsupported type passed|Special numeric value|Number .* is|cannot be converted|marshall/i.test(
-    err.message,
-  );
+  return dynamoStoreError(err, operation, { taskId });
 }
