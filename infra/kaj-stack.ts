@@ -217,10 +217,9 @@ export class KajStack extends Stack {
 
     this.api = new TaskApi(this, 'Api', {
       apiName: `${this.stackName}-api`,
-      table: this.taskTable.table,
-      listing: { listIndexArn: this.taskTable.listIndexArn, outboxIndexArn: this.taskTable.outboxIndexArn },
+      table: this.taskTable,
       metricsNamespace: metricsNamespace(this.stackName),
-      schedulesTable: this.scheduleTable.table,
+      schedulesTable: this.scheduleTable,
       queues: allMainQueues,
       environment: scheduleEnvironment,
       idSecret: this.idSecret.secret,
@@ -231,11 +230,11 @@ export class KajStack extends Stack {
     });
     const mainQueuesBut = (own: readonly sqs.Queue[]) => allMainQueues.filter((q) => !own.includes(q));
     this.consumer = new TaskConsumer(this, 'Consumer', {
-      table: this.taskTable.table,
+      table: this.taskTable,
       queues,
       deadLetterQueues,
       otherLaneQueues: mainQueuesBut(this.taskQueues.allQueues),
-      limitsTable: this.limitTable.table,
+      limitsTable: this.limitTable,
       mappings: {
         high: this.mappingSettings('high'),
         normal: this.mappingSettings('normal'),
@@ -251,11 +250,11 @@ export class KajStack extends Stack {
       queues: laneQueues.queues,
       consumer: new TaskConsumer(this, `Consumer${capitalized(name)}`, {
         lane: name,
-        table: this.taskTable.table,
+        table: this.taskTable,
         queues: laneQueues.queues,
         deadLetterQueues,
         otherLaneQueues: mainQueuesBut(laneQueues.allQueues),
-        limitsTable: this.limitTable.table,
+        limitsTable: this.limitTable,
         mappings: settings.mappings,
         environment,
         timeout: Duration.seconds(settings.timeoutSeconds),
@@ -266,17 +265,15 @@ export class KajStack extends Stack {
     }));
     this.laneConsumers = Object.fromEntries(laneResources.map((l) => [l.name, l.consumer]));
     this.sweeper = new OutboxSweeper(this, 'Sweeper', {
-      table: this.taskTable.table,
-      outboxIndexArn: this.taskTable.outboxIndexArn,
+      table: this.taskTable,
       queues: allMainQueues,
       deadLetterQueues: this.taskQueues.allDeadLetterQueues,
       environment,
       logRetention,
     });
     this.scheduler = new Scheduler(this, 'Scheduler', {
-      schedulesTable: this.scheduleTable.table,
-      dueIndexArn: this.scheduleTable.dueIndexArn,
-      taskTable: this.taskTable.table,
+      schedulesTable: this.scheduleTable,
+      taskTable: this.taskTable,
       queues: allMainQueues,
       environment: scheduleEnvironment,
       logRetention,

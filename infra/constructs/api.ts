@@ -3,8 +3,6 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -13,7 +11,10 @@ import { API_ROUTES } from '../../shared/service/api/routes.js';
 import { METRICS } from '../../shared/config/metrics.js';
 import { ENV } from '../../shared/config/resources.js';
 import type { ApiKind, AuthMode } from '../config.js';
+import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import type { ScheduleTable } from './schedule-table.js';
+import type { TaskTable } from './task-table.js';
 
 /** The access log's `routeKey` of a submit: what the submission count filters on. */
 export const SUBMIT_ROUTE_KEY = 'POST /api/v1/tasks';
@@ -61,23 +62,18 @@ export const NO_ACCESS_LOGS_REASON =
   'refuses itself (403, 429) are only counted by its stage metrics.';
 
 export interface TaskApiProps {
-  readonly table: dynamodb.ITable;
   /**
-   * The schedules table (`ScheduleTable`): schedules are managed through the API
-   * (`/api/v1/schedules…`), so the function may get, put, delete and list (Scan) them, and gets
-   * its name as `KAJ_SCHEDULES_TABLE_NAME`.
+   * The task table: the function gets, puts and updates items, and lists tasks
+   * (`GET /api/v1/tasks?status=…`) with Query on the listing and outbox indexes (not the table)
+   * and BatchGetItem on the table (`TaskTable.grantListing`).
+   */
+  readonly table: TaskTable;
+  /**
+   * The schedules table: schedules are managed through the API (`/api/v1/schedules…`), so the
+   * function may get, put, delete and list (Scan) them, and gets its name as `KAJ_SCHEDULES_TABLE_NAME`.
    * @default - no schedules: no permission on a schedules table and no `KAJ_SCHEDULES_TABLE_NAME`
    */
-  readonly schedulesTable?: dynamodb.ITable;
-  /**
-   * ARNs of the task table's GSIs the listing reads: the listing index (`TaskTable.listIndexArn`)
-   * for `GET /api/v1/tasks?status=retrying|failed|cancelled|running`, and the outbox index
-   * (`TaskTable.outboxIndexArn`) for `status=delayed`. The function may Query those indexes (not
-   * the table) and BatchGetItem the table (a delayed row is read from its item: the outbox index
-   * projects keys only).
-   * @default - no listing permission: the listing route answers 503 on AWS
-   */
-  readonly listing?: { readonly listIndexArn: string; readonly outboxIndexArn: string };
+  readonly schedulesTable?: ScheduleTable;
   /**
    * The namespace of the submissions metric (counted from the access log): the stack's
    * (`metricsNamespace(stackName)`), where its alarms and dashboard read.
@@ -170,59 +166,26 @@ export class TaskApi extends Construct {
         ...props.environment,
         // The whole secret string, current version: `{{resolve:secretsmanager:<ARN>:SecretString:::}}`.
         [ENV.idSecret]: props.idSecret.secretValue.unsafeUnwrap(),
-        ...(props.schedulesTable !== undefined ? { [ENV.schedulesTableName]: props.schedulesTable.tableName } : {}),
+        ...(props.schedulesTable !== undefined
+          ? { [ENV.schedulesTableName]: props.schedulesTable.table.tableName }
+          : {}),
       },
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'TaskTableItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        resources: [props.table.tableArn],
-      }),
-    );
-    if (props.listing !== undefined) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: 'TaskListingQuery',
-          actions: ['dynamodb:Query'],
-          resources: [props.listing.listIndexArn, props.listing.outboxIndexArn],
-        }),
-      );
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: 'TaskListingRows',
-          actions: ['dynamodb:BatchGetItem'],
-          resources: [props.table.tableArn],
-        }),
-      );
-    }
-    if (props.schedulesTable !== undefined) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          // Scan lists the schedules (GET /api/v1/schedules); the rest work on one schedule by name.
-          // UpdateItem: a caller's create and delete change its count item (`#owner:<owner>`) in the
-          // same TransactWriteItems (which IAM authorizes as its items' PutItem/DeleteItem/UpdateItem).
-          sid: 'ScheduleTableItems',
-          actions: [
-            'dynamodb:GetItem',
-            'dynamodb:PutItem',
-            'dynamodb:DeleteItem',
-            'dynamodb:UpdateItem',
-            'dynamodb:Scan',
-          ],
-          resources: [props.schedulesTable.tableArn],
-        }),
-      );
-    }
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'SubmitToQueues',
-        actions: ['sqs:SendMessage'],
-        resources: props.queues.map((q) => q.queueArn),
-      }),
-    );
+    props.table.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    props.table.grantListing(role);
+    // Scan lists the schedules (GET /api/v1/schedules); the rest work on one schedule by name.
+    // UpdateItem: a caller's create and delete change its count item (`#owner:<owner>`) in the
+    // same TransactWriteItems (which IAM authorizes as its items' PutItem/DeleteItem/UpdateItem).
+    props.schedulesTable?.grantItems(role, 'ScheduleTableItems', [
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Scan',
+    ]);
+    grantQueues(role, 'SubmitToQueues', ['sqs:SendMessage'], props.queues);
 
     this.accessLogGroup =
       props.accessLogs === false

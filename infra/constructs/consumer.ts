@@ -1,13 +1,13 @@
 import { Duration } from 'aws-cdk-lib';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import type { Architecture, EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS, ENV, PRIORITIES, type Priority } from '../../shared/config/resources.js';
+import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
-import { LIMIT_TABLE_CONSUMER_ACTIONS } from './limit-table.js';
+import type { LimitTable } from './limit-table.js';
+import type { TaskTable } from './task-table.js';
 
 /** Event source mapping settings of one priority. */
 export interface PriorityMappingSettings {
@@ -23,7 +23,8 @@ export interface PriorityMappingSettings {
 }
 
 export interface TaskConsumerProps {
-  readonly table: dynamodb.ITable;
+  /** The task table: the consumer gets and updates items (no index). */
+  readonly table: TaskTable;
   /** The queues of the consumer's lane: the only ones it polls, deletes from and extends leases on. */
   readonly queues: Readonly<Record<Priority, sqs.IQueue>>;
   readonly deadLetterQueues: Readonly<Record<Priority, sqs.IQueue>>;
@@ -34,11 +35,11 @@ export interface TaskConsumerProps {
    */
   readonly otherLaneQueues?: readonly sqs.IQueue[];
   /**
-   * The limits table (`LimitTable`): the consumer enforces the flow-control limits there
-   * ({@link LIMIT_TABLE_CONSUMER_ACTIONS}) and gets its name as `KAJ_LIMITS_TABLE_NAME`.
+   * The limits table: the consumer enforces the flow-control limits there
+   * (`LimitTable.grantConsumer`) and gets its name as `KAJ_LIMITS_TABLE_NAME`.
    * @default - no limits: no permission on a limits table and no `KAJ_LIMITS_TABLE_NAME`
    */
-  readonly limitsTable?: dynamodb.ITable;
+  readonly limitsTable?: LimitTable;
   /**
    * The lane this consumer runs, named in the function's description.
    * @default - the default lane
@@ -90,60 +91,24 @@ export class TaskConsumer extends Construct {
       ...(props.architecture !== undefined ? { architecture: props.architecture } : {}),
       environment: {
         ...props.environment,
-        ...(props.limitsTable !== undefined ? { [ENV.limitsTableName]: props.limitsTable.tableName } : {}),
+        ...(props.limitsTable !== undefined ? { [ENV.limitsTableName]: props.limitsTable.table.tableName } : {}),
       },
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;
-    const queueArns = PRIORITIES.map((p) => props.queues[p].queueArn);
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'TaskTableItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-        resources: [props.table.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'LeaseAndRequeue',
-        actions: ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'],
-        resources: queueArns,
-      }),
-    );
+    const own = PRIORITIES.map((p) => props.queues[p]);
+    props.table.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantQueues(role, 'LeaseAndRequeue', ['sqs:ChangeMessageVisibility', 'sqs:SendMessage'], own);
     const otherLanes = props.otherLaneQueues ?? [];
-    if (otherLanes.length > 0) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: 'RequeueToOtherLanes',
-          actions: ['sqs:SendMessage'],
-          resources: otherLanes.map((q) => q.queueArn),
-        }),
-      );
-    }
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'DeadLetter',
-        actions: ['sqs:SendMessage'],
-        resources: PRIORITIES.map((p) => props.deadLetterQueues[p].queueArn),
-      }),
+    if (otherLanes.length > 0) grantQueues(role, 'RequeueToOtherLanes', ['sqs:SendMessage'], otherLanes);
+    grantQueues(
+      role,
+      'DeadLetter',
+      ['sqs:SendMessage'],
+      PRIORITIES.map((p) => props.deadLetterQueues[p]),
     );
-
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'PollQueues',
-        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
-        resources: queueArns,
-      }),
-    );
-    if (props.limitsTable !== undefined) {
-      role.addToPrincipalPolicy(
-        new iam.PolicyStatement({
-          sid: 'LimitTableItems',
-          actions: [...LIMIT_TABLE_CONSUMER_ACTIONS],
-          resources: [props.limitsTable.tableArn],
-        }),
-      );
-    }
+    grantQueues(role, 'PollQueues', ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], own);
+    props.limitsTable?.grantConsumer(role);
 
     const mappings = {} as Record<Priority, EventSourceMapping>;
     for (const p of PRIORITIES) {

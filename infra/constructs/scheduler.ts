@@ -1,21 +1,23 @@
 import { Duration } from 'aws-cdk-lib';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS, ENV } from '../../shared/config/resources.js';
+import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import type { ScheduleTable } from './schedule-table.js';
+import type { TaskTable } from './task-table.js';
 
 export interface SchedulerProps {
-  /** The schedules table (`ScheduleTable`): the function reads and writes whole schedules there. */
-  readonly schedulesTable: dynamodb.ITable;
-  /** ARN of the schedules table's `due` GSI; the only index the scheduler may Query. */
-  readonly dueIndexArn: string;
+  /**
+   * The schedules table: the function reads and writes whole schedules there, and may Query its
+   * `due` index (no other index).
+   */
+  readonly schedulesTable: ScheduleTable;
   /** The task table: the scheduler creates the runs' tasks there (and cancels one to `replace` it). */
-  readonly taskTable: dynamodb.ITable;
+  readonly taskTable: TaskTable;
   /** The main queues the runs are sent to: the three priority queues of every lane (not the DLQs). */
   readonly queues: readonly sqs.IQueue[];
   /**
@@ -61,42 +63,23 @@ export class Scheduler extends Construct {
       description: 'Kaj scheduler: creates the runs of the schedules due before the next tick',
       timeout: Duration.seconds(55),
       memorySize: props.memorySize ?? 1024,
-      environment: { ...props.environment, [ENV.schedulesTableName]: props.schedulesTable.tableName },
+      environment: { ...props.environment, [ENV.schedulesTableName]: props.schedulesTable.table.tableName },
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'QueryDue',
-        actions: ['dynamodb:Query'],
-        resources: [props.dueIndexArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        // GetItem: the tick reads each due schedule (the index projects keys only); PutItem: its
-        // conditional writes; Scan and DeleteItem: the cold start's sync of the schedules declared
-        // in code (a schedule removed from the code is deleted).
-        sid: 'ScheduleTableItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Scan'],
-        resources: [props.schedulesTable.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        // PutItem creates a run's task; GetItem and UpdateItem cancel the running one `replace` replaces.
-        sid: 'TaskTableItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        resources: [props.taskTable.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'SendRuns',
-        actions: ['sqs:SendMessage'],
-        resources: props.queues.map((q) => q.queueArn),
-      }),
-    );
+    props.schedulesTable.grantDueQuery(role);
+    // GetItem: the tick reads each due schedule (the index projects keys only); PutItem: its
+    // conditional writes; Scan and DeleteItem: the cold start's sync of the schedules declared
+    // in code (a schedule removed from the code is deleted).
+    props.schedulesTable.grantItems(role, 'ScheduleTableItems', [
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:Scan',
+    ]);
+    // PutItem creates a run's task; GetItem and UpdateItem cancel the running one `replace` replaces.
+    props.taskTable.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    grantQueues(role, 'SendRuns', ['sqs:SendMessage'], props.queues);
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the Kaj scheduler tick',

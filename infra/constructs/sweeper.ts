@@ -1,17 +1,16 @@
 import { Duration } from 'aws-cdk-lib';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import type { TaskTable } from './task-table.js';
 
 export interface OutboxSweeperProps {
-  readonly table: dynamodb.ITable;
-  /** ARN of the outbox GSI; the sweeper may Query that index and nothing else. */
-  readonly outboxIndexArn: string;
+  /** The task table: the sweeper may Query its outbox index (no other index) and get and update items. */
+  readonly table: TaskTable;
   /** The main queues of every lane (a due task is sent to its type's lane). */
   readonly queues: readonly sqs.IQueue[];
   readonly deadLetterQueues: readonly sqs.IQueue[];
@@ -45,27 +44,9 @@ export class OutboxSweeper extends Construct {
       logRetention: props.logRetention,
     });
     const role = this.handler.executionRole;
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'QueryOutbox',
-        actions: ['dynamodb:Query'],
-        resources: [props.outboxIndexArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'TaskTableItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-        resources: [props.table.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'SendDue',
-        actions: ['sqs:SendMessage'],
-        resources: [...props.queues, ...props.deadLetterQueues].map((q) => q.queueArn),
-      }),
-    );
+    props.table.grantOutboxQuery(role);
+    props.table.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    grantQueues(role, 'SendDue', ['sqs:SendMessage'], [...props.queues, ...props.deadLetterQueues]);
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the Kaj outbox sweeper',

@@ -4,7 +4,6 @@
  */
 import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SystemLogLevel } from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -16,6 +15,7 @@ import { NO_ACCESS_LOGS_REASON, SUBMIT_ROUTE_KEY, TaskApi } from '../../infra/co
 import { API_ROUTES } from '../../shared/service/api/routes.js';
 import { METRICS } from '../../shared/config/metrics.js';
 import { applicationLogLevelOf, KajFunction } from '../../infra/constructs/kaj-function.js';
+import { TaskTable } from '../../infra/constructs/task-table.js';
 import { ENV } from '../../shared/config/resources.js';
 import { LOG_LEVELS } from '../../shared/service/observability.js';
 
@@ -27,7 +27,7 @@ function emptyStack(): Stack {
 function apiStack(accessLogs: boolean | undefined): { stack: Stack; api: TaskApi } {
   const stack = emptyStack();
   const api = new TaskApi(stack, 'Api', {
-    table: new dynamodb.Table(stack, 'Table', { partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING } }),
+    table: new TaskTable(stack, 'Tasks', { tableName: 'logging-tasks' }),
     queues: [new sqs.Queue(stack, 'Queue')],
     environment: {},
     idSecret: new secretsmanager.Secret(stack, 'Secret'),

@@ -8,7 +8,7 @@
  */
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -16,6 +16,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScheduleTable } from '../../infra/constructs/schedule-table.js';
 import { Scheduler } from '../../infra/constructs/scheduler.js';
+import { TaskTable } from '../../infra/constructs/task-table.js';
 import { ALL_OUTPUT_KEYS, OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { ENV, PRIORITIES, SCHEDULE_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
@@ -220,11 +221,9 @@ describe('scheduler function', () => {
 
   it('the tick period is configurable (the `schedule` prop)', () => {
     const stack = new Stack(new App({ context: NO_BUNDLING }), 'SchedulerTest');
-    const table = new dynamodb.Table(stack, 'T', { partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING } });
     const scheduler = new Scheduler(stack, 'Scheduler', {
-      schedulesTable: table,
-      dueIndexArn: `${table.tableArn}/index/due`,
-      taskTable: table,
+      schedulesTable: new ScheduleTable(stack, 'Schedules', { tableName: 't-schedules' }),
+      taskTable: new TaskTable(stack, 'Tasks', { tableName: 't-tasks' }),
       queues: [new sqs.Queue(stack, 'Q')],
       environment: {},
       logRetention: logs.RetentionDays.ONE_DAY,
