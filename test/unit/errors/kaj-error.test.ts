@@ -8,6 +8,7 @@ import {
   ForeignHostError,
   PageNotFoundError,
 } from '../../../console/errors.js';
+import { InvalidConfigError } from '../../../infra/errors.js';
 import { IndexRebuildError } from '../../../local/dynalite-indexes.js';
 import { HttpError } from '../../../shared/service/api/errors.js';
 import { ConfigError, MissingEnvironmentError } from '../../../shared/config/errors.js';
@@ -44,6 +45,7 @@ describe('Class: KajError (one root for every module)', () => {
     ['DeadLetterQueueUnavailableError', new DeadLetterQueueUnavailableError('down', { cause }), undefined],
     ['MoveTaskFailedError', new MoveTaskFailedError('FAILED', { cause }), undefined],
     ['IndexRebuildError', new IndexRebuildError('unreadable', { cause }), undefined],
+    ['InvalidConfigError', new InvalidConfigError('stackName', []), undefined],
   ])('%s is a KajError named after its class, with the task id and cause it was given', (name, err, taskId) => {
     expect(err).toBeInstanceOf(KajError);
     expect(err.name).toBe(name);
@@ -63,6 +65,7 @@ describe('Class: KajError (one root for every module)', () => {
       new BadParameterError('f', 'x'),
       new UsageError('x'),
       new IndexRebuildError('x'),
+      new InvalidConfigError('stackName', []),
     ]) {
       expect(err.retryable).toBe(false);
     }
