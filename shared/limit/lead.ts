@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { LimitDefinitionError } from './errors.js';
 
 /**
  * A start is granted for a time the store picks, and its answer comes one round trip later; a
@@ -32,13 +33,14 @@ export class StartLead {
   /**
    * @param floorMs the configured lead: never less (0 when nothing can be waited for)
    * @param capMs never more (a lead keeps a poller waiting and, with slots, holds them early)
+   * @throws LimitDefinitionError (field `leadMs`) unless 0 <= floor <= cap
    */
   constructor(
     private readonly floorMs: number,
     private readonly capMs: number,
   ) {
     if (!(floorMs >= 0) || !(capMs >= floorMs)) {
-      throw new RangeError(`a start lead needs 0 <= floor <= cap, got floor ${floorMs} and cap ${capMs}`);
+      throw new LimitDefinitionError('leadMs', `must be >= 0 and at most its cap ${capMs}, got ${floorMs}`);
     }
   }
 

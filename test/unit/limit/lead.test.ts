@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { LimitDefinitionError } from '../../../shared/limit/errors.js';
 import { StartLead } from '../../../shared/limit/lead.js';
 
 describe('Class: StartLead', () => {
@@ -36,8 +37,8 @@ describe('Class: StartLead', () => {
     expect(lead.ms).toBe(5);
   });
 
-  it('refuses a floor above its cap or below 0', () => {
-    expect(() => new StartLead(10, 5)).toThrow(RangeError);
-    expect(() => new StartLead(-1, 5)).toThrow(RangeError);
+  it('refuses a floor above its cap or below 0: a LimitDefinitionError naming leadMs (the floor is that option)', () => {
+    expect(() => new StartLead(10, 5)).toThrow(LimitDefinitionError);
+    expect(() => new StartLead(-1, 5)).toThrow(/^leadMs: must be >= 0 and at most its cap 5, got -1$/);
   });
 });

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { KajError } from '../../../shared/errors.js';
 import { deferralSeconds, RefusalStreak } from '../../../shared/limit/deferral.js';
 import { LimitDefinitionError, LimitUnavailableError } from '../../../shared/limit/errors.js';
-import { Limiter, type LimiterDeps } from '../../../shared/limit/limiter.js';
+import { Limiter } from '../../../shared/limit/limiter.js';
+import type { LimiterDeps } from '../../../shared/limit/options.js';
 import { type LimitUse, resolveLimits } from '../../../shared/limit/spec.js';
 import { RecordingLogger } from '../../../shared/runtime/logger.js';
 import type { Admission, Permit } from '../../../shared/task/admission.js';
@@ -195,6 +196,26 @@ async function drive(w: World, d: Drive): Promise<{ starts: number[]; mostRunnin
 }
 
 describe('Class: Limiter', () => {
+  describe('Constructor', () => {
+    it.each([
+      ['leaseSeconds', { leaseSeconds: 0 }],
+      ['localWaitMs', { localWaitMs: -1 }],
+      ['leadMs', { leadMs: -1 }],
+      ['reserve', { reserve: 1.5 }],
+      ['keyTtlSeconds', { keyTtlSeconds: Number.NaN }],
+    ] as const)('a bad %s is a LimitDefinitionError naming that option, never retried', (field, bad) => {
+      let thrown: unknown;
+      try {
+        world(1, bad);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(LimitDefinitionError);
+      expect(thrown).toMatchObject({ field, retryable: false });
+      expect((thrown as Error).message).toMatch(new RegExp(`^${field}: `));
+    });
+  });
+
   describe('Method: acquire (rate)', () => {
     it('the reference workload: 5,000 starts of 60 callers on 3 limiters, never 41 in any 1 s window', async () => {
       const w = world(3);
