@@ -4,28 +4,15 @@ import { DEFAULT_LANE } from '../../config/lanes.js';
 import { PRIORITIES, type Priority } from '../../config/resources.js';
 import type { Limiter } from '../../limit/limiter.js';
 import { taskMessageSchema, type TaskMessage } from '../../task/message.js';
-import { classifyError, type Classification } from '../../retry/classify.js';
 import { redeliveryDelaySeconds } from '../../retry/decide.js';
-import { PermanentError, TaskTimeoutError } from '../../retry/errors.js';
-import type { Logger } from '../../runtime/logger.js';
-import { StoreRejectedError } from '../../task/store-errors.js';
-import {
-  resolvePolicy,
-  type AnyTaskDefinition,
-  type ResolvedPolicy,
-  type TaskContext,
-  type TaskRegistry,
-} from '../../task/define.js';
+import type { TaskRegistry } from '../../task/define.js';
 import { LeaseLostError } from '../../task/errors.js';
-import { checkJsonValue } from '../../task/json-value.js';
 import type { LifecycleDeps, TaskLifecycle } from '../../task/lifecycle.js';
-import type { ClaimOutcome } from '../../task/claim.js';
-import type { TaskRecord } from '../../task/model.js';
 import { DEFAULTS } from '../../config/resources.js';
+import { type AttemptDeps, type Disposition, RECORDING_RESERVE_MS, runAttempt, type Unclaimed } from './attempt.js';
 import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
-import { type ExclusiveGate, processGate } from './exclusive-gate.js';
+import type { ExclusiveGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
-import { Heartbeat } from './heartbeat.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -57,18 +44,6 @@ export interface InvocationContext {
   readonly receivedVisibilitySeconds?: number;
 }
 
-/** Time kept in reserve after a task's timeout, to record its outcome before the invocation ends. */
-export const RECORDING_RESERVE_MS = 5_000;
-
-/** What happens to one SQS record: deleted by the caller (`ack`) or left on the queue (`retry`). */
-type Disposition = 'ack' | 'retry';
-
-type RunOutcome =
-  | { readonly kind: 'ok'; readonly value: unknown }
-  | { readonly kind: 'error'; readonly error: unknown }
-  | { readonly kind: 'timeout' }
-  | { readonly kind: 'lease_lost'; readonly error: LeaseLostError };
-
 /**
  * Processes an SQS batch the way Lambda's event source mapping delivers it, and answers with
  * a partial batch response: records not listed are deleted by the caller.
@@ -80,6 +55,8 @@ type RunOutcome =
 export class TaskConsumer {
   private readonly sourceByQueueName: Map<string, Source>;
   private readonly flow: FlowControl;
+  /** What an attempt of a claimed task works with (attempt.ts). */
+  private readonly attempt: AttemptDeps;
 
   constructor(
     private readonly d: ConsumerDeps,
@@ -102,6 +79,16 @@ export class TaskConsumer {
       maxReceiveCount: d.settings.maxReceiveCount,
       deferral: { baseSeconds: DEFAULTS.limitDeferBaseSeconds, capSeconds: DEFAULTS.limitDeferCapSeconds },
     });
+    this.attempt = {
+      lifecycle,
+      flow: this.flow,
+      registry: d.registry,
+      ...(d.gate === undefined ? {} : { gate: d.gate }),
+      settings: d.settings,
+      logger: d.logger,
+      metrics: d.metrics,
+      clock: d.clock,
+    };
   }
 
   async processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse> {
@@ -174,7 +161,13 @@ export class TaskConsumer {
       // What to do when the task is not (or, at the claim's write, no longer) the consumer's to run.
       const unclaimed = (claim: Unclaimed): Promise<Disposition> =>
         this.unclaimed(claim, { held, hold, message, receiveCount, priority, fields });
-      if (claim.kind === 'claimed') return await this.run(claim, source, context, unclaimed);
+      if (claim.kind === 'claimed') {
+        return await runAttempt(this.attempt, claim, {
+          priority,
+          remainingMs: () => context.getRemainingTimeInMillis(),
+          unclaimed,
+        });
+      }
       return await unclaimed(claim);
     } catch (err) {
       return this.failed(err, { held, hold, receiveCount, fields });
@@ -248,250 +241,6 @@ export class TaskConsumer {
     return 'retry';
   }
 
-  /** Runs a claimed task under its timeout with a heartbeat, then records the outcome. */
-  private async run(
-    claim: Claimed,
-    source: Source,
-    context: InvocationContext,
-    unclaimed: (claim: Unclaimed) => Promise<Disposition>,
-  ): Promise<Disposition> {
-    const permit = claim.permit;
-    try {
-      return await this.runClaimed(claim, source, context, unclaimed);
-    } finally {
-      // After the outcome is written (or the attempt ended otherwise): the next task may start.
-      await this.flow.release(permit);
-    }
-  }
-
-  private async runClaimed(
-    claim: Claimed,
-    { priority }: Source,
-    context: InvocationContext,
-    unclaimed: (claim: Unclaimed) => Promise<Disposition>,
-  ): Promise<Disposition> {
-    const permit = claim.permit;
-    let claimed = claim.record;
-    let committed = claim.commit === undefined;
-    /**
-     * Writes the claim when it has a write of its own (a redelivery, a suspect, a reclaim): right
-     * before the handler starts, so a worker that dies while the task waits for its turn charges
-     * it nothing. Answers what to do instead when the task changed meanwhile.
-     */
-    const commit = async (): Promise<Disposition | undefined> => {
-      if (committed || claim.commit === undefined) return undefined;
-      committed = true;
-      const outcome = await claim.commit();
-      if (outcome.kind !== 'claimed') return unclaimed(outcome);
-      claimed = outcome.record;
-      return undefined;
-    };
-    const fields = { task_id: claimed.task_id, type: claimed.type, attempt: claimed.attempts };
-    let def: AnyTaskDefinition;
-    try {
-      def = this.d.registry.get(claimed.type);
-    } catch (err) {
-      const instead = await commit();
-      if (instead !== undefined) return instead;
-      await this.lifecycle.attemptFailed(claimed, permanent(err), resolvePolicy({}), 0);
-      return 'ack';
-    }
-    const policy = resolvePolicy({
-      ...def,
-      maxAttempts: claimed.max_attempts,
-      timeoutSeconds: claimed.timeout_seconds,
-    });
-    const parsed = def.schema.safeParse(claimed.payload);
-    if (!parsed.success) {
-      const instead = await commit();
-      if (instead !== undefined) return instead;
-      await this.lifecycle.attemptFailed(claimed, permanent(parsed.error), policy, 0);
-      return 'ack';
-    }
-
-    // The message is held for one lease at a time by the batch's MessageHold (processBatch), so a
-    // dead worker's task comes back within about a lease, its claim written or not.
-    const controller = new AbortController();
-    const heartbeat = new Heartbeat(
-      {
-        lifecycle: this.lifecycle,
-        settings: this.d.settings,
-        logger: this.d.logger,
-        renewLimits: () => this.flow.renew(permit),
-        abort: (r) => controller.abort(r),
-      },
-      claimed,
-    );
-    const suspect = this.lifecycle.isSuspect(claimed);
-    const gate = this.d.gate ?? processGate;
-    // The gate is held until the outcome is written: a solo attempt whose handler has returned
-    // is still the task's until its record says so, and a crash before then is still its own.
-    const attempt = async (): Promise<Disposition> => {
-      let outcome: RunOutcome;
-      let durationMs: number;
-      try {
-        if (suspect) {
-          // Waiting for the worker to empty may have used up the invocation: hand it back.
-          if (context.getRemainingTimeInMillis() < claimed.timeout_seconds * 1000 + RECORDING_RESERVE_MS) {
-            this.d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
-            return 'retry';
-          }
-        }
-        // Its turn has come: from here a crash is on the record.
-        const instead = await commit();
-        if (instead !== undefined) return instead;
-        heartbeat.update(claimed);
-        if (suspect) {
-          heartbeat.update(await this.lifecycle.markSolo(heartbeat.current));
-          this.d.logger.warn('running alone: this task crashed a worker before', {
-            ...fields,
-            crashes: claimed.crashes ?? 0,
-          });
-        }
-        heartbeat.starting();
-        await this.flow.waitForStart(permit);
-        const started = this.d.clock.now();
-        outcome = await this.execute(def, parsed.data, claimed, priority, controller, heartbeat, fields);
-        durationMs = this.d.clock.now() - started;
-        // The handler may have settled first (rejecting on its aborted signal) after the lease was
-        // lost: the lease decides, so nothing is recorded or sent for this attempt.
-        const lost = heartbeat.leaseLostError;
-        if (lost !== undefined) outcome = { kind: 'lease_lost', error: lost };
-      } finally {
-        // Wait for a beat in flight: its write (a lazy claim's claim) comes before the outcome.
-        await heartbeat.stop();
-      }
-      return this.finish(heartbeat.current, outcome, {
-        def,
-        policy,
-        durationMs,
-        cancelRequested: heartbeat.cancelRequested,
-        fields,
-      });
-    };
-    // Until its turn comes, the heartbeat only renews the task's limit slots: no claim is written.
-    heartbeat.startWaiting();
-    try {
-      return suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
-    } finally {
-      void heartbeat.stop();
-    }
-  }
-
-  /** Records what the attempt came to. `record` is the latest view (the heartbeat extends the lease). */
-  private async finish(
-    record: TaskRecord,
-    outcome: RunOutcome,
-    o: {
-      def: AnyTaskDefinition;
-      policy: ResolvedPolicy;
-      durationMs: number;
-      cancelRequested: boolean;
-      fields: Record<string, unknown>;
-    },
-  ): Promise<Disposition> {
-    this.d.metrics.durationMs(record.type, o.durationMs);
-    if (outcome.kind === 'lease_lost') throw outcome.error;
-    if (o.cancelRequested) {
-      await this.lifecycle.cancelledWhileRunning(record, o.durationMs);
-      this.d.logger.debug('task cancelled while running', o.fields);
-      return 'ack';
-    }
-    try {
-      await this.record(record, outcome, o.def, o.policy, o.durationMs, o.fields);
-    } catch (err) {
-      if (!(err instanceof StoreRejectedError)) throw err;
-      // The store refused the outcome itself (it can never be written): fail the task with a
-      // short, storable reason instead of retrying the write forever.
-      const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, {
-        code: 'UNSTORABLE',
-      });
-      await this.lifecycle.attemptFailed(record, classifyError(reason), o.policy, o.durationMs);
-      this.d.logger.error('outcome refused by the store; task failed', { ...o.fields, error: err.message });
-    }
-    return 'ack';
-  }
-
-  /** Calls the handler, racing its timeout and the loss of the lease. */
-  private async execute(
-    def: AnyTaskDefinition,
-    payload: unknown,
-    claimed: TaskRecord,
-    priority: Priority,
-    controller: AbortController,
-    heartbeat: Heartbeat,
-    fields: Record<string, unknown>,
-  ): Promise<RunOutcome> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<RunOutcome>((resolve) => {
-      timer = setTimeout(() => {
-        controller.abort(new TaskTimeoutError(claimed.task_id, claimed.timeout_seconds));
-        resolve({ kind: 'timeout' });
-      }, claimed.timeout_seconds * 1000);
-    });
-    const leaseLost = heartbeat.leaseLost.then((error): RunOutcome => ({ kind: 'lease_lost', error }));
-    const ctx: TaskContext = {
-      taskId: claimed.task_id,
-      attempt: claimed.attempts,
-      maxAttempts: claimed.max_attempts,
-      priority,
-      signal: controller.signal,
-      logger: boundLogger(this.d.logger, fields),
-      ...(claimed.scheduled_time === undefined ? {} : { scheduledTime: new Date(claimed.scheduled_time) }),
-      ...(claimed.schedule === undefined ? {} : { schedule: claimed.schedule }),
-    };
-    try {
-      const running = Promise.resolve()
-        .then(() => def.handler(payload, ctx))
-        .then(
-          (value): RunOutcome => ({ kind: 'ok', value }),
-          (error: unknown): RunOutcome => ({ kind: 'error', error }),
-        );
-      return await Promise.race([running, timedOut, leaseLost]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Records a finished attempt: success (if its result can be stored), retry or death. */
-  private async record(
-    record: TaskRecord,
-    outcome: Exclude<RunOutcome, { kind: 'lease_lost' }>,
-    def: AnyTaskDefinition,
-    policy: ResolvedPolicy,
-    durationMs: number,
-    fields: Record<string, unknown>,
-  ): Promise<void> {
-    let failure: Classification;
-    if (outcome.kind === 'ok') {
-      const checked = checkJsonValue(outcome.value, 'result', DEFAULTS.maxResultBytes);
-      if (checked.ok) {
-        const done = await this.lifecycle.succeed(record, checked.value, durationMs);
-        this.d.logger.debug(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, {
-          ...fields,
-          duration_ms: durationMs,
-        });
-        return;
-      }
-      // One run, one clear reason: an unstorable result is the handler's bug, not an outage.
-      failure = classifyError(new PermanentError(`${checked.path}: ${checked.reason}`, { code: 'UNSTORABLE_RESULT' }));
-    } else {
-      failure =
-        outcome.kind === 'timeout'
-          ? classifyError(new TaskTimeoutError(record.task_id, record.timeout_seconds))
-          : classifyError(outcome.error);
-    }
-    // A provider's 429 pauses its limit for every worker before this task's retry is even sent.
-    await this.flow.learn(def, record, failure);
-    const after = await this.lifecycle.attemptFailed(record, failure, policy, durationMs);
-    this.d.logger.warn(`task attempt failed; now ${after.status}`, {
-      ...fields,
-      error: failure.info.name,
-      code: failure.info.code,
-      retryable: failure.retryable,
-    });
-  }
-
   private sourceOf(r: SQSRecord): Source {
     const s = this.sourceByQueueName.get(queueNameOf(r));
     if (s === undefined)
@@ -499,9 +248,6 @@ export class TaskConsumer {
     return s;
   }
 }
-
-type Claimed = Extract<ClaimOutcome, { kind: 'claimed' }>;
-type Unclaimed = Exclude<ClaimOutcome, { kind: 'claimed' }>;
 
 /** The name of the queue a record came from (the last part of its ARN). */
 function queueNameOf(r: SQSRecord): string {
@@ -519,18 +265,4 @@ function parseMessage(r: SQSRecord): TaskMessage {
   if (!parsed.success)
     throw new UnprocessableMessageError('message body is not a task message', r.messageId, parsed.error);
   return parsed.data;
-}
-
-function permanent(err: unknown): Classification {
-  const e = err instanceof Error ? err : new Error(String(err));
-  return classifyError(new PermanentError(`${e.name}: ${e.message}`, { cause: err }));
-}
-
-function boundLogger(logger: Logger, fields: Record<string, unknown>): Logger {
-  return {
-    debug: (m, f) => logger.debug(m, { ...fields, ...f }),
-    info: (m, f) => logger.info(m, { ...fields, ...f }),
-    warn: (m, f) => logger.warn(m, { ...fields, ...f }),
-    error: (m, f) => logger.error(m, { ...fields, ...f }),
-  };
 }
