@@ -14,12 +14,7 @@ import { DynamoScheduleStore } from '../shared/aws/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/schedule/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import type { KajResources } from '../shared/aws/wiring.js';
-import {
-  DynamoTaskTable,
-  SqsDeadLetterQueues,
-  SqsMessageMover,
-  SqsQueueInspector,
-} from './admin/aws.js';
+import { DynamoTaskTable, SqsDeadLetterQueues, SqsMessageMover, SqsQueueInspector } from './admin/aws.js';
 import type { DeadLetterQueues } from './admin/dead-letters.js';
 import type { CliContext } from './context.js';
 import { CliError } from './errors.js';
