@@ -110,110 +110,177 @@ export function withRecent(recent: readonly RunEntry[], entries: readonly RunEnt
 export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
   const unchanged: TickPlan = { runs: [], record, changed: false, skipped: 0 };
   if (record.state !== 'active') return unchanged;
-  const spec = record.spec;
-  const at = new Date(c.now).toISOString();
-  const entries: RunEntry[] = [];
-  const runs: PlannedRun[] = [];
-  let cancel: string | undefined;
-  let next = record.next_time;
-  let fired = record.fired;
-  let missed = record.missed;
-  let buffered = record.buffered;
+  const s: TickState = {
+    at: new Date(c.now).toISOString(),
+    entries: [],
+    runs: [],
+    cancel: undefined,
+    next: record.next_time,
+    fired: record.fired,
+    missed: record.missed,
+    buffered: record.buffered,
+    active: c.lastRun === 'active',
+  };
+  startBuffered(s, record);
+  applyMisfire(s, record, c);
+  createDue(s, record, c);
+  return settle(s, record, c);
+}
+
+/** One tick's work on one schedule, carried from step to step (`planTick`). */
+interface TickState {
+  /** The tick's time, as the entries record it. */
+  readonly at: string;
+  /** The recent-run entries this tick adds. */
+  readonly entries: RunEntry[];
+  readonly runs: PlannedRun[];
+  cancel: string | undefined;
+  next: number | undefined;
+  fired: number;
+  missed: number;
+  buffered: number | undefined;
   /** Whether a run of this schedule is (or will be, having just been created) going. */
-  let active = c.lastRun === 'active';
-  const entry = (time: number, outcome: RunOutcome, extra: Partial<RunEntry> = {}): RunEntry => ({
+  active: boolean;
+}
+
+/** The missed times a tick found (`applyMisfire`). */
+interface MissedScan {
+  /** The missed times looked at, oldest first (`MISSED_SCAN_LIMIT` at most). */
+  readonly times: readonly number[];
+  /** The first time the scan did not take: not missed, beyond the scan limit, or none. */
+  readonly end: number | undefined;
+  /** `end` when it was missed too (the scan limit stopped the scan). */
+  readonly overflow: number | undefined;
+  /** A time before this one was missed. */
+  readonly cutoff: number;
+}
+
+function entryOf(time: number, outcome: RunOutcome, at: string, extra: Partial<RunEntry> = {}): RunEntry {
+  return {
     scheduled_time: new Date(time).toISOString(),
     outcome,
     kind: 'scheduled',
     at,
     ...extra,
-  });
-  const create = (time: number): void => {
-    runs.push({ scheduledTime: time, runAt: fireAt(record, time), kind: 'scheduled' });
-    entries.push(entry(time, 'created'));
-    fired += 1;
-    active = true;
   };
-  const limitReached = (): boolean => spec.limit !== undefined && fired >= spec.limit;
+}
 
-  // 1. A buffered run starts once the run before it has finished.
-  if (buffered !== undefined && !active) {
-    create(buffered);
-    buffered = undefined;
+function create(s: TickState, record: ScheduleRecord, time: number): void {
+  s.runs.push({ scheduledTime: time, runAt: fireAt(record, time), kind: 'scheduled' });
+  s.entries.push(entryOf(time, 'created', s.at));
+  s.fired += 1;
+  s.active = true;
+}
+
+function limitReached(s: TickState, spec: ScheduleRecord['spec']): boolean {
+  return spec.limit !== undefined && s.fired >= spec.limit;
+}
+
+/** 1. A buffered run starts once the run before it has finished. */
+function startBuffered(s: TickState, record: ScheduleRecord): void {
+  if (s.buffered !== undefined && !s.active) {
+    create(s, record, s.buffered);
+    s.buffered = undefined;
   }
+}
 
-  // 2. Missed times: the misfire policy.
-  if (next !== undefined && fireAt(record, next) < c.now - c.graceMs && !limitReached()) {
-    const cutoff = c.now - c.graceMs - jitterOffsetMs(record.name, spec.jitter_ms);
-    const missedTimes: number[] = [];
-    let t: number | undefined = next;
-    while (t !== undefined && t < cutoff && missedTimes.length < MISSED_SCAN_LIMIT) {
-      missedTimes.push(t);
-      t = nextTimeAfter(spec, t);
-    }
-    // More missed times than the scan looks at: the rest are jumped over (dropped, not counted),
-    // never left for the loop below, which would run them as if they were due.
-    const overflow = t !== undefined && t < cutoff ? t : undefined;
-    if (spec.misfire === 'catch_up') {
-      const oldest = c.now - spec.catchup_window_ms;
-      const dropped = missedTimes.filter((m) => m < oldest);
-      if (dropped.length > 0) {
-        entries.push(skippedMisfire(dropped, 'older than catchup_window', at));
-        missed += dropped.length;
-      }
-      next =
-        missedTimes.find((m) => m >= oldest) ??
-        (overflow !== undefined && overflow < oldest ? nextTimeAfter(spec, oldest - 1) : t);
-      // The caught-up times themselves are handled below, as times due now, oldest first.
+/** 2. Missed times: the misfire policy. */
+function applyMisfire(s: TickState, record: ScheduleRecord, c: PlanContext): void {
+  const spec = record.spec;
+  const next = s.next;
+  const misfired = next !== undefined && fireAt(record, next) < c.now - c.graceMs && !limitReached(s, spec);
+  if (!misfired) return;
+  const cutoff = c.now - c.graceMs - jitterOffsetMs(record.name, spec.jitter_ms);
+  const missedTimes: number[] = [];
+  let t: number | undefined = next;
+  while (t !== undefined && t < cutoff && missedTimes.length < MISSED_SCAN_LIMIT) {
+    missedTimes.push(t);
+    t = nextTimeAfter(spec, t);
+  }
+  // More missed times than the scan looks at: the rest are jumped over (dropped, not counted),
+  // never left for the loop of `createDue`, which would run them as if they were due.
+  const overflow = t !== undefined && t < cutoff ? t : undefined;
+  const scan: MissedScan = { times: missedTimes, end: t, overflow, cutoff };
+  if (spec.misfire === 'catch_up') catchUp(s, spec, c, scan);
+  else runOnceOrSkip(s, record, scan);
+}
+
+/** `catch_up`: times older than the window are dropped; the rest are left to `createDue`. */
+function catchUp(s: TickState, spec: ScheduleRecord['spec'], c: PlanContext, scan: MissedScan): void {
+  const { times: missedTimes, end: t, overflow } = scan;
+  const oldest = c.now - spec.catchup_window_ms;
+  const dropped = missedTimes.filter((m) => m < oldest);
+  if (dropped.length > 0) {
+    s.entries.push(skippedMisfire(dropped, 'older than catchup_window', s.at));
+    s.missed += dropped.length;
+  }
+  s.next =
+    missedTimes.find((m) => m >= oldest) ??
+    (overflow !== undefined && overflow < oldest ? nextTimeAfter(spec, oldest - 1) : t);
+  // The caught-up times themselves are handled by `createDue`, as times due now, oldest first.
+}
+
+/** `run_once` (one run, with the latest missed time) and `skip`: the missed times are dropped. */
+function runOnceOrSkip(s: TickState, record: ScheduleRecord, scan: MissedScan): void {
+  const spec = record.spec;
+  const { times: missedTimes, end: t, overflow, cutoff } = scan;
+  const last = overflow === undefined ? missedTimes[missedTimes.length - 1] : latestBefore(spec, overflow, cutoff);
+  const dropped = spec.misfire === 'run_once' && overflow === undefined ? missedTimes.slice(0, -1) : missedTimes;
+  if (dropped.length > 0) {
+    s.entries.push(skippedMisfire(dropped, spec.misfire === 'skip' ? 'misfire: skip' : 'misfire: run_once', s.at));
+    s.missed += dropped.length;
+  }
+  const after = overflow === undefined ? t : nextTimeAfter(spec, cutoff - 1);
+  if (spec.misfire === 'run_once' && last !== undefined) {
+    if (s.active && spec.overlap !== 'allow') {
+      // It waits for the run before it, like a caught-up time (`createDue`).
+      s.next = last;
     } else {
-      const last = overflow === undefined ? missedTimes[missedTimes.length - 1] : latestBefore(spec, overflow, cutoff);
-      const dropped = spec.misfire === 'run_once' && overflow === undefined ? missedTimes.slice(0, -1) : missedTimes;
-      if (dropped.length > 0) {
-        entries.push(skippedMisfire(dropped, spec.misfire === 'skip' ? 'misfire: skip' : 'misfire: run_once', at));
-        missed += dropped.length;
-      }
-      const after = overflow === undefined ? t : nextTimeAfter(spec, cutoff - 1);
-      if (spec.misfire === 'run_once' && last !== undefined) {
-        if (active && spec.overlap !== 'allow') {
-          // It waits for the run before it, like a caught-up time (below).
-          next = last;
-        } else {
-          create(last);
-          next = after;
-        }
-      } else {
-        next = after;
-      }
+      create(s, record, last);
+      s.next = after;
     }
+  } else {
+    s.next = after;
   }
+}
 
-  // 3. Times due before the next tick, in order.
-  while (next !== undefined && runs.length < c.maxRuns && !limitReached()) {
-    const fire = fireAt(record, next);
+/** 3. Times due before the next tick, in order. */
+function createDue(s: TickState, record: ScheduleRecord, c: PlanContext): void {
+  const spec = record.spec;
+  while (s.next !== undefined && s.runs.length < c.maxRuns && !limitReached(s, spec)) {
+    const fire = fireAt(record, s.next);
     if (fire > c.horizon) break;
     const late = fire < c.now - c.graceMs; // only caught-up times are still late here
-    if (active && spec.overlap !== 'allow') {
+    if (s.active && spec.overlap !== 'allow') {
       if (fire > c.now || late) break; // decided when it falls due / waits for the run before it
       if (spec.overlap === 'forbid') {
-        entries.push(entry(next, 'skipped_overlap', { reason: 'previous run still going (forbid)' }));
+        s.entries.push(entryOf(s.next, 'skipped_overlap', s.at, { reason: 'previous run still going (forbid)' }));
       } else if (spec.overlap === 'buffer_one') {
-        if (buffered === undefined) buffered = next;
-        else entries.push(entry(next, 'skipped_overlap', { reason: 'collapsed into the buffered run (buffer_one)' }));
+        if (s.buffered === undefined) s.buffered = s.next;
+        else {
+          s.entries.push(
+            entryOf(s.next, 'skipped_overlap', s.at, { reason: 'collapsed into the buffered run (buffer_one)' }),
+          );
+        }
       } else {
         // replace: the run going now is cancelled first (only one that existed before this tick).
-        if (c.lastRun === 'active' && runs.length === 0 && record.last_run !== undefined) {
-          cancel = record.last_run.task_id;
+        if (c.lastRun === 'active' && s.runs.length === 0 && record.last_run !== undefined) {
+          s.cancel = record.last_run.task_id;
         }
-        create(next);
+        create(s, record, s.next);
       }
-      next = nextTimeAfter(spec, next);
+      s.next = nextTimeAfter(spec, s.next);
       continue;
     }
-    create(next);
-    next = nextTimeAfter(spec, next);
+    create(s, record, s.next);
+    s.next = nextTimeAfter(spec, s.next);
   }
+}
 
-  const finished = (next === undefined || limitReached()) && buffered === undefined;
+/** The tick's plan: the schedule as it ends the tick (finished?, next time, buffered run, due), what changed. */
+function settle(s: TickState, record: ScheduleRecord, c: PlanContext): TickPlan {
+  const { next, fired, missed, buffered, entries, runs, cancel } = s;
+  const finished = (next === undefined || limitReached(s, record.spec)) && buffered === undefined;
   const out: ScheduleRecord = {
     ...record,
     fired,
@@ -221,7 +288,7 @@ export function planTick(record: ScheduleRecord, c: PlanContext): TickPlan {
     recent: withRecent(record.recent, entries, c.recentRuns),
     state: finished ? 'finished' : 'active',
   };
-  if (next === undefined || limitReached()) delete out.next_time;
+  if (next === undefined || limitReached(s, record.spec)) delete out.next_time;
   else out.next_time = next;
   if (buffered === undefined) delete out.buffered;
   else out.buffered = buffered;
