@@ -111,7 +111,7 @@ export async function runAttempt(d: AttemptDeps, claim: Claimed, o: AttemptOptio
       // It can never run: failed as permanent, once the claim is written.
       const instead = await claimed.commit();
       if (instead !== undefined) return instead;
-      await d.lifecycle.attemptFailed(claimed.record, permanent(task.error), task.policy, 0);
+      await d.lifecycle.outcomes.attemptFailed(claimed.record, permanent(task.error), task.policy, 0);
       return 'ack';
     }
     return await run(d, permit, claimed, task, o);
@@ -180,7 +180,7 @@ async function run(
     },
     claimed.record,
   );
-  const suspect = d.lifecycle.isSuspect(claimed.record);
+  const suspect = d.lifecycle.leases.isSuspect(claimed.record);
   const gate = d.gate ?? processGate;
   // The gate is held until the outcome is written: a solo attempt whose handler has returned
   // is still the task's until its record says so, and a crash before then is still its own.
@@ -200,7 +200,7 @@ async function run(
       if (instead !== undefined) return instead;
       heartbeat.update(claimed.record);
       if (suspect) {
-        heartbeat.update(await d.lifecycle.markSolo(heartbeat.current));
+        heartbeat.update(await d.lifecycle.leases.markSolo(heartbeat.current));
         d.logger.warn('running alone: this task crashed a worker before', {
           ...fields,
           crashes: claimed.record.crashes ?? 0,
@@ -297,7 +297,7 @@ async function settle(
   d.metrics.durationMs(record.type, o.durationMs);
   if (outcome.kind === 'lease_lost') throw outcome.error;
   if (o.cancelRequested) {
-    await d.lifecycle.cancelledWhileRunning(record, o.durationMs);
+    await d.lifecycle.outcomes.cancelledWhileRunning(record, o.durationMs);
     d.logger.debug('task cancelled while running', o.fields);
     return 'ack';
   }
@@ -310,7 +310,7 @@ async function settle(
     const reason = new PermanentError(`the attempt's outcome could not be stored: ${err.message}`, {
       code: 'UNSTORABLE',
     });
-    await d.lifecycle.attemptFailed(record, classifyError(reason), o.policy, o.durationMs);
+    await d.lifecycle.outcomes.attemptFailed(record, classifyError(reason), o.policy, o.durationMs);
     d.logger.error('outcome refused by the store; task failed', { ...o.fields, error: err.message });
   }
   return 'ack';
@@ -330,7 +330,7 @@ async function recordOutcome(
   if (outcome.kind === 'ok') {
     const checked = checkJsonValue(outcome.value, 'result', DEFAULTS.maxResultBytes);
     if (checked.ok) {
-      const done = await d.lifecycle.succeed(record, checked.value, durationMs);
+      const done = await d.lifecycle.outcomes.succeed(record, checked.value, durationMs);
       d.logger.debug(done.status === 'succeeded' ? 'task succeeded' : `task ${done.status}`, {
         ...fields,
         duration_ms: durationMs,
@@ -347,7 +347,7 @@ async function recordOutcome(
   }
   // A provider's 429 pauses its limit for every worker before this task's retry is even sent.
   await d.flow.learn(def, record, failure);
-  const after = await d.lifecycle.attemptFailed(record, failure, policy, durationMs);
+  const after = await d.lifecycle.outcomes.attemptFailed(record, failure, policy, durationMs);
   d.logger.warn(`task attempt failed; now ${after.status}`, {
     ...fields,
     error: failure.info.name,

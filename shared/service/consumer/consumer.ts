@@ -152,7 +152,7 @@ export class TaskConsumer {
         this.d.logger.info('released: not enough invocation time left', fields);
         return 'retry';
       }
-      const claim = await this.lifecycle.claim(
+      const claim = await this.lifecycle.claims.claim(
         message.task_id,
         message.dispatch_id,
         { receiveCount, ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }) },

@@ -1,11 +1,12 @@
 import type { RuntimeSettings } from '../../config/settings.js';
 import type { Logger } from '../../runtime/logger.js';
 import { LeaseLostError, TaskCancelledError } from '../../task/errors.js';
-import { claimWritten, type TaskLifecycle } from '../../task/lifecycle.js';
+import { claimWritten } from '../../task/lease.js';
+import type { TaskLifecycle } from '../../task/lifecycle.js';
 import type { TaskRecord } from '../../task/model.js';
 
 export interface HeartbeatDeps {
-  readonly lifecycle: Pick<TaskLifecycle, 'heartbeat' | 'cancelRequested'>;
+  readonly lifecycle: Pick<TaskLifecycle, 'leases'>;
   readonly settings: Pick<RuntimeSettings, 'heartbeatSeconds' | 'cancelPollSeconds'>;
   readonly logger: Logger;
   /** Extends the leases of the task's concurrency slots (flow control); best effort, never throws. */
@@ -143,7 +144,7 @@ export class Heartbeat {
     }
     // DELETE ended the task before this attempt's (lazy) claim was written: nothing to write.
     if (this.cancelSeen && !claimWritten(this.record)) return;
-    const stored = await this.d.lifecycle.heartbeat(this.record);
+    const stored = await this.d.lifecycle.leases.heartbeat(this.record);
     if (stored.status === 'cancelled') {
       // The claim was refused because DELETE ended the task: keep the attempt's own view (its
       // outcome adds the attempt to the history) and stop it.
@@ -157,7 +158,7 @@ export class Heartbeat {
 
   private async poll(): Promise<void> {
     if (this.cancelSeen) return;
-    if (await this.d.lifecycle.cancelRequested(this.record)) this.cancelled();
+    if (await this.d.lifecycle.leases.cancelRequested(this.record)) this.cancelled();
   }
 
   private cancelled(): void {

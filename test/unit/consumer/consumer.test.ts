@@ -98,7 +98,7 @@ describe('Class: TaskConsumer', () => {
     script.run = (signal) => until(signal);
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(1);
-    await kaj.lifecycle.cancel(record.task_id);
+    await kaj.lifecycle.requests.cancel(record.task_id);
     await vi.advanceTimersByTimeAsync(20_000);
     await done;
     expect(store.items.get(record.task_id)).toMatchObject({ status: 'cancelled' });
@@ -110,7 +110,7 @@ describe('Class: TaskConsumer', () => {
     script.run = () => new Promise((r) => setTimeout(() => r('finished anyway'), 30_000));
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(1);
-    await kaj.lifecycle.cancel(record.task_id);
+    await kaj.lifecycle.requests.cancel(record.task_id);
     await vi.advanceTimersByTimeAsync(30_000);
     await done;
     const stored = store.items.get(record.task_id);

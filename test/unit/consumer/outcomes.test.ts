@@ -73,7 +73,7 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(2_000);
     // Before its first heartbeat the claim is not written (lazy): DELETE ends the task at once.
-    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
+    expect((await kaj.lifecycle.requests.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
     await vi.advanceTimersByTimeAsync(10_000);
     await done;
     expect(abortedAt! - started).toBe(5_000);
@@ -101,7 +101,7 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
     const done = kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(21_000);
     expect(store.items.get(record.task_id)?.status).toBe('running');
-    expect((await kaj.lifecycle.cancel(record.task_id, OWNER.owner)).cancel_requested).toBe(true);
+    expect((await kaj.lifecycle.requests.cancel(record.task_id, OWNER.owner)).cancel_requested).toBe(true);
     await vi.advanceTimersByTimeAsync(10_000);
     await done;
     expect(abortedAt! - started).toBe(25_000);
@@ -119,7 +119,7 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
       new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
     const done = u.kaj.processBatch(sqsEvent(rec), lambdaContext());
     await vi.advanceTimersByTimeAsync(2_000);
-    expect((await u.kaj.lifecycle.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
+    expect((await u.kaj.lifecycle.requests.cancel(record.task_id, OWNER.owner)).status).toBe('cancelled');
     await vi.advanceTimersByTimeAsync(18_000);
     expect((await done).batchItemFailures).toEqual([]);
     const stored = u.store.items.get(record.task_id);
@@ -190,11 +190,11 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
 
   it('a running task with a cancel request whose worker vanished ends cancelled at reclaim, not re-run', async () => {
     const { kaj, store, record, rec } = await setup();
-    const c = await kaj.lifecycle.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
+    const c = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, { receiveCount: 2 });
     // The handler started (its claim written), then the worker vanished.
     if (c.kind !== 'claimed' || c.commit === undefined) throw new Error(c.kind);
     expect((await c.commit()).kind).toBe('claimed');
-    expect((await kaj.lifecycle.cancel(record.task_id)).cancel_requested).toBe(true);
+    expect((await kaj.lifecycle.requests.cancel(record.task_id)).cancel_requested).toBe(true);
     vi.advanceTimersByTime(61_000);
     await kaj.processBatch(sqsEvent(rec), lambdaContext());
     expect(runs).toBe(0);
