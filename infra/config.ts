@@ -110,7 +110,7 @@ const each = (v: number): Record<Priority, number> => ({ high: v, normal: v, low
  */
 export const CAPACITY_PRESETS = {
   /**
-   * The seed workload: 10 M tasks a day, a 350/s peak hour (10/80/10 % high/normal/low), 5 s
+   * The reference workload: 10 M tasks a day, a 350/s peak hour (10/80/10 % high/normal/low), 5 s
    * tasks, and a 105,000-task backlog (5 minutes of the peak) to drain during the peak. Little's
    * law with batches of 10: invocations = rate × batch time / 10, a batch lasting as long as its
    * slowest task (≈ 5.9 s for 5 s ± 20 %), so one invocation serves ≈ 1.7 tasks/s. The peak needs
@@ -222,7 +222,7 @@ export const configSchema = z.strictObject({
     .enum(['KEYS_ONLY', 'ALL'])
     .default('KEYS_ONLY')
     .describe(
-      "Projection of the task table's outbox index. Stacks deployed before issue 10 set `ALL`: DynamoDB cannot change an existing index's projection.",
+      "Projection of the task table's outbox index. Stacks deployed by earlier versions of Kaj set `ALL`: DynamoDB cannot change an existing index's projection.",
     ),
   retainData: z
     .boolean()

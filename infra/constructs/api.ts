@@ -26,7 +26,7 @@ export { API_ROUTES };
  * The access-log line: who called which route and how it went, never the request body. Only what
  * an operator needs, under short keys, because every request writes one: HTTP API access logs
  * cannot be sampled (a stage's access log settings are a destination and a format, nothing else),
- * so the line is kept small instead (issue 10; `npm run bench:logs` prices it per task).
+ * so the line is kept small instead (`npm run bench:logs` prices it per task).
  *
  * `err` is API Gateway's own error message: why it answered 403 (signature), 429 (throttled) or
  * 5xx (integration failure) for requests the function never saw; `-` when there was none.

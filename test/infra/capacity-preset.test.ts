@@ -17,7 +17,7 @@ const SYNTH_TIMEOUT = 180_000;
 const PRESET = CAPACITY_PRESETS['10m-per-day'];
 
 describe('Preset: 10m-per-day', () => {
-  it('sets the API throttling and the per-priority concurrency of the seed workload', () => {
+  it('sets the API throttling and the per-priority concurrency of the reference workload', () => {
     const c = parseConfig({ capacity: '10m-per-day' });
     expect(c.capacity).toBe('10m-per-day');
     expect(c.throttling).toEqual({ rateLimit: 1_000, burstLimit: 2_000 });

@@ -44,7 +44,7 @@ describe('defaults', () => {
     expect(c.scheduleMaxPerOwner).toBe(DEFAULTS.scheduleMaxPerOwner);
   });
 
-  it('api: "rest" from kaj:config or from -c kaj:api=rest (issue 13)', () => {
+  it('api: "rest" from kaj:config or from -c kaj:api=rest', () => {
     expect(resolveConfig(newApp({ 'kaj:config': { api: 'rest' } }).node).api).toBe('rest');
     expect(resolveConfig(newApp({ 'kaj:api': 'rest' }).node).api).toBe('rest');
     expect(resolveConfig(newApp({ 'kaj:config': { api: 'rest' }, 'kaj:api': 'http' }).node).api).toBe('http');

@@ -574,7 +574,7 @@ describe('HTTP API', () => {
     expect(stage.Properties.StageName).toBe('$default');
     expect(stage.Properties.AutoDeploy).toBe(true);
     expect(stage.Properties.DefaultRouteSettings).toEqual({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 });
-    // Exactly the fields an operator needs (issue 10): one line per request, so nothing more.
+    // Exactly the fields an operator needs: one line per request, so nothing more.
     const format = JSON.parse(stage.Properties.AccessLogSettings.Format as string) as Record<string, string>;
     expect(format).toEqual({
       id: '$context.requestId',

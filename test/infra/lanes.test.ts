@@ -673,7 +673,7 @@ describe('a stack without lanes', () => {
   it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
     const added = Object.keys(plain.resources).filter((id) => !(id in BEFORE) && id !== 'CDKMetadata');
-    // Issue 15's routes (batch submit, listing, the OpenAPI document): a route and its invoke permission each.
+    // The batch submit, listing and OpenAPI document routes: a route and its invoke permission each.
     expect(added.sort()).toEqual(
       [
         plain.logicalId(plain.stack.limitTable.table),
@@ -734,7 +734,7 @@ describe('a stack without lanes', () => {
     }
   });
 
-  it("issue 15's listing: the task table gains the listing GSI (nothing else changes), the API a Query on the listing and outbox indexes and a BatchGetItem on the table", () => {
+  it('the listing: the task table gains the listing GSI (nothing else changes), the API a Query on the listing and outbox indexes and a BatchGetItem on the table', () => {
     const table = structuredClone(plain.resources[TASK_TABLE]) as CfnResourceJson;
     const list = TABLE_SCHEMA.listIndex;
     const p = table.Properties as {

@@ -1,5 +1,5 @@
 /**
- * Logging switches of the constructs (issue 10), on small stacks of their own: the API's optional
+ * Logging switches of the constructs, on small stacks of their own: the API's optional
  * access log (and its cdk-nag acknowledgment), and a function's log level filters.
  */
 import { App, type CfnElement, Duration, Stack } from 'aws-cdk-lib';

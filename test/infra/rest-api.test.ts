@@ -1,5 +1,5 @@
 /**
- * `api: 'rest'` (issue 13): the stack with a REST API instead of the HTTP API, read from the
+ * `api: 'rest'`: the stack with a REST API instead of the HTTP API, read from the
  * synthesized template. The same routes, authorization, Lambda integration, throttling, access
  * log, submission count, 5xx alarm and function permissions as the HTTP API stack
  * (`kaj-stack.test.ts`), cdk-nag clean and cfn-lint clean, with `authMode` `iam` and `none`.

@@ -1,5 +1,5 @@
 /**
- * The task table's outbox index (issue 10): sparse, keys only by default, and `ALL` kept for
+ * The task table's outbox index: sparse, keys only by default, and `ALL` kept for
  * stacks deployed before (DynamoDB cannot change an existing index's projection).
  */
 import { App, Stack } from 'aws-cdk-lib';

@@ -7,7 +7,7 @@ import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/d
 import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
 
 /**
- * Issue 8, items 1–3 and the crash-attribution design risk: a cancel always wins, a cancelled
+ * Cancels, unstorable results and the crash-attribution design risk: a cancel always wins, a cancelled
  * task never runs again, and an outcome the store cannot hold ends the task after one run.
  */
 const script: { run: (signal: AbortSignal) => Promise<unknown> } = { run: async () => 'ok' };
@@ -38,7 +38,7 @@ beforeEach(() => {
 });
 afterEach(() => vi.useRealTimers());
 
-describe('Cancel always wins (issue 8, items 1 and 2)', () => {
+describe('Cancel always wins', () => {
   it('a cancel requested while the handler finishes ends the task cancelled, not succeeded, and drops the result', async () => {
     const { kaj, store, record, rec } = await setup();
     script.run = async () => ({ sent: true });
@@ -202,7 +202,7 @@ describe('Cancel always wins (issue 8, items 1 and 2)', () => {
   });
 });
 
-describe('Results and errors the store cannot hold (issue 8, item 3)', () => {
+describe('Results and errors the store cannot hold', () => {
   it.each([
     ['NaN', { total: Number.NaN }, 'result.total: NaN is not a JSON number'],
     ['a BigInt', { id: 10n }, 'result.id: a BigInt is not JSON'],

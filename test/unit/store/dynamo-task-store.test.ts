@@ -468,7 +468,7 @@ describe('Class: DynamoTaskStore', () => {
       expectPlaceholdersConsistent(await updateInput(changes, condition));
     });
 
-    // Known adapter bug (issue 9, item 4 report): conditionExpression() registers `#status` before
+    // A former adapter bug: conditionExpression() registers `#status` before
     // knowing whether a status part exists, so a condition without one (and changes that do not
     // write status) defines an unused name, which DynamoDB rejects with a ValidationException.
     it.each<[string, TaskCondition]>([
