@@ -181,10 +181,40 @@ module.exports = {
       name: 'not-to-test',
       severity: 'error',
       comment:
-        'Only tests import test/ (helpers, fakes, harnesses). Something outside test/ that needs a test ' +
-        'helper needs it moved out of test/ first.',
+        'Only tests import test/ (the helpers only tests use). Something outside test/ that needs one (a ' +
+        'benchmark) needs it moved to testing/ first.',
       from: { pathNot: '^test/' },
       to: { path: '^test/' },
+    },
+    {
+      name: 'testing-only-for-tests-and-benches',
+      severity: 'error',
+      comment:
+        'testing/ holds what the tests and the benchmarks share: the contract-tested in-memory fakes of the ' +
+        'ports, the fake clock and scripted randomness, the event factories, the worker-process harness. ' +
+        'Only test/, bench/ and testing/ itself import it; Kaj itself (functions/, shared/, tasks/, ' +
+        'client/, console/, cli/, local/, infra/, scripts/, bin/) never does, so no fake can end up in a ' +
+        'Lambda bundle, the published client or the operator tools.',
+      from: { pathNot: '^(test|bench|testing)/' },
+      to: { path: '^testing/' },
+    },
+    {
+      name: 'kaj-reaches-no-testing',
+      severity: 'error',
+      comment:
+        'Nor through any chain of imports (Kaj importing a benchmark that imports testing/): the ' +
+        'shipped code and the operator tools reach no fake.',
+      from: { path: '^(functions|shared|tasks|client|console|cli|local|infra|scripts|bin)/' },
+      to: { path: '^testing/', reachable: true },
+    },
+    {
+      name: 'testing-not-to-test-or-bench',
+      severity: 'error',
+      comment:
+        'testing/ is below the tests and the benchmarks that use it: it imports Kaj (shared/, local/) ' +
+        'and itself, never test/ or bench/.',
+      from: { path: '^testing/' },
+      to: { path: '^(test|bench)/' },
     },
     {
       name: 'shipped-code-no-dev-deps',

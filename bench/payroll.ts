@@ -42,8 +42,8 @@ import { PRIORITIES } from '../shared/config/resources.js';
 import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/lease.js';
 import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
-import { uniquePrefix } from './fixtures/wait.js';
-import { spawnWorker, type WorkerProcess, waitWorkerReady } from './fixtures/worker-process.js';
+import { uniquePrefix } from '../testing/wait.js';
+import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../testing/worker-process.js';
 
 /** The payroll's real figures; `--time-scale N` divides the rate and multiplies the durations by N. */
 let RATE_PER_SECOND = 40;

@@ -26,7 +26,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { PRIORITIES, type Priority } from '../shared/config/resources.js';
 import type { TaskRecord, TaskStatus } from '../shared/task/model.js';
 import { EMBEDDED_TARGET, MOTO_TARGET, type EmulatorTarget } from '../local/emulators.js';
-import { Bench, type StartedWorker } from './fixtures/harness.js';
+import { Bench, type StartedWorker } from '../testing/harness.js';
 
 export interface SoakOptions {
   readonly tasks: number;

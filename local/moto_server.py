@@ -1,5 +1,5 @@
 """
-moto's server with one request at a time: `python3 test/support/moto_server.py -H HOST -p PORT`
+moto's server with one request at a time: `python3 local/moto_server.py -H HOST -p PORT`
 takes the same arguments as `python3 -m moto.server`, and is how every moto Kaj starts is started
 (test/support/moto.ts for the integration suites, scripts/rehearse-deploy.ts).
 

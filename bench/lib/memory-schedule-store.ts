@@ -1,9 +1,8 @@
 /**
- * A minimal in-memory `ScheduleStore` for the scheduler benchmark (`bench/schedules.ts`), which may
- * not import the test fake (`test/support/memory-schedule-store.ts`, layer rule `not-to-test`). It
- * keeps the port's contract as `shared/schedule/schedule-store.ts` documents it and
- * `DynamoScheduleStore` implements it, and is built to cost next to nothing itself, so that a
- * timed tick over it measures Kaj's code:
+ * A minimal in-memory `ScheduleStore` for the scheduler benchmark (`bench/schedules.ts`), beside
+ * the contract-tested fake (`testing/memory-schedule-store.ts`). It keeps the port's contract as
+ * `shared/schedule/schedule-store.ts` documents it and `DynamoScheduleStore` implements it, and is
+ * built to cost next to nothing itself, so that a timed tick over it measures Kaj's code:
  * - an item is stored as the document client would marshal the record (undefined members dropped);
  * - `put` / `delete` hold only if the stored record is at the expected version (`'absent'`: none
  *   is stored), else a `ScheduleVersionConflictError` carrying a copy of the stored record (ALL_OLD);

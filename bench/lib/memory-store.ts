@@ -1,6 +1,6 @@
 /**
- * A minimal in-memory `TaskStore` for the cost benchmark, which may not import the test fakes
- * (`test/support/memory-task-store.ts`, layer rule `not-to-test`). It keeps the port's contract as
+ * A minimal in-memory `TaskStore` for the cost benchmark, beside the contract-tested fake
+ * (`testing/memory-task-store.ts`). It keeps the port's contract as
  * `shared/task/task-store.ts` documents it and `DynamoTaskStore` implements it:
  * - `create` fails with `TaskAlreadyExistsError` (carrying the item) when the id is taken;
  * - `update` applies `set` / `add` / `append` / `remove` only if the item exists and every part of

@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { REPO_ROOT } from '../fixtures/worker-process.js';
+import { REPO_ROOT } from '../../testing/worker-process.js';
 
 export interface ProviderOptions {
   /** Emails accepted per sliding second before a 429. */

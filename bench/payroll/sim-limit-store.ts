@@ -1,6 +1,6 @@
 /**
  * The limits table as the payroll simulation's limiters see it: the `LimitStore` port, in memory,
- * answering as `test/support/memory-limit-store.ts` does (the contract suite of
+ * answering as `testing/memory-limit-store.ts` does (the contract suite of
  * `test/contract/limit-store.contract.ts` runs on it: `test/unit/bench/payroll-sim.test.ts`),
  * but request by request as `DynamoLimitStore` talks to DynamoDB, on the virtual clock:
  *

@@ -11,7 +11,7 @@ import { deleteResources, ensureResources } from '../../local/bootstrap.js';
 import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { targets, type Target } from '../support/targets.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 import { describeTaskStoreContract, type TaskStoreContractOptions } from './task-store.contract.js';
 
 /** How each emulator departs from DynamoDB, where the contract notices. */

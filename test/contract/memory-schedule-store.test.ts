@@ -1,5 +1,5 @@
 /** The `ScheduleStore` contract on the in-memory fake the scheduler's unit tests use. */
-import { MemoryScheduleStore } from '../support/memory-schedule-store.js';
+import { MemoryScheduleStore } from '../../testing/memory-schedule-store.js';
 import { scheduleStoreContract } from './schedule-store.contract.js';
 
 scheduleStoreContract('MemoryScheduleStore', async () => ({

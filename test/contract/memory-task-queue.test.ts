@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { QueueRejectedError } from '../../shared/task/queue-errors.js';
 import type { OutgoingMessage } from '../../shared/task/task-queue.js';
-import { MemoryTaskQueue } from '../support/memory-task-queue.js';
+import { MemoryTaskQueue } from '../../testing/memory-task-queue.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
 
 describeTaskQueueContract('MemoryTaskQueue', async () => {

@@ -1,5 +1,5 @@
 /** The `TaskStore` contract on the in-memory fake the unit tests use, in both of its modes. */
-import { MemoryTaskStore } from '../support/memory-task-store.js';
+import { MemoryTaskStore } from '../../testing/memory-task-store.js';
 import { describeTaskStoreContract } from './task-store.contract.js';
 
 // As DynamoDB (and moto): a failed condition carries the item as stored.

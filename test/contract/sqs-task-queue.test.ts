@@ -14,9 +14,9 @@ import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { createSqsClient } from '../../shared/aws/clients.js';
 import type { Priority } from '../../shared/config/resources.js';
 import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
-import type { ReceivedAttribute } from '../support/memory-task-queue.js';
+import type { ReceivedAttribute } from '../../testing/memory-task-queue.js';
 import { targets } from '../support/targets.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
 
 const CONFIG = {

@@ -17,7 +17,7 @@ import {
   type TaskMessage,
 } from '../../shared/task/message.js';
 import type { OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
-import type { ReceivedTaskMessage } from '../support/memory-task-queue.js';
+import type { ReceivedTaskMessage } from '../../testing/memory-task-queue.js';
 
 export interface TaskQueueUnderTest {
   readonly queue: TaskQueue;

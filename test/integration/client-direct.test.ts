@@ -18,7 +18,7 @@ import { EMULATOR_CREDENTIALS, EMULATOR_REGION, emulatorClients, type KajClients
 import { FaultInjector } from '../support/faults.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 const registry = testRegistry(probe);

@@ -8,7 +8,7 @@ import type { LocalRuntime } from '../../local/runtime.js';
 import { KajApiError, KajClient } from '../../client/index.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 const registry = testRegistry(probe);

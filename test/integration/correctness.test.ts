@@ -13,7 +13,7 @@ import type { TaskView } from '../../shared/task/model.js';
 import { limits } from '../../tasks/limits.js';
 import { sendEmail } from '../../tasks/send-email.js';
 import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix, waitFor } from '../support/wait.js';
+import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
 let runs = 0;
 /** Tasks whose send_email handler has started. */

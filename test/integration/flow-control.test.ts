@@ -17,7 +17,7 @@ import { DEFAULTS } from '../../shared/config/resources.js';
 import { FlowBench, startProvider, type Provider } from '../support/flow-bench.js';
 import { maxConcurrent, maxInWindow, runsOf } from '../support/limit-tasks.js';
 import { targets } from '../support/targets.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 /** Lease of the runtime, the workers and the limits' slots: short, so a dead worker's slots come back soon. */
 const LEASE = 4;

@@ -4,7 +4,7 @@ import type { LocalRuntime } from '../../local/runtime.js';
 import type { TaskView } from '../../shared/task/model.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix, waitFor } from '../support/wait.js';
+import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
 describe.each(targets())('task lifecycle end to end on $name', (target) => {
   let runtime: LocalRuntime;

@@ -8,7 +8,7 @@ import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/service/all-in-
 import { CursorSigner } from '../../shared/task/cursor.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix, waitFor } from '../support/wait.js';
+import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 

@@ -12,7 +12,7 @@ import * as z from 'zod';
 import { type ApiServerOptions, createApiServer } from '../../local/http-server.js';
 import type { HttpResult } from '../../shared/service/api/http.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
-import { unitKaj } from '../support/fixtures.js';
+import { unitKaj } from '../../testing/fixtures.js';
 
 /** The contract, written out (not imported) so that the test pins it. */
 const MAX_HEADER_BYTES = 16 * 1024;

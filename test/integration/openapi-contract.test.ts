@@ -13,7 +13,7 @@ import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import { FaultInjector } from '../support/faults.js';
 import { embedded, startOnTarget } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 type HeaderSpec = { required?: boolean; schema: unknown };
 type Doc = {

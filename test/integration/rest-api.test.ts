@@ -17,7 +17,7 @@ import { type ApiFunction, createApiFunction } from '../../shared/service/app/ap
 import { restApiEvent } from '../support/rest-events.js';
 import { startOnTarget, targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 const registry = testRegistry(probe);

@@ -9,7 +9,7 @@ import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'cap_probe', schema: z.object({}), handler: async () => ({ ok: true }) }),

@@ -11,9 +11,9 @@ import type { LocalRuntime } from '../../local/runtime.js';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskRecord } from '../../shared/task/model.js';
-import { FakeClock } from '../support/doubles.js';
+import { FakeClock } from '../../testing/doubles.js';
 import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix, waitFor } from '../support/wait.js';
+import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
 const seen: { scheduledTime: string | undefined; schedule: string | undefined; at: number }[] = [];
 const registry = new TaskRegistry([

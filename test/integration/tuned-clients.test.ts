@@ -15,7 +15,7 @@ import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { minimalRecord } from '../contract/task-store.contract.js';
 import { targets } from '../support/targets.js';
-import { uniquePrefix } from '../support/wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 const CONFIG = {
   region: EMULATOR_REGION,

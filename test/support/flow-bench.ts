@@ -5,7 +5,7 @@
  * execution log they share, readers for the table, the limits table and the queues, and a tiny
  * HTTP provider that answers 429 + Retry-After.
  *
- * Like the reliability harness (bench/fixtures/harness.ts), but with a registry that declares
+ * Like the reliability harness (testing/harness.ts), but with a registry that declares
  * limits and a lane, and one runtime per test (each with its own prefix) on a target started
  * once per suite.
  *
@@ -16,8 +16,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { queueDepth } from '../../bench/fixtures/harness.js';
-import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../../bench/fixtures/worker-process.js';
+import { queueDepth } from '../../testing/harness.js';
+import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../../testing/worker-process.js';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { deleteResources } from '../../local/bootstrap.js';
 import { startLocalRuntime, type LocalRuntime } from '../../local/runtime.js';
@@ -29,7 +29,7 @@ import { RecordingLogger } from '../../shared/runtime/logger.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { SubmitRequest } from '../../shared/task/submit.js';
 import { createRegistry, LANES, type LimitExecution, readLimitLog } from './limit-tasks.js';
-import { uniquePrefix, waitFor } from './wait.js';
+import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
 export const LIMIT_TASKS_MODULE = 'test/support/limit-tasks.ts';
 /** Long-poll wait of the workers' receives (`--wait-seconds`). */

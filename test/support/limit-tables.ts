@@ -16,7 +16,7 @@ import {
 import { LIMIT_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
 import { startTableOnTarget, type TableOnTarget } from './table-on-target.js';
 import type { Target } from './targets.js';
-import { uniquePrefix } from './wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 /** A limits table made by {@link startLimitsTable}. */
 export type LimitsTableOnTarget = TableOnTarget;

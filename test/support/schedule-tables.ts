@@ -9,7 +9,7 @@ import { createSchedulesTable, deleteSchedulesTable } from '../../local/schedule
 import { resourceNames } from '../../shared/config/resources.js';
 import { startTableOnTarget, type TableOnTarget } from './table-on-target.js';
 import type { Target } from './targets.js';
-import { uniquePrefix } from './wait.js';
+import { uniquePrefix } from '../../testing/wait.js';
 
 /** A schedules table made by {@link startSchedulesTable}. */
 export type SchedulesTableOnTarget = TableOnTarget;

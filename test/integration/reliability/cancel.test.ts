@@ -9,8 +9,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled } from './harness.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench, expectSettled } from '../../../testing/harness.js';
 
 const LEASE = 3; // heartbeat every second: a cancel is seen within about a second
 /** Each case starts a worker process (node + tsx: up to tens of seconds on a loaded 2-core machine), then waits up to 30 s. */

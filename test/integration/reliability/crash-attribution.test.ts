@@ -11,8 +11,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled, type StartedWorker } from './harness.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench, expectSettled, type StartedWorker } from '../../../testing/harness.js';
 
 const LEASE = 3;
 const CRASHES = 3;

@@ -11,8 +11,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled } from './harness.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench, expectSettled } from '../../../testing/harness.js';
 
 const LEASE = 3;
 const CRASHES = 3; // DEFAULTS.crashLoopReceives, set explicitly so the test says what it expects

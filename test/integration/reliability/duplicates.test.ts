@@ -17,9 +17,9 @@ import { createKajOnAws, type Kaj } from '../../../shared/service/all-in-one.js'
 import { METRICS } from '../../../shared/config/metrics.js';
 import { RecordingLogger, type Metrics } from '../../../shared/runtime/logger.js';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench } from './harness.js';
-import { createRegistry } from './worker-tasks.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench } from '../../../testing/harness.js';
+import { createRegistry } from '../../../testing/worker-tasks.js';
 import { claimAndStart } from '../../support/claims.js';
 
 const ctx = { getRemainingTimeInMillis: () => 300_000 };

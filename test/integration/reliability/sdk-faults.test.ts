@@ -39,8 +39,8 @@ import {
   updateKind,
 } from '../../support/faults.js';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled, FINISHED } from './harness.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench, expectSettled, FINISHED } from '../../../testing/harness.js';
 
 const LEASE = 3;
 

@@ -23,8 +23,8 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { targets } from '../../support/targets.js';
-import { waitFor } from '../../support/wait.js';
-import { Bench, expectSettled } from './harness.js';
+import { waitFor } from '../../../testing/wait.js';
+import { Bench, expectSettled } from '../../../testing/harness.js';
 
 const LEASE = 3;
 /**

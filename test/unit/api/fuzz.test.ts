@@ -9,9 +9,9 @@ import * as z from 'zod';
 import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { apiEvent, unitKaj } from '../../support/fixtures.js';
-import { MemoryScheduleStore } from '../../support/memory-schedule-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { apiEvent, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({ n: z.number().optional() }), handler: async () => ({}) }),

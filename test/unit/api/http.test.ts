@@ -5,7 +5,7 @@ import * as z from 'zod';
 import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { unitKaj, apiEvent } from '../../support/fixtures.js';
+import { unitKaj, apiEvent } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({ n: z.number() }), handler: async () => ({}) }),

@@ -6,7 +6,7 @@ import { classifyError } from '../../../shared/retry/classify.js';
 import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/define.js';
-import { apiEvent, unitKaj } from '../../support/fixtures.js';
+import { apiEvent, unitKaj } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({

@@ -8,7 +8,7 @@ import { API_ROUTES } from '../../../shared/service/api/routes.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { registry as shipped } from '../../../tasks/index.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
-import { apiEvent, unitKaj } from '../../support/fixtures.js';
+import { apiEvent, unitKaj } from '../../../testing/fixtures.js';
 
 type Doc = {
   servers: { url: string; variables?: Record<string, { default: string }> }[];

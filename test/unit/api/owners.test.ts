@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { ownerOf } from '../../../shared/service/api/http.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { unitKaj, apiEvent } from '../../support/fixtures.js';
+import { unitKaj, apiEvent } from '../../../testing/fixtures.js';
 
 /**
  * The owner model: tasks belong to the IAM principal that submitted them,

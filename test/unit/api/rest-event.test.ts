@@ -17,7 +17,7 @@ import {
   toRestApiResult,
 } from '../../../shared/service/api/rest-event.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { apiEvent, unitKaj } from '../../support/fixtures.js';
+import { apiEvent, unitKaj } from '../../../testing/fixtures.js';
 import { restApiEvent } from '../../support/rest-events.js';
 
 const registry = new TaskRegistry([

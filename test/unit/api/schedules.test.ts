@@ -4,9 +4,9 @@ import * as z from 'zod';
 import { DEVELOPMENT_ID_SECRET } from '../../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../../shared/task/cursor.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { apiEvent, unitKaj } from '../../support/fixtures.js';
-import { MemoryScheduleStore } from '../../support/memory-schedule-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { apiEvent, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 
 /**
  * The schedule routes over the HTTP handler: status codes, owner isolation, schedules declared in

@@ -29,9 +29,9 @@ import {
 import { ScheduleService } from '../../../shared/schedule/service.js';
 import { schedulerSettings } from '../../../shared/schedule/settings.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { unitKaj, type UnitKaj } from '../../support/fixtures.js';
-import { MemoryScheduleStore } from '../../support/memory-schedule-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { unitKaj, type UnitKaj } from '../../../testing/fixtures.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 
 const NOW = Date.parse('2026-03-01T10:20:00.000Z');
 

@@ -4,8 +4,8 @@ import { collectStats } from '../../../cli/admin/stats.js';
 import { renderStats } from '../../../cli/commands/stats.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { DELAYED_COUNT_BOUND } from '../../../shared/task/delayed-count.js';
-import { FakeClock } from '../../support/doubles.js';
-import { MemoryTaskStore } from '../../support/memory-task-store.js';
+import { FakeClock } from '../../../testing/doubles.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
 
 const inspector = {
   depth: async (kind: 'queue' | 'dlq') => ({ visible: kind === 'dlq' ? 0 : 4, inFlight: 1, delayed: 2 }),

@@ -35,8 +35,8 @@ import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { idempotentTaskId } from '../../../shared/task/submit.js';
 import { bundleInputs } from '../../support/bundle.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { apiEvent, type UnitKaj, unitKaj } from '../../support/fixtures.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { apiEvent, type UnitKaj, unitKaj } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry(
   [

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
-import { lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj, OWNER } from '../../support/fixtures.js';
+import { lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj, OWNER } from '../../../testing/fixtures.js';
 
 /** Handlers whose behaviour each test scripts through `script`. */
 const script: { run: (signal: AbortSignal) => Promise<unknown> } = { run: async () => 'ok' };

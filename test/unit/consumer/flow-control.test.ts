@@ -29,9 +29,9 @@ import {
   RetryableError,
   TaskRegistry,
 } from '../../../shared/task/define.js';
-import { sequenceRandom } from '../../support/doubles.js';
-import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
-import { MemoryLimitStore } from '../../support/memory-limit-store.js';
+import { sequenceRandom } from '../../../testing/doubles.js';
+import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const LEASE_SECONDS = 60;

@@ -8,8 +8,8 @@ import type { FailedVisibilityChange, TaskQueue, VisibilityChange } from '../../
 import { RecordingLogger } from '../../../shared/runtime/logger.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
-import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
-import { MemoryTaskQueue } from '../../support/memory-task-queue.js';
+import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
 
 const LEASE = 60;
 const THIRD_MS = (LEASE / 3) * 1000;

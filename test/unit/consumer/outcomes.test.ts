@@ -4,7 +4,7 @@ import { ExclusiveGate } from '../../../shared/service/consumer/exclusive-gate.j
 import { runtimeSettings } from '../../../shared/config/settings.js';
 import { StoreRejectedError } from '../../../shared/task/store-errors.js';
 import { defineTask, RetryableError, TaskRegistry } from '../../../shared/task/define.js';
-import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../support/fixtures.js';
+import { lambdaContext, OWNER, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
 
 /**
  * Cancels, unstorable results and the crash-attribution design risk: a cancel always wins, a cancelled

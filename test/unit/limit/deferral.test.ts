@@ -3,7 +3,7 @@ import { DEFAULTS } from '../../../shared/config/resources.js';
 import { deferralSeconds, MAX_DEFERRAL_SECONDS, RefusalStreak } from '../../../shared/limit/deferral.js';
 import type { Refusal } from '../../../shared/task/admission.js';
 import { cryptoRandom } from '../../../shared/runtime/random.js';
-import { sequenceRandom } from '../../support/doubles.js';
+import { sequenceRandom } from '../../../testing/doubles.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const settings = { baseSeconds: DEFAULTS.limitDeferBaseSeconds, capSeconds: DEFAULTS.limitDeferCapSeconds };

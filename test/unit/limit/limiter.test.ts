@@ -12,8 +12,8 @@ import { type LimitUse, resolveLimits } from '../../../shared/limit/spec.js';
 import { RecordingLogger } from '../../../shared/runtime/logger.js';
 import type { Admission, Permit } from '../../../shared/task/admission.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { MemoryLimitStore } from '../../support/memory-limit-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const LEASE_MS = 60_000;

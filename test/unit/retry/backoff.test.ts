@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backoffCeilingMs, fullJitterDelayMs } from '../../../shared/retry/backoff.js';
 import { cryptoRandom } from '../../../shared/runtime/random.js';
-import { sequenceRandom } from '../../support/doubles.js';
+import { sequenceRandom } from '../../../testing/doubles.js';
 
 const policy = { baseSeconds: 2, capSeconds: 300 };
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { classifyError } from '../../../shared/retry/classify.js';
 import { afterCrash, afterFailure, redeliveryDelaySeconds } from '../../../shared/retry/decide.js';
 import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
-import { sequenceRandom } from '../../support/doubles.js';
+import { sequenceRandom } from '../../../testing/doubles.js';
 
 const backoff = { baseSeconds: 2, capSeconds: 300 };
 

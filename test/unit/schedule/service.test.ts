@@ -10,9 +10,9 @@ import type { SchedulerSettings } from '../../../shared/schedule/settings.js';
 import { LEGACY_RUN_MARGIN_MS, legacyRunTaskId, runKeyOf, runTaskId } from '../../../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { OWNER, unitKaj } from '../../support/fixtures.js';
-import { MemoryScheduleStore } from '../../support/memory-schedule-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { OWNER, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 import { TaskProbe, testRegistry } from '../../support/test-tasks.js';
 
 const SECOND = 1000;

@@ -5,9 +5,9 @@ import { runKeyOf, runTaskId, type TickReport } from '../../../shared/schedule/t
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { FakeClock, sequenceRandom } from '../../support/doubles.js';
-import { OWNER, unitKaj } from '../../support/fixtures.js';
-import { MemoryScheduleStore } from '../../support/memory-schedule-store.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { OWNER, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 import { TaskProbe, testRegistry } from '../../support/test-tasks.js';
 
 const SECOND = 1000;

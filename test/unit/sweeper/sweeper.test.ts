@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { outboxPartitions, TASK_STATUSES } from '../../../shared/task/model.js';
 import { isFinished } from '../../../shared/task/state-machine.js';
-import { unitKaj, OWNER } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../../testing/fixtures.js';
 import { claimAndStart } from '../../support/claims.js';
 
 const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), handler: async () => ({}) })]);

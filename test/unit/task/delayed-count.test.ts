@@ -5,8 +5,8 @@ import type { OutboxRangeRequest } from '../../../shared/task/task-store.js';
 import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { boundedText, countTableDelayed, DELAYED_COUNT_BOUND } from '../../../shared/task/delayed-count.js';
 import { outboxPartitions, type TaskRecord } from '../../../shared/task/model.js';
-import { OWNER, unitKaj } from '../../support/fixtures.js';
-import { MemoryTaskStore } from '../../support/memory-task-store.js';
+import { OWNER, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
 
 const registry = new TaskRegistry([defineTask({ type: 'job', schema: z.object({}), handler: async () => ({}) })]);
 

@@ -6,7 +6,7 @@ import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/de
 import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from '../../../shared/task/errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { claimAndStart } from '../../support/claims.js';
-import { unitKaj, OWNER } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'job', schema: z.object({}), maxAttempts: 3, handler: async () => ({}) }),

@@ -8,9 +8,9 @@ import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/de
 import { InvalidCursorError, ValidationError } from '../../../shared/task/errors.js';
 import { listedAt, TaskListing, withListing } from '../../../shared/task/listing.js';
 import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
-import { MemoryTaskStore } from '../../support/memory-task-store.js';
-import { OWNER, unitKaj } from '../../support/fixtures.js';
-import { sequenceRandom } from '../../support/doubles.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
+import { OWNER, unitKaj } from '../../../testing/fixtures.js';
+import { sequenceRandom } from '../../../testing/doubles.js';
 import { claimAndStart } from '../../support/claims.js';
 
 const registry = new TaskRegistry([

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
-import { FakeClock } from '../../support/doubles.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
 import { RecordingLogger, noMetrics } from '../../../shared/runtime/logger.js';
-import { sequenceRandom } from '../../support/doubles.js';
 import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import { dispatchSequence } from '../../../shared/task/changes.js';
 import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
@@ -19,8 +18,8 @@ import {
   type DeadLetterRef,
   type RedriveRequest,
 } from '../../../shared/task/operations.js';
-import { MemoryTaskQueue } from '../../support/memory-task-queue.js';
-import { MemoryTaskStore } from '../../support/memory-task-store.js';
+import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
 
 /** A deployment whose settings differ from the defaults, to see that the operations use them. */
 const settings = runtimeSettings({ retentionDays: 30 });

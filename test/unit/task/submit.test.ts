@@ -10,7 +10,7 @@ import {
 } from '../../../shared/task/errors.js';
 import { canonicalJson, fingerprint, submitRequestSchema } from '../../../shared/task/submit.js';
 import { QueueUnavailableError } from '../../../shared/task/queue-errors.js';
-import { unitKaj, OWNER } from '../../support/fixtures.js';
+import { unitKaj, OWNER } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry([
   defineTask({

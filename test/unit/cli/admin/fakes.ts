@@ -6,14 +6,13 @@ import { runtimeSettings } from '../../../../shared/config/settings.js';
 import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/task/message.js';
 import { QueueUnavailableError } from '../../../../shared/task/queue-errors.js';
 import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/task/task-queue.js';
-import { FakeClock } from '../../../support/doubles.js';
+import { FakeClock, sequenceRandom } from '../../../../testing/doubles.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../../shared/runtime/random.js';
-import { sequenceRandom } from '../../../support/doubles.js';
 import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../../shared/task/model.js';
 
-import { MemoryTaskStore } from '../../../support/memory-task-store.js';
+import { MemoryTaskStore } from '../../../../testing/memory-task-store.js';
 
 export { MemoryTaskStore };
 

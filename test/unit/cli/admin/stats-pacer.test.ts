@@ -3,7 +3,7 @@ import { Pacer } from '../../../../cli/admin/pacer.js';
 import { collectStats, StatusTallier } from '../../../../cli/admin/stats.js';
 import { resolveLimits } from '../../../../shared/limit/spec.js';
 import type { LimitItem } from '../../../../shared/limit/limit-store.js';
-import { FakeClock } from '../../../support/doubles.js';
+import { FakeClock } from '../../../../testing/doubles.js';
 import { clockSleep } from './fakes.js';
 
 describe('Pacer', () => {

@@ -1,14 +1,14 @@
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { ScheduleRecord } from '../../shared/schedule/model.js';
-import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../../shared/schedule/store-errors.js';
-import { StoreRejectedError } from '../../shared/task/store-errors.js';
+import type { ScheduleRecord } from '../shared/schedule/model.js';
+import { OwnerScheduleLimitError, ScheduleVersionConflictError } from '../shared/schedule/store-errors.js';
+import { StoreRejectedError } from '../shared/task/store-errors.js';
 import type {
   OwnerSlot,
   ScheduleDueEntry,
   SchedulePage,
   ScheduleReadOptions,
   ScheduleStore,
-} from '../../shared/schedule/schedule-store.js';
+} from '../shared/schedule/schedule-store.js';
 
 type Operation = 'get' | 'put' | 'delete' | 'listDue' | 'list';
 

@@ -1,5 +1,5 @@
-import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
-import { TABLE_SCHEMA } from '../../shared/config/resources.js';
+import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../shared/task/store-errors.js';
+import { TABLE_SCHEMA } from '../shared/config/resources.js';
 import type {
   ListedTask,
   ListingPage,
@@ -13,8 +13,8 @@ import type {
   TaskCondition,
   TaskListingReader,
   TaskStore,
-} from '../../shared/task/task-store.js';
-import type { TaskRecord } from '../../shared/task/model.js';
+} from '../shared/task/task-store.js';
+import type { TaskRecord } from '../shared/task/model.js';
 
 export interface MemoryTaskStoreOptions {
   /**

@@ -2,8 +2,8 @@
  * Test doubles for the domain's injected clock and random source: a clock moved by hand and a
  * scripted random sequence. Production code gets `systemClock` and `cryptoRandom`.
  */
-import type { Clock } from '../../shared/runtime/clock.js';
-import type { RandomSource } from '../../shared/runtime/random.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import type { RandomSource } from '../shared/runtime/random.js';
 
 /** A clock tests move by hand. */
 export class FakeClock implements Clock {

@@ -1,4 +1,4 @@
-import { StoreRejectedError } from '../../shared/task/store-errors.js';
+import { StoreRejectedError } from '../shared/task/store-errors.js';
 import {
   type AddHolderResult,
   LIMIT_OPERATIONS,
@@ -9,7 +9,7 @@ import {
   type RateRequest,
   type SlotHolders,
   type TakeRateResult,
-} from '../../shared/limit/limit-store.js';
+} from '../shared/limit/limit-store.js';
 
 interface Item {
   pk: string;

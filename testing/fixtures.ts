@@ -1,10 +1,9 @@
 import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
-import { createKaj, type Kaj, type KajDeps } from '../../shared/service/all-in-one.js';
-import { runtimeSettings } from '../../shared/config/settings.js';
-import { FakeClock } from './doubles.js';
-import { RecordingLogger } from '../../shared/runtime/logger.js';
-import { sequenceRandom } from './doubles.js';
-import type { TaskRegistry } from '../../shared/task/define.js';
+import { createKaj, type Kaj, type KajDeps } from '../shared/service/all-in-one.js';
+import { runtimeSettings } from '../shared/config/settings.js';
+import { FakeClock, sequenceRandom } from './doubles.js';
+import { RecordingLogger } from '../shared/runtime/logger.js';
+import type { TaskRegistry } from '../shared/task/define.js';
 import { MemoryTaskQueue } from './memory-task-queue.js';
 import { MemoryTaskStore } from './memory-task-store.js';
 

@@ -1,10 +1,10 @@
 /**
- * Waiting for a spawned worker's ready line (bench/fixtures/worker-process.ts): the line decides,
+ * Waiting for a spawned worker's ready line (testing/worker-process.ts): the line decides,
  * not whether the process is still alive when the (possibly late) test process looks.
  */
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { type WorkerProcess, waitWorkerReady } from '../../../bench/fixtures/worker-process.js';
+import { type WorkerProcess, waitWorkerReady } from '../../../testing/worker-process.js';
 
 /** A worker that has already exited, having printed `output`. */
 function exitedWorker(output: string): WorkerProcess {

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULTS, type Priority } from '../../shared/config/resources.js';
-import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../../shared/task/queue-errors.js';
+import { DEFAULTS, type Priority } from '../shared/config/resources.js';
+import { MessageGoneError, QueueRejectedError, QueueUnavailableError } from '../shared/task/queue-errors.js';
 import {
   MAX_ERROR_ATTRIBUTE_CHARS,
   MESSAGE_ATTRIBUTES as A,
   type DeadLetter,
   type TaskMessage,
-} from '../../shared/task/message.js';
+} from '../shared/task/message.js';
 import type {
   FailedSend,
   FailedVisibilityChange,
   OutgoingMessage,
   TaskQueue,
   VisibilityChange,
-} from '../../shared/task/task-queue.js';
+} from '../shared/task/task-queue.js';
 
 /** SQS's SendMessageBatch limit, which the fake's `batches` mirror. */
 const MAX_BATCH_ENTRIES = 10;
