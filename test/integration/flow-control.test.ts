@@ -17,10 +17,16 @@ import { DEFAULTS } from '../../shared/config/resources.js';
 import { FlowBench, startProvider, type Provider } from '../support/flow-bench.js';
 import { maxConcurrent, maxInWindow, runsOf } from '../support/limit-tasks.js';
 import { targets } from '../support/targets.js';
-import { waitFor } from '../../testing/wait.js';
+import { testBudget, waitFor } from '../../testing/wait.js';
 
 /** Lease of the runtime, the workers and the limits' slots: short, so a dead worker's slots come back soon. */
 const LEASE = 4;
+/**
+ * The cases with 60 pollers on moto, which serves one request at a time: 10–30 s quiet, minutes
+ * under a full suite's load (each request waits its turn). Their waits take what is left of this budget
+ * (`testBudget`): the guarantees are the limits held and every task finished, not the speed.
+ */
+const SLOW_ON_MOTO_TIMEOUT_MS = 360_000;
 
 describe.each(targets())('flow control across worker processes on $name', (target) => {
   let endpoints: Endpoints | undefined;
@@ -68,37 +74,42 @@ describe.each(targets())('flow control across worker processes on $name', (targe
     await bench.slotsGivenBack('c#pool');
   }, 240_000);
 
-  it('a rate of 20/s holds across 3 workers: at most 20 handler starts in any 1-s window, all 80 tasks finish', async () => {
-    // A longer lease than the kill test's: on moto (one request at a time, 60 pollers) a message's
-    // path from receive to outcome can outlast a 4 s lease's 8 s queue visibility, and a copy
-    // received again meanwhile runs a second time (at-least-once), which is not what this measures.
-    bench = await FlowBench.start(endpoints, { tag: 'fc-rate', lease: 3 * LEASE });
-    await bench.startWorkers(3, { concurrency: 20 });
-    const ids = await bench.submitMany(80, () => ({ type: 'rated', payload: { ms: 20 } }));
-    const records = await bench.succeeded(ids, 180_000);
+  it(
+    'a rate of 20/s holds across 3 workers: at most 20 handler starts in any 1-s window, all 80 tasks finish',
+    async () => {
+      // A longer lease than the kill test's: on moto (one request at a time, 60 pollers) a message's
+      // path from receive to outcome can outlast a 4 s lease's 8 s queue visibility, and a copy
+      // received again meanwhile runs a second time (at-least-once), which is not what this measures.
+      const left = testBudget(SLOW_ON_MOTO_TIMEOUT_MS);
+      bench = await FlowBench.start(endpoints, { tag: 'fc-rate', lease: 3 * LEASE });
+      await bench.startWorkers(3, { concurrency: 20 });
+      const ids = await bench.submitMany(80, () => ({ type: 'rated', payload: { ms: 20 } }));
+      const records = await bench.succeeded(ids, left());
 
-    const startEvents = bench.exec().filter((e) => e.type === 'rated' && e.event === 'S');
-    const starts = startEvents.map((e) => e.at);
-    const busiest = maxInWindow(starts, 1000);
-    const span = Math.max(...starts) - Math.min(...starts);
-    const gaps = [...starts]
-      .sort((a, b) => a - b)
-      .slice(1)
-      .map((t, i) => t - ([...starts].sort((a, b) => a - b)[i] as number));
-    console.info(
-      `[${target.name}] rate 20/s: ${starts.length} starts for 80 tasks over ${span} ms, busiest 1-s window ${busiest}, closest starts ${Math.min(...gaps)} ms apart`,
-    );
-    // Every task started; at least once, not exactly once: on a loaded machine (moto serves one
-    // request at a time) a message waiting in-process for its grant can outlast the queue's
-    // visibility and run again elsewhere (a lazy claim). Every start, such copies included, took a
-    // grant of the rate: the windows count them all.
-    expect(new Set(startEvents.map((e) => e.taskId)).size).toBe(80);
-    expect(starts.length).toBeGreaterThanOrEqual(80);
-    expect(busiest).toBeLessThanOrEqual(20);
-    // 80 grants 60 ms apart span 79 × 60 ms; each handler begins 0–200 ms after its grant.
-    expect(span).toBeGreaterThanOrEqual(79 * 60 - 200);
-    expect(records.every((r) => r.status === 'succeeded')).toBe(true);
-  }, 240_000);
+      const startEvents = bench.exec().filter((e) => e.type === 'rated' && e.event === 'S');
+      const starts = startEvents.map((e) => e.at);
+      const busiest = maxInWindow(starts, 1000);
+      const span = Math.max(...starts) - Math.min(...starts);
+      const gaps = [...starts]
+        .sort((a, b) => a - b)
+        .slice(1)
+        .map((t, i) => t - ([...starts].sort((a, b) => a - b)[i] as number));
+      console.info(
+        `[${target.name}] rate 20/s: ${starts.length} starts for 80 tasks over ${span} ms, busiest 1-s window ${busiest}, closest starts ${Math.min(...gaps)} ms apart`,
+      );
+      // Every task started; at least once, not exactly once: on a loaded machine (moto serves one
+      // request at a time) a message waiting in-process for its grant can outlast the queue's
+      // visibility and run again elsewhere (a lazy claim). Every start, such copies included, took a
+      // grant of the rate: the windows count them all.
+      expect(new Set(startEvents.map((e) => e.taskId)).size).toBe(80);
+      expect(starts.length).toBeGreaterThanOrEqual(80);
+      expect(busiest).toBeLessThanOrEqual(20);
+      // 80 grants 60 ms apart span 79 × 60 ms; each handler begins 0–200 ms after its grant.
+      expect(span).toBeGreaterThanOrEqual(79 * 60 - 200);
+      expect(records.every((r) => r.status === 'succeeded')).toBe(true);
+    },
+    SLOW_ON_MOTO_TIMEOUT_MS,
+  );
 
   it('a rate of 10/s holds across 2 workers whose handlers block their event loops: a start whose timer fires late is retaken, never used, so no 1-s window holds more than 10 handler starts', async () => {
     // Each handler spins 150 ms on its worker's event loop: a grant of that worker due meanwhile
@@ -194,30 +205,35 @@ describe.each(targets())('flow control across worker processes on $name', (targe
     }
   }, 240_000);
 
-  it('a provider 429 with Retry-After 6 pauses the limit for every worker: nothing granted after it goes out before +5.9 s, then all succeed', async () => {
-    provider = await startProvider({ retryAfterSeconds: 6 });
-    bench = await FlowBench.start(endpoints, { tag: 'fc-429', lease: LEASE, providerUrl: provider.url });
-    await bench.startWorkers(3, { concurrency: 20, providerUrl: provider.url });
-    const ids = await bench.submitMany(20, () => ({ type: 'provider_call', payload: {} }));
-    // All succeed in the end: the throttled attempt retries after its backoff, and the others wait
-    // out the pause with deferrals; how long that takes on a loaded machine is not the guarantee.
-    const records = await bench.succeeded(ids, 200_000);
+  it(
+    'a provider 429 with Retry-After 6 pauses the limit for every worker: nothing granted after it goes out before +5.9 s, then all succeed',
+    async () => {
+      const left = testBudget(SLOW_ON_MOTO_TIMEOUT_MS);
+      provider = await startProvider({ retryAfterSeconds: 6 });
+      bench = await FlowBench.start(endpoints, { tag: 'fc-429', lease: LEASE, providerUrl: provider.url });
+      await bench.startWorkers(3, { concurrency: 20, providerUrl: provider.url });
+      const ids = await bench.submitMany(20, () => ({ type: 'provider_call', payload: {} }));
+      // All succeed in the end: the throttled attempt retries after its backoff, and the others wait
+      // out the pause with deferrals; how long that takes on a loaded machine is not the guarantee.
+      const records = await bench.succeeded(ids, left());
 
-    const calls = [...provider.calls].sort((a, b) => a.at - b.at);
-    const throttled = calls.filter((c) => c.status === 429);
-    expect(throttled).toHaveLength(1);
-    const t429 = (throttled[0] as { at: number }).at;
-    const offsets = calls.filter((c) => c.at > t429).map((c) => c.at - t429);
-    console.info(`[${target.name}] 429 at +0; later calls at +${offsets.join(', +')} ms`);
-    // Starts granted before the pause still go out (the worker that got the 429 drops its own).
-    // A grant lies at most the lead (learnt; capped at lease/4) plus the in-process wait ahead,
-    // so nothing goes out later than that, 300 ms for the handler's own call on top, until the
-    // pause ends (6 s after the 429 reached the worker, the provider's clock is the test's).
-    const grantedAhead = DEFAULTS.limitLocalWaitMs + (LEASE * 1000) / 4 + 300;
-    expect(offsets.filter((o) => o > grantedAhead && o < 5_900)).toEqual([]);
-    expect(offsets.some((o) => o >= 5_900)).toBe(true);
-    expect(records.every((r) => r.status === 'succeeded')).toBe(true);
-  }, 240_000);
+      const calls = [...provider.calls].sort((a, b) => a.at - b.at);
+      const throttled = calls.filter((c) => c.status === 429);
+      expect(throttled).toHaveLength(1);
+      const t429 = (throttled[0] as { at: number }).at;
+      const offsets = calls.filter((c) => c.at > t429).map((c) => c.at - t429);
+      console.info(`[${target.name}] 429 at +0; later calls at +${offsets.join(', +')} ms`);
+      // Starts granted before the pause still go out (the worker that got the 429 drops its own).
+      // A grant lies at most the lead (learnt; capped at lease/4) plus the in-process wait ahead,
+      // so nothing goes out later than that, 300 ms for the handler's own call on top, until the
+      // pause ends (6 s after the 429 reached the worker, the provider's clock is the test's).
+      const grantedAhead = DEFAULTS.limitLocalWaitMs + (LEASE * 1000) / 4 + 300;
+      expect(offsets.filter((o) => o > grantedAhead && o < 5_900)).toEqual([]);
+      expect(offsets.some((o) => o >= 5_900)).toBe(true);
+      expect(records.every((r) => r.status === 'succeeded')).toBe(true);
+    },
+    SLOW_ON_MOTO_TIMEOUT_MS,
+  );
 
   it('deferred tasks never reach the DLQ and keep attempts = 1, even deferred more often than maxReceiveCount (3)', async () => {
     bench = await FlowBench.start(endpoints, { tag: 'fc-dlq', lease: LEASE, maxReceiveCount: 3 });

@@ -262,7 +262,11 @@ export class FlowBench {
         });
         pending = still;
         if (fatal !== undefined) return true;
-        if (pending.length > 0) throw new Error(`${pending.length} not succeeded yet, e.g. ${pending[0]}`);
+        if (pending.length > 0) {
+          const first = records[taskIds.length === 0 ? 0 : records.findIndex((r) => r?.task_id === pending[0])];
+          const where = first === undefined ? 'no record' : JSON.stringify({ ...first, payload: undefined });
+          throw new Error(`${pending.length} not succeeded yet, e.g. ${pending[0]}: ${where}`);
+        }
         return true;
       },
       { timeoutMs, intervalMs: 250 },
