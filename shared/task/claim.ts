@@ -51,6 +51,20 @@ export type ClaimOutcome =
 const WRITE_LANDING_PAUSES_MS = [25, 100, 250] as const;
 /** Only a message sent this recently is worth waiting for in-process. */
 const FRESH_MESSAGE_MS = 5_000;
+/** Past a lapsing lease's end, before looking again: the owner's renewal, had it come, has landed. */
+const LAPSE_MARGIN_MS = 100;
+
+/**
+ * How long the lease of a running task has left, when it is in its last heartbeat period: its
+ * owner renews it every `heartbeatSeconds` to a full lease, so a lease this short has missed
+ * renewals and its owner is most likely gone (its message came back as its lease ran out).
+ * Undefined for any other record.
+ */
+function lapsingLeaseMs(current: TaskRecord | undefined, heartbeatSeconds: number, now: number): number | undefined {
+  if (current?.status !== 'running' || current.lease_until === undefined) return undefined;
+  const left = current.lease_until - now;
+  return left > 0 && left <= heartbeatSeconds * 1000 ? left : undefined;
+}
 
 /** True when the record the message was sent ahead of is not there yet (not written, or at an earlier dispatch). */
 function writeStillLanding(current: TaskRecord | undefined, dispatchId: string): boolean {
@@ -107,6 +121,16 @@ export class TaskClaims {
         await this.d.clock.sleep?.(pauseMs);
         current = await this.d.store.get(taskId);
       }
+    }
+    // A redelivery that finds the lease in its last heartbeat period waits it out here (at most one
+    // heartbeat period) and looks again, rather than deferring: a deferral is one more receive, SQS
+    // counts every receive towards maxReceiveCount, and a message that comes back just before its
+    // dead owner's lease ends would otherwise spend two receives per crash — enough for SQS to
+    // dead-letter a crash loop before Kaj's own verdict. An owner that is alive renews meanwhile.
+    const lapse = lapsingLeaseMs(current, this.d.settings.heartbeatSeconds, this.d.clock.now());
+    if (lapse !== undefined && this.d.clock.sleep !== undefined) {
+      await this.d.clock.sleep(lapse + LAPSE_MARGIN_MS);
+      current = await this.d.store.get(taskId);
     }
     return this.decide(current, dispatchId, delivery, this.d.clock.now(), true, admissions);
   }

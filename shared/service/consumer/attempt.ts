@@ -188,12 +188,11 @@ async function run(
     let outcome: RunOutcome;
     let durationMs: number;
     try {
-      if (suspect) {
-        // Waiting for the worker to empty may have used up the invocation: hand it back.
-        if (remainingMs() < claimed.record.timeout_seconds * 1000 + RECORDING_RESERVE_MS) {
-          d.logger.info('released: not enough invocation time left after waiting to run alone', fields);
-          return 'retry';
-        }
+      // Waiting — for the worker to empty (a suspect runs alone), for a dead owner's lease to
+      // lapse or for its limits to admit it (the claim) — may have used up the invocation: hand it back.
+      if (remainingMs() < claimed.record.timeout_seconds * 1000 + RECORDING_RESERVE_MS) {
+        d.logger.info('released: not enough invocation time left after waiting', fields);
+        return 'retry';
       }
       // Its turn has come: from here a crash is on the record.
       const instead = await claimed.commit();

@@ -58,18 +58,31 @@ describe.each(targets())('crash attribution on $name', (target) => {
     left: () => number,
     mustRun: readonly string[] = [],
   ): Promise<string[]> {
+    let seen: { running: string[]; claimed: string[] } = { running: [], claimed: [] };
     const cut = await waitFor(
       `two handlers running on ${w.label} with their claims written`,
       async () => {
-        const ids = await claimed(runningOn(w.label));
+        const running = runningOn(w.label);
+        const ids = await claimed(running);
+        seen = { running, claimed: ids };
         return ids.length >= 2 && mustRun.every((id) => ids.includes(id)) ? ids : undefined;
       },
       { timeoutMs: left(), intervalMs: 20 },
-    );
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}; last seen: ${JSON.stringify(seen)}; runs: ${bench.executions().length}`);
+    });
     w.kill('SIGKILL');
     await w.exited;
     return cut;
   }
+
+  /**
+   * A fresh task's first run: two of them run side by side for about this long, a window the
+   * kill must not miss (a look at the records takes seconds on a loaded moto); they are killed
+   * long before it ends. Their later runs are short.
+   */
+  const FIRST_RUN_MS = 10_000;
+  const FRESH = { ms: FIRST_RUN_MS, retry_ms: 1_500 };
 
   /**
    * Nine worker processes (node + tsx: 1–3 s each quiet, 10–20 s under a full suite's load), kills
@@ -84,7 +97,9 @@ describe.each(targets())('crash attribution on $name', (target) => {
       const left = testBudget(TEST_TIMEOUT_MS);
       // One long task, cut off by the first kill: before crash attribution, a task in flight at three
       // kills was failed with "crashed the worker 3 times" although it never crashed anything.
-      const long = await bench.submit('sleep', { ms: 6_000, retry_ms: 6_000 });
+      // Its first run lasts long enough that the fresh tasks started beside it overlap it for seconds,
+      // wide enough for this test's look at the records, however slow a loaded machine is.
+      const long = await bench.submit('sleep', { ms: FIRST_RUN_MS * 3, retry_ms: 6_000 });
       const healthy = [long];
       /** Recorded crashes the kills caused: each cut-off task whose claim was written. */
       let cutOff = 0;
@@ -97,13 +112,16 @@ describe.each(targets())('crash attribution on $name', (target) => {
           // two side by side. Let it work them off first: then the fresh ones run together.
           const w = await bench.startWorker({ label: `kill-${k}` });
           for (const id of healthy) await bench.until(id, ['succeeded'], left());
-          for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', { ms: 3_000, retry_ms: 1_500 }));
+          for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', FRESH));
           healthy.push(...fresh);
           cutOff += (await killWhenSideBySide(w, left)).length;
         } else {
-          for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', { ms: 3_000, retry_ms: 1_500 }));
+          // The long task runs first, so that the fresh ones run beside it, not before it.
+          const w = await bench.startWorker({ label: `kill-${k}` });
+          await bench.started(long, 1, left());
+          for (let i = 0; i < 3; i += 1) fresh.push(await bench.submit('sleep', FRESH));
           healthy.push(...fresh);
-          cutOff += (await killWhenSideBySide(await bench.startWorker({ label: `kill-${k}` }), left, [long])).length;
+          cutOff += (await killWhenSideBySide(w, left, [long])).length;
         }
       }
       const crasher = await bench.submit('crasher', {}, { priority: 'low' });

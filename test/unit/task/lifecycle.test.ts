@@ -6,6 +6,7 @@ import { defineTask, resolvePolicy, TaskRegistry } from '../../../shared/task/de
 import { LeaseLostError, TaskNotCancellableError, TaskNotFoundError } from '../../../shared/task/errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { claimAndStart } from '../../support/claims.js';
+import { FakeClock } from '../../../testing/doubles.js';
 import { unitKaj, OWNER } from '../../../testing/fixtures.js';
 
 const registry = new TaskRegistry([
@@ -48,6 +49,35 @@ describe('Class: TaskLifecycle', () => {
       expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'defer',
         seconds: 41,
+        reason: 'held by another worker',
+      });
+    });
+
+    it('waits out a lease in its last heartbeat period (its owner missed its renewals) and reclaims, instead of deferring', async () => {
+      const { kaj, record, clock } = await claimed();
+      // Lease 60 s, heartbeat every 20 s: 15 s left means two renewals were missed.
+      clock.advance(45_000);
+      const before = clock.now();
+      const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
+      expect(again.kind).toBe('claimed');
+      expect(again.kind === 'claimed' && again.record).toMatchObject({ attempts: 2, lease_token: 2 });
+      // It waited for the lease to end (plus a margin for a renewal in flight), no longer.
+      expect(clock.now() - before).toBe(15_000 + 100);
+    });
+
+    it('defers after that wait when the owner renewed its lease meanwhile (it was alive, only late)', async () => {
+      const u = await claimed();
+      u.clock.advance(45_000);
+      const renewing = new (class extends FakeClock {
+        override async sleep(ms: number): Promise<void> {
+          await u.kaj.lifecycle.leases.heartbeat(u.record);
+          await super.sleep(ms);
+        }
+      })(u.clock.now());
+      const late = unitKaj(registry, undefined, renewing, { store: u.store });
+      expect(await claimAndStart(late.kaj.lifecycle, u.record.task_id, u.record.dispatch_id, REDELIVERY)).toEqual({
+        kind: 'defer',
+        seconds: 61 - 15,
         reason: 'held by another worker',
       });
     });
