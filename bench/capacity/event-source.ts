@@ -16,7 +16,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Priority } from '../../shared/config/resources.js';
 import type { InvocationContext } from '../../shared/service/consumer/consumer.js';
 import type { SimMessage, SimTaskQueue } from './sim-queue.js';
-import type { VirtualTime } from './virtual-time.js';
+import type { VirtualClock } from '../../testing/virtual-clock.js';
 
 export interface MappingSettings {
   readonly maxConcurrency: number;
@@ -33,7 +33,7 @@ export interface EventSourceOptions {
   readonly queueName: string;
   readonly mapping: MappingSettings;
   readonly queue: SimTaskQueue;
-  readonly time: VirtualTime;
+  readonly time: VirtualClock;
   readonly functionTimeoutMs: number;
   /** Receive-to-handler latency of each invocation (poll, invoke, runtime). */
   readonly invokeOverheadMs: number;

@@ -12,7 +12,7 @@ import { MessageGoneError } from '../../shared/task/queue-errors.js';
 import type { DeadLetter, TaskMessage } from '../../shared/task/message.js';
 import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
 import type { PeakMeter } from './meter.js';
-import type { VirtualTime } from './virtual-time.js';
+import type { VirtualClock } from '../../testing/virtual-clock.js';
 
 export interface SimMessage {
   readonly messageId: string;
@@ -57,7 +57,7 @@ export class SimTaskQueue implements TaskQueue {
   onVisible: (p: Priority) => void = () => {};
 
   constructor(
-    private readonly time: VirtualTime,
+    private readonly time: VirtualClock,
     private readonly meter: PeakMeter,
     private readonly visibilityTimeoutMs = DEFAULTS.queueVisibilityTimeoutSeconds * 1000,
   ) {}

@@ -29,7 +29,7 @@ import { type FunctionConcurrency, SimEventSource } from './event-source.js';
 import { PeakMeter } from './meter.js';
 import { SimTaskQueue } from './sim-queue.js';
 import { attributed, SimTaskStore } from './sim-store.js';
-import { VirtualTime } from './virtual-time.js';
+import { VirtualClock } from '../../testing/virtual-clock.js';
 import { hourlyRates, SeededRandom, type Workload } from './workload.js';
 
 export interface SimOptions {
@@ -180,7 +180,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
   const until = DAY_START + o.toHour * HOUR;
   const peakStart = DAY_START + w.peakHour * HOUR + (o.fromHour > w.peakHour ? 24 * HOUR : 0);
 
-  const time = new VirtualTime(from);
+  const time = new VirtualClock(from, { wholeMilliseconds: true });
   const meter = new PeakMeter(() => time.now());
   const store = new SimTaskStore(() => time.now(), meter);
   const queue = new SimTaskQueue(time, meter, config.queueVisibilityTimeoutSeconds * 1000);
@@ -391,7 +391,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     }
   });
 
-  const restore = time.install();
+  const restore = time.installGlobalTimers();
   try {
     await time.runUntil(until);
   } finally {
@@ -468,7 +468,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     totals: Object.fromEntries(meter.total),
     sweeperResent,
     realSeconds: (performance.now() - started) / 1000,
-    virtualSteps: time.steps,
+    virtualSteps: time.instants,
   };
 }
 
@@ -476,7 +476,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
 class SlowStore implements TaskStore {
   constructor(
     private readonly inner: TaskStore,
-    private readonly time: VirtualTime,
+    private readonly time: VirtualClock,
     private readonly ms: number,
   ) {}
   async create(record: TaskRecord): Promise<void> {
@@ -501,7 +501,7 @@ class SlowStore implements TaskStore {
 class SlowQueue implements TaskQueue {
   constructor(
     private readonly inner: TaskQueue,
-    private readonly time: VirtualTime,
+    private readonly time: VirtualClock,
     private readonly ms: number,
   ) {}
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {

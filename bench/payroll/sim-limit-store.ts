@@ -32,7 +32,7 @@ import {
   type TakeRateResult,
 } from '../../shared/limit/limit-store.js';
 import { numberSize, writeUnits } from '../lib/dynamo-accounting.js';
-import type { SimClock } from './sim-clock.js';
+import type { VirtualClock } from '../../testing/virtual-clock.js';
 
 export type { LimitOperation };
 
@@ -87,7 +87,7 @@ export function addTally(into: CallTally, t: CallTally): void {
 
 export interface SimLimitStoreOptions {
   /** The clock requests take their time on; without it (or with latency 0) a request only yields. */
-  readonly clock?: SimClock;
+  readonly clock?: VirtualClock;
   /** Round trip of one UpdateItem, ms. @default 0 */
   readonly latencyMs?: number;
   /**

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { MinHeap } from '../lib/min-heap.js';
+import { MinHeap } from '../../testing/min-heap.js';
 
 export interface QueuedMessage {
   /** When the message is (again) visible, epoch ms. */

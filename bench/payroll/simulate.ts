@@ -57,7 +57,7 @@ import {
 import type { TaskRecord } from '../../shared/task/model.js';
 import { SeededRandom } from '../capacity/workload.js';
 import { esmRequests } from '../lib/request-counting.js';
-import { SimClock } from './sim-clock.js';
+import { VirtualClock } from '../../testing/virtual-clock.js';
 import { addTally, type CallTally, type LimitOperation, newTally, SimLimitStore } from './sim-limit-store.js';
 import { SimProvider } from './sim-provider.js';
 import { MessageHeap } from './sim-queue.js';
@@ -292,7 +292,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
   const cpuStart = process.cpuUsage();
   const m: PayrollModel = { ...DEFAULT_MODEL, ...o.model };
   const floorS = floorSeconds(o.config, o.slips, m);
-  const clock = new SimClock(T0);
+  const clock = new VirtualClock(T0);
   const simRandom = new SeededRandom(o.seed);
   const kajRandom = new SeededRandom(o.seed ^ 0x5eed);
   const attribution = new AsyncLocalStorage<CallTally>();

@@ -5,7 +5,7 @@
  * run.
  */
 import { describe, expect, it } from 'vitest';
-import { SimClock } from '../../../bench/payroll/sim-clock.js';
+import { VirtualClock } from '../../../testing/virtual-clock.js';
 import { newTally, SimLimitStore } from '../../../bench/payroll/sim-limit-store.js';
 import { maxInWindow, SimProvider } from '../../../bench/payroll/sim-provider.js';
 import {
@@ -122,45 +122,9 @@ describe('Function: floorSeconds', () => {
   });
 });
 
-describe('Class: SimClock', () => {
-  it('wakes sleepers in time order, at exact (fractional) times, FIFO among equal times', async () => {
-    const clock = new SimClock(T0);
-    const woke: [string, number][] = [];
-    const sleeper = async (name: string, ms: number) => {
-      await clock.sleep(ms);
-      woke.push([name, clock.now() - T0]);
-    };
-    void sleeper('c', 12.5);
-    void sleeper('a', 2.5);
-    void sleeper('b', 2.5);
-    void sleeper('d', 0);
-    expect(await clock.run()).toBe('idle');
-    expect(woke).toEqual([
-      ['d', 0],
-      ['a', 2.5],
-      ['b', 2.5],
-      ['c', 12.5],
-    ]);
-  });
-
-  it('stops when told, or at its limit', async () => {
-    const clock = new SimClock(T0);
-    let n = 0;
-    const tick = () => {
-      n += 1;
-      clock.at(10, tick);
-    };
-    clock.at(10, tick);
-    expect(await clock.run(T0 + 1000, () => n >= 5)).toBe('done');
-    expect(clock.now()).toBe(T0 + 50);
-    expect(await clock.run(T0 + 100)).toBe('limit');
-    expect(clock.now()).toBe(T0 + 100);
-  });
-});
-
 describe('Class: SimLimitStore', () => {
   it('takes its latency on the clock per request, each decided at its midpoint', async () => {
-    const clock = new SimClock(T0);
+    const clock = new VirtualClock(T0);
     const store = new SimLimitStore({ clock, latencyMs: 5 });
     let answeredAt = 0;
     // On a new item, as on DynamoDB: the add into the map fails (no map), then the map is made.

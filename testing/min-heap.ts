@@ -1,6 +1,6 @@
 /**
- * A binary min-heap under a strict order (`earlier`): the simulations' timer queues and message
- * queues (bench/capacity/virtual-time.ts, bench/payroll/sim-clock.ts, bench/payroll/sim-queue.ts).
+ * A binary min-heap under a strict order (`earlier`): the virtual clock's timer queue
+ * (testing/virtual-clock.ts) and the payroll simulation's message queues (bench/payroll/sim-queue.ts).
  *
  * @module
  */
