@@ -39,8 +39,6 @@ import * as z from 'zod';
 import { createKaj } from '../shared/service/all-in-one.js';
 import { DEFAULTS, PRIORITIES, resourceNames, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { runtimeSettings } from '../shared/config/settings.js';
-import type { Clock } from '../shared/runtime/clock.js';
-import type { RandomSource } from '../shared/runtime/random.js';
 import { defineTask, PermanentError, TaskRegistry } from '../shared/task/define.js';
 import { isFinished } from '../shared/task/state-machine.js';
 import { type DeploymentModel, readDeployment } from './lib/deployment.js';
@@ -55,6 +53,7 @@ import {
 } from './lib/dynamo-accounting.js';
 import { CountingTaskQueue, esmRequests, idleReceivesPerDay, SqsLedger } from './lib/request-counting.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
+import { BenchClock, seededRandom } from './lib/determinism.js';
 import { MemoryTaskQueue, type ReceivedTaskMessage } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
 
@@ -171,30 +170,6 @@ const SCENARIOS: readonly Scenario[] = [
     direct: true,
   },
 ];
-
-class BenchClock implements Clock {
-  constructor(public t: number) {}
-  now(): number {
-    return this.t;
-  }
-}
-
-/** mulberry32: deterministic floats; ids are 32 hex digits like `cryptoRandom`'s. */
-function seededRandom(seed: number): RandomSource {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-  const hex8 = (): string =>
-    Math.floor(next() * 2 ** 32)
-      .toString(16)
-      .padStart(8, '0');
-  return { next, id: () => hex8() + hex8() + hex8() + hex8() };
-}
 
 /**
  * The event Lambda's SQS event source mapping invokes the consumer with for messages it received.

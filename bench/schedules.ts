@@ -37,8 +37,6 @@ import { createDynamoDbClient, createSqsClient } from '../shared/aws/clients.js'
 import { DEFAULTS, resourceNames, SCHEDULE_TABLE_SCHEMA, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../shared/config/settings.js';
 import { clientConfig, emulatorClients, emulatorSettings, type KajClients } from '../shared/aws/wiring.js';
-import type { Clock } from '../shared/runtime/clock.js';
-import type { RandomSource } from '../shared/runtime/random.js';
 import type { ScheduleRecord } from '../shared/schedule/model.js';
 import type { TickReport } from '../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../shared/schedule/timing.js';
@@ -73,6 +71,7 @@ import {
   vcpuShare,
 } from './lib/schedule-model.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
+import { BenchClock, seededRandom } from './lib/determinism.js';
 import { MemoryScheduleStore } from '../testing/memory-schedule-store.js';
 import { MemoryTaskQueue } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
@@ -146,30 +145,6 @@ const bodyOf = (i: number, jitter: string | undefined): Record<string, unknown> 
   payload: { tenant: `tenant-${String(i).padStart(5, '0')}`, report: 'daily-usage' },
   ...(jitter === undefined ? {} : { jitter }),
 });
-
-class BenchClock implements Clock {
-  constructor(public t: number) {}
-  now(): number {
-    return this.t;
-  }
-}
-
-/** mulberry32: deterministic floats; ids are 32 hex digits like `cryptoRandom`'s (as bench/cost.ts). */
-function seededRandom(seed: number): RandomSource {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-  const hex8 = (): string =>
-    Math.floor(next() * 2 ** 32)
-      .toString(16)
-      .padStart(8, '0');
-  return { next, id: () => hex8() + hex8() + hex8() + hex8() };
-}
 
 type StoredItem = Record<string, unknown>;
 
