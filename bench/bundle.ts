@@ -5,8 +5,8 @@
  *
  *   npm run bench:bundle -- --runs 3 --top 0     # the table alone (the figures in docs/measured.md)
  *
- * Rows: `before` is the wiring of the first release (one all-in-one root on the document client;
- * the same bundle for every function); each function as the stack deploys it, with the esbuild
+ * Rows (the bundle of the first version, one all-in-one root on the DynamoDB document client for
+ * every function, is measured in docs/measured.md, "Speed"): each function as the stack deploys it, with the esbuild
  * alias `@aws-sdk/credential-provider-node` → `shared/aws/lambda-credentials.ts` that
  * `infra/constructs/kaj-function.ts` passes as `esbuildArgs` (environment-only credentials); and
  * each function without that alias (`sdk-creds`: the SDK's default credential chain).
@@ -192,53 +192,6 @@ function zodBytes(meta: Metafile): number {
   return n;
 }
 
-/**
- * The wiring of the first release, as one entry: the all-in-one root (`createKaj` in
- * `shared/service/all-in-one.ts`: every service, whichever function it served) on the document-client store
- * (`bench/lib/document-task-store.ts`) and default SDK clients. It takes the limits store the
- * consumer needs when a task type uses a limit, as every root does today.
- */
-function beforeEntry(): string {
-  const at = (f: string) => JSON.stringify(join(REPO_ROOT, f));
-  return `
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { createKaj } from ${at('shared/service/all-in-one.ts')};
-import { laneQueueNamesOf, queueNamesOf } from ${at('shared/service/app/on-aws.ts')};
-import { loadFunctionConfig } from ${at('shared/config/settings.ts')};
-import { createLogger, createMetrics } from ${at('shared/service/observability.ts')};
-import { SqsTaskQueue } from ${at('shared/aws/sqs-task-queue.ts')};
-import { DynamoLimitStore } from ${at('shared/aws/dynamo-limit-store.ts')};
-import { registry } from ${at('tasks/index.ts')};
-import { DocumentTaskStore } from ${at('bench/lib/document-task-store.ts')};
-const logger = createLogger();
-const metrics = createMetrics();
-const config = loadFunctionConfig();
-const dynamodb = new DynamoDBClient({});
-const kaj = createKaj({
-  store: new DocumentTaskStore(dynamodb, config.tableName),
-  queue: new SqsTaskQueue(new SQSClient({}), {
-    queues: config.queueUrls,
-    deadLetterQueues: config.deadLetterQueueUrls,
-    lanes: config.laneQueueUrls ?? {},
-  }),
-  ...(config.limitsTableName === undefined ? {} : { limits: new DynamoLimitStore(dynamodb, config.limitsTableName) }),
-  registry, settings: config.settings, queueNames: queueNamesOf(config.queueUrls),
-  laneQueueNames: laneQueueNamesOf(config.laneQueueUrls ?? {}),
-  logger, metrics, idSecret: config.idSecret ?? '',
-});
-export const handler = async (event, context) => {
-  try {
-    if (event?.Records) return await kaj.processBatch(event, context);
-    if (event?.rawPath) return await kaj.handleHttp(event);
-    return await kaj.sweep(10_000);
-  } finally {
-    metrics.flush();
-  }
-};
-`;
-}
-
 interface Row {
   readonly name: string;
   readonly bytes: number;
@@ -263,9 +216,6 @@ async function add(name: string, entry: string, alias?: Record<string, string>):
 }
 
 try {
-  const before = join(dir, 'before-entry.ts');
-  writeFileSync(before, beforeEntry());
-  await add('before (all-in-one)', before);
   for (const name of NAMES) await add(name, join(REPO_ROOT, FUNCTION_ENTRIES[name]), ENV_CREDENTIALS_ALIAS);
   for (const name of NAMES) await add(`${name} sdk-creds`, join(REPO_ROOT, FUNCTION_ENTRIES[name]));
 

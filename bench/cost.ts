@@ -34,12 +34,11 @@
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { parseArgs } from 'node:util';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import { createKaj } from '../shared/service/all-in-one.js';
-import { PRIORITIES, resourceNames, TABLE_SCHEMA } from '../shared/config/resources.js';
+import { DEFAULTS, PRIORITIES, resourceNames, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { runtimeSettings } from '../shared/config/settings.js';
-import type { Clock } from '../shared/runtime/clock.js';
-import type { RandomSource } from '../shared/runtime/random.js';
 import { defineTask, PermanentError, TaskRegistry } from '../shared/task/define.js';
 import { isFinished } from '../shared/task/state-machine.js';
 import { type DeploymentModel, readDeployment } from './lib/deployment.js';
@@ -52,10 +51,11 @@ import {
   itemSize,
   queryReadUnits,
 } from './lib/dynamo-accounting.js';
-import { BenchTaskQueue, toSqsEvent } from './lib/memory-queue.js';
-import { BenchTaskStore } from './lib/memory-store.js';
 import { CountingTaskQueue, esmRequests, idleReceivesPerDay, SqsLedger } from './lib/request-counting.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
+import { BenchClock, seededRandom } from './lib/determinism.js';
+import { MemoryTaskQueue, type ReceivedTaskMessage } from '../testing/memory-task-queue.js';
+import { MemoryTaskStore } from '../testing/memory-task-store.js';
 
 const { values } = parseArgs({
   options: {
@@ -103,6 +103,8 @@ const HORIZON_MS = 48 * 3600 * 1000;
 /** A realistic owner: an IAM role ARN (its length is part of every item). */
 const CALLER = { owner: 'arn:aws:iam::123456789012:role/kaj-producer' };
 const LAMBDA_CONTEXT = { getRemainingTimeInMillis: () => 300_000 };
+/** What a receive of the event source mapping hides a message for: the queue's visibility timeout. */
+const VISIBILITY_S = DEFAULTS.queueVisibilityTimeoutSeconds;
 
 const payloadSchema = z.object({
   to: z.string(),
@@ -169,28 +171,35 @@ const SCENARIOS: readonly Scenario[] = [
   },
 ];
 
-class BenchClock implements Clock {
-  constructor(public t: number) {}
-  now(): number {
-    return this.t;
-  }
-}
-
-/** mulberry32: deterministic floats; ids are 32 hex digits like `cryptoRandom`'s. */
-function seededRandom(seed: number): RandomSource {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-  const hex8 = (): string =>
-    Math.floor(next() * 2 ** 32)
-      .toString(16)
-      .padStart(8, '0');
-  return { next, id: () => hex8() + hex8() + hex8() + hex8() };
+/**
+ * The event Lambda's SQS event source mapping invokes the consumer with for messages it received.
+ * Each record's message id is its receipt handle (unique per receive), which is what a
+ * `batchItemFailures` entry then names.
+ */
+function toSqsEvent(messages: readonly ReceivedTaskMessage[], queueName: string, now: number): SQSEvent {
+  const arn = `arn:aws:sqs:us-east-1:000000000000:${queueName}`;
+  const records: SQSRecord[] = messages.map((m) => ({
+    messageId: m.receiptHandle,
+    receiptHandle: m.receiptHandle,
+    body: m.body,
+    attributes: {
+      ApproximateReceiveCount: String(m.receiveCount),
+      SentTimestamp: String(now),
+      SenderId: 'AROAEXAMPLE:kaj',
+      ApproximateFirstReceiveTimestamp: String(now),
+    },
+    messageAttributes: Object.fromEntries(
+      Object.entries(m.attributes).map(([k, a]) => [
+        k,
+        { dataType: a.dataType, stringValue: a.value, stringListValues: [], binaryListValues: [] },
+      ]),
+    ),
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: arn,
+    awsRegion: 'us-east-1',
+  }));
+  return { Records: records };
 }
 
 /** Per-task figures of one run (everything divided by the number of tasks). */
@@ -234,8 +243,8 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   const dynamo = new DynamoLedger();
   const sqs = new SqsLedger();
   const outboxName = TABLE_SCHEMA.outboxIndex.name;
-  const inner = new BenchTaskStore(model.table, outboxName);
-  const memq = new BenchTaskQueue(clock);
+  const inner = new MemoryTaskStore();
+  const memq = new MemoryTaskQueue({ now: () => clock.now() });
   const kaj = createKaj({
     store: new AccountingTaskStore(inner, model.table, dynamo, outboxName),
     queue: new CountingTaskQueue(memq, sqs),
@@ -281,7 +290,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   const settled = (): boolean =>
     memq.nextVisibleAt() === undefined &&
     [...inner.items.values()].every(
-      (item) => isFinished(item.status as never) && (outbox === undefined || !isInIndex(item, outbox)),
+      (item) => isFinished(item.status) && (outbox === undefined || !isInIndex(item, outbox)),
     );
   const intervalMs = model.sweepIntervalSeconds * 1000;
   let nextSweep = START - (START % intervalMs) + intervalMs;
@@ -289,15 +298,15 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     for (let progressed = true; progressed; ) {
       progressed = false;
       for (const p of PRIORITIES) {
-        const batch = memq.receive(p, model.mappings.batchSize);
+        const batch = memq.receive(p, { max: model.mappings.batchSize, visibilitySeconds: VISIBILITY_S });
         if (batch.length === 0) continue;
         progressed = true;
         tag('consumer');
         const response = await kaj.processBatch(toSqsEvent(batch, names.queues[p], clock.now()), LAMBDA_CONTEXT);
         const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
         for (const m of batch) {
-          if (failed.has(m.messageId)) continue;
-          memq.delete(m.receiptHandle ?? '');
+          if (failed.has(m.receiptHandle)) continue;
+          memq.deleteMessage(p, m.receiptHandle);
           acknowledged += 1;
         }
         delivered += batch.length;
@@ -329,7 +338,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     storageGbMonths += ((itemSize(item) + ITEM_STORAGE_OVERHEAD) / BYTES_PER_GB) * ((expires - created) / MONTH_S);
   }
   const unsettled = [...inner.items.values()].filter(
-    (item) => !isFinished(item.status as never) || (outbox !== undefined && isInIndex(item, outbox)),
+    (item) => !isFinished(item.status) || (outbox !== undefined && isInIndex(item, outbox)),
   ).length;
   const measured: Measured = {
     tableWru: sum((o) => o.tableWru),
@@ -426,8 +435,8 @@ async function idleSweep(model: DeploymentModel): Promise<{ queries: number; rru
   const dynamo = new DynamoLedger();
   const clock = new BenchClock(START);
   const kaj = createKaj({
-    store: new AccountingTaskStore(new BenchTaskStore(model.table), model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
-    queue: new CountingTaskQueue(new BenchTaskQueue(clock), new SqsLedger()),
+    store: new AccountingTaskStore(new MemoryTaskStore(), model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
+    queue: new CountingTaskQueue(new MemoryTaskQueue({ now: () => clock.now() }), new SqsLedger()),
     registry,
     settings: runtimeSettings(),
     queueNames: resourceNames('kaj').queues,

@@ -16,8 +16,7 @@
  * adds CPU: the minimum is the least disturbed round), per variant and logging mode, and the AWS
  * requests per task the endpoint counted.
  *
- * Variants (`--variant`, repeatable; default all): see `VARIANTS` below. `before` is the wiring
- * before the per-function roots (one composition root, default SDK clients, the DynamoDB document client).
+ * Variants (`--variant`, repeatable; default all): see `VARIANTS` in bench/lib/cpu-variants.ts.
  * Logging: `silent` (no logger, no metrics) and `deployed` (`createLogger`/`createMetrics` of
  * shared/service/observability.ts at POWERTOOLS_LOG_LEVEL=INFO, flushed after each invocation as the
  * functions do).

@@ -7,12 +7,13 @@
  * Drives the real composition root (`createKaj` with a `schedules` store: `kaj.schedules.put`
  * creates the schedules, `kaj.ticker.tick` runs the tick) with a fake clock:
  *
- * - Counts (requests, read and write units): in-memory stores and queue wrapped in the cost
- *   benchmark's decorators, which bill every DynamoDB request by AWS's rules, index writes
+ * - Counts (requests, read and write units): the contract-tested in-memory fakes of the stores
+ *   and the queue (testing/) wrapped in the cost benchmark's decorators, which bill every DynamoDB request by AWS's rules, index writes
  *   included (bench/lib/dynamo-accounting.ts: `AccountingTaskStore` for the task table, its twin
  *   `AccountingScheduleStore` in bench/lib/schedule-accounting.ts for the schedules table), and
  *   count every SQS request (bench/lib/request-counting.ts). Deterministic: the runs must agree.
- * - Time: the same tick (1) over the bare in-memory stores, which measures Kaj's own code, and
+ * - Time: the same tick (1) over the bare fakes, which measures Kaj's own code (and the fakes'
+ *   copying and marshalling of every item, as the adapters do), and
  *   (2) over the real adapters (`DynamoScheduleStore`, `DynamoTaskStore`, `SqsTaskQueue`) with
  *   real SDK clients tuned as on Lambda, against dynalite and local-aws-sqs running in a child
  *   process, so that `process.cpuUsage()` counts Kaj and the SDK and not the emulators. The
@@ -36,8 +37,7 @@ import { createDynamoDbClient, createSqsClient } from '../shared/aws/clients.js'
 import { DEFAULTS, resourceNames, SCHEDULE_TABLE_SCHEMA, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../shared/config/settings.js';
 import { clientConfig, emulatorClients, emulatorSettings, type KajClients } from '../shared/aws/wiring.js';
-import type { Clock } from '../shared/runtime/clock.js';
-import type { RandomSource } from '../shared/runtime/random.js';
+import type { ScheduleRecord } from '../shared/schedule/model.js';
 import type { TickReport } from '../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../shared/schedule/timing.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
@@ -52,9 +52,6 @@ import {
   queryReadUnits,
 } from './lib/dynamo-accounting.js';
 import { startEmulatorProcess } from './lib/emulator-process.js';
-import { BenchTaskQueue } from './lib/memory-queue.js';
-import { BenchScheduleStore } from './lib/memory-schedule-store.js';
-import { BenchTaskStore } from './lib/memory-store.js';
 import { CountingTaskQueue, SqsLedger } from './lib/request-counting.js';
 import { AccountingScheduleStore } from './lib/schedule-accounting.js';
 import { readSchedulerDeployment, type SchedulerDeploymentModel } from './lib/schedule-deployment.js';
@@ -74,6 +71,10 @@ import {
   vcpuShare,
 } from './lib/schedule-model.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
+import { BenchClock, seededRandom } from './lib/determinism.js';
+import { MemoryScheduleStore } from '../testing/memory-schedule-store.js';
+import { MemoryTaskQueue } from '../testing/memory-task-queue.js';
+import { MemoryTaskStore } from '../testing/memory-task-store.js';
 
 const { values } = parseArgs({
   options: {
@@ -145,30 +146,6 @@ const bodyOf = (i: number, jitter: string | undefined): Record<string, unknown> 
   ...(jitter === undefined ? {} : { jitter }),
 });
 
-class BenchClock implements Clock {
-  constructor(public t: number) {}
-  now(): number {
-    return this.t;
-  }
-}
-
-/** mulberry32: deterministic floats; ids are 32 hex digits like `cryptoRandom`'s (as bench/cost.ts). */
-function seededRandom(seed: number): RandomSource {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-  const hex8 = (): string =>
-    Math.floor(next() * 2 ** 32)
-      .toString(16)
-      .padStart(8, '0');
-  return { next, id: () => hex8() + hex8() + hex8() + hex8() };
-}
-
 type StoredItem = Record<string, unknown>;
 
 // ---------------------------------------------------------------------------------------------
@@ -177,24 +154,29 @@ type StoredItem = Record<string, unknown>;
 interface World {
   readonly kaj: Kaj;
   readonly clock: BenchClock;
-  readonly schedules: BenchScheduleStore;
-  readonly tasks: BenchTaskStore;
-  readonly queue: BenchTaskQueue;
+  readonly schedules: MemoryScheduleStore;
+  readonly tasks: MemoryTaskStore;
+  readonly queue: MemoryTaskQueue;
   readonly ledgers: { readonly schedules: DynamoLedger; readonly tasks: DynamoLedger; readonly sqs: SqsLedger };
   readonly unbilled: () => number;
 }
 
-/** Kaj over in-memory stores holding `seed`; with `accounting`, every request is billed. */
+/**
+ * Kaj over the in-memory fakes, the schedules store holding copies of `seed` (items as stored);
+ * with `accounting`, every request is billed. `maxPerOwner`: the schedules one caller may create.
+ */
 function memoryWorld(
   model: SchedulerDeploymentModel,
   seed: Iterable<StoredItem>,
   at: number,
   accounting: boolean,
+  maxPerOwner?: number,
 ): World {
   const clock = new BenchClock(at);
-  const schedules = BenchScheduleStore.of(seed);
-  const tasks = new BenchTaskStore(model.taskTable, TABLE_SCHEMA.outboxIndex.name);
-  const queue = new BenchTaskQueue(clock);
+  const schedules = new MemoryScheduleStore();
+  for (const item of seed) schedules.items.set(String(item.name), structuredClone(item) as unknown as ScheduleRecord);
+  const tasks = new MemoryTaskStore();
+  const queue = new MemoryTaskQueue({ now: () => clock.now() });
   const ledgers = { schedules: new DynamoLedger(), tasks: new DynamoLedger(), sqs: new SqsLedger() };
   const accounted = accounting
     ? new AccountingScheduleStore(
@@ -215,23 +197,37 @@ function memoryWorld(
     clock,
     random: seededRandom(1),
     schedules: accounted ?? schedules,
+    ...(maxPerOwner === undefined ? {} : { scheduling: { maxPerOwner } }),
   });
   const unbilled = (): number =>
     accounted === undefined ? 0 : accounted.unbilled.DeleteItem + accounted.unbilled.Scan;
   return { kaj, clock, schedules, tasks, queue, ledgers, unbilled };
 }
 
-/** `n` schedules created through `kaj.schedules.put` at CREATED, as stored. */
+/**
+ * `n` schedules created through `kaj.schedules.put` at CREATED, as stored. One caller creates
+ * them all: the deployment lets it own `n` (the default cap is DEFAULTS.scheduleMaxPerOwner).
+ */
 async function seedSchedules(
   model: SchedulerDeploymentModel,
   n: number,
   jitter: string | undefined,
 ): Promise<StoredItem[]> {
-  const w = memoryWorld(model, [], CREATED, false);
+  const w = memoryWorld(model, [], CREATED, false, n);
   const service = w.kaj.schedules;
   if (service === undefined) throw new Error('createKaj built no schedule service');
   for (let i = 0; i < n; i += 1) await service.put(nameOf(i), bodyOf(i, jitter), CALLER);
-  return [...w.schedules.items.values()];
+  return [...w.schedules.items.values()] as unknown as StoredItem[];
+}
+
+/**
+ * When each run the world's queue holds becomes visible, in the order the tick sent them (nothing
+ * receives them: the queue holds every run sent; a schedule's runs go to the default priority).
+ */
+function runsVisibleAt(w: World): number[] {
+  const queued = w.queue.queued('normal');
+  if (queued.length !== w.queue.sent.length) throw new Error('a run was sent to a priority other than normal');
+  return queued.map((m) => m.visibleAt);
 }
 
 interface Timed {
@@ -496,7 +492,7 @@ function cpuOf(r: SizeResult): { fireMs: number; idleMs: number; source: string 
   return {
     fireMs: median(r.memory.fire.map((t) => t.cpuMs)),
     idleMs: median(r.memory.idle.map((t) => t.cpuMs)),
-    source: 'in-memory (Kaj alone: no SDK)',
+    source: 'in-memory (Kaj and the fakes: no SDK)',
   };
 }
 
@@ -801,7 +797,7 @@ async function main(): Promise<void> {
   printTable(['', ...cols], rows);
   const big = results.at(-1) as SizeResult;
   console.log(
-    `  In-process timing: the tick over in-memory stores measures Kaj's code alone; "emulators" runs the real adapters and SDK clients ` +
+    `  In-process timing: the tick over the in-memory fakes measures Kaj's code (and the fakes' copies of every item), no SDK; "emulators" runs the real adapters and SDK clients ` +
       `(tuned as on Lambda) against dynalite + local-aws-sqs in a child process over loopback HTTP — the CPU figure is this process's ` +
       `(Kaj + SDK + HTTP client; no TLS). Its wall time ≈ its CPU time: the tick is CPU-bound on the client side, dynalite keeps up on the other core.`,
   );
@@ -844,13 +840,13 @@ async function main(): Promise<void> {
   for (let k = 0; k <= 12; k += 1) {
     const tickAt = IDLE_TICK + k * DEFAULTS.scheduleTickSeconds * SECOND;
     jw.clock.t = tickAt;
-    const sentBefore = jw.queue.messages.length;
+    const sentBefore = jw.queue.sent.length;
     const c = await countedTick(jw);
     handed += c.report.created;
     const s = c.schedules;
     const cpuMs = cpuModel.idleMs + c.report.created * cpuModel.perFireMs;
     // The order the tick sent its runs in: when each would be sent on Lambda, against its fire moment.
-    const fireOrder = jw.queue.messages.slice(sentBefore).map((m) => m.visibleAt);
+    const fireOrder = runsVisibleAt(jw).slice(sentBefore);
     for (const m of memories) {
       const rates = ratesOf(big, m);
       const l = lateSends(fireOrder, tickAt, rates.overheadMs, rates.perFireMs);
@@ -871,7 +867,7 @@ async function main(): Promise<void> {
   const tasks = [...jw.tasks.items.values()];
   const runAts = tasks.map((t) => Date.parse(String(t.run_at)));
   const spread = fireSpread(runAts, MIDNIGHT, JITTER_MS / SECOND);
-  const visible = jw.queue.messages.filter((m) => !m.dead).map((m) => m.visibleAt);
+  const visible = runsVisibleAt(jw);
   const sqsSpread = fireSpread(visible, MIDNIGHT, JITTER_MS / SECOND);
   const offsets = jseed.map((r) => jitterOffsetMs(String(r.name), JITTER_MS));
   const offsetSpread = fireSpread(
@@ -1038,7 +1034,7 @@ async function main(): Promise<void> {
     return { item, entry };
   };
   const fresh = sizes(seed.slice(0, OPTS.steady));
-  const aged = sizes([...steadyW.schedules.items.values()]);
+  const aged = sizes([...steadyW.schedules.items.values()] as unknown as StoredItem[]);
   const storageUsd = (s: { item: number; entry: number }): number =>
     cost(PRICES.dynamodb.storage, storedBytes(s.item, [s.entry]) / BYTES_PER_GB);
 

@@ -98,9 +98,9 @@ export class MemoryScheduleStore implements ScheduleStore {
       .filter((r) => r.due_pk === partition && typeof r.due_at === 'number' && r.due_at <= dueBy)
       .sort(byDue)
       .filter((r) => after === undefined || byDue(r, after) > 0);
-    const keys = (r: ScheduleRecord) => ({ name: r.name, due_pk: r.due_pk as string, due_at: r.due_at as number });
-    const p = page(entries, limit, keys);
-    return { ...p, items: p.items.map(keys) };
+    // Only the keys are copied out (the index projects nothing else).
+    const keys = entries.map((r) => ({ name: r.name, due_pk: r.due_pk as string, due_at: r.due_at as number }));
+    return page(keys, limit, (k) => k);
   }
 
   async list(limit: number, cursor?: string): Promise<SchedulePage> {
@@ -137,11 +137,11 @@ function byDue(a: Position, b: Position): number {
   return (a.due_at ?? 0) - (b.due_at ?? 0) || compare(a.name, b.name);
 }
 
-function page(
-  entries: ScheduleRecord[],
+function page<T extends object>(
+  entries: T[],
   limit: number,
-  keyOf: (r: ScheduleRecord) => Record<string, unknown>,
-): SchedulePage {
+  keyOf: (r: T) => Record<string, unknown>,
+): SchedulePage<T> {
   const items = entries.slice(0, limit).map((r) => structuredClone(r));
   const last = items.at(-1);
   // As DynamoDB: a page that reached the limit has a LastEvaluatedKey, whether or not more follow.

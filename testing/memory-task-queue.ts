@@ -45,15 +45,28 @@ export interface ReceivedTaskMessage {
   readonly receiveCount: number;
 }
 
+/** A message on one of the fake's queues, as `queued` shows it without receiving it. */
+export interface QueuedTaskMessage {
+  readonly body: string;
+  readonly attributes: Readonly<Record<string, ReceivedAttribute>>;
+  /** When it was sent (epoch ms). */
+  readonly sentAt: number;
+  /** When it is (or becomes again) visible to a receive (epoch ms). */
+  readonly visibleAt: number;
+  readonly receiveCount: number;
+}
+
 interface StoredMessage {
   readonly body: string;
   readonly attributes: Record<string, ReceivedAttribute>;
+  readonly sentAt: number;
   visibleAt: number;
   receiptHandle: string | undefined;
   receiveCount: number;
 }
 
 const HANDLE_PREFIX = 'memory-receipt-';
+const DLQ_SUFFIX = '-dlq';
 
 /**
  * Records what the domain sends, for unit tests (`sent`, `dead`, `visibility`), and keeps the
@@ -121,10 +134,12 @@ export class MemoryTaskQueue implements TaskQueue {
   private enqueue(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): void {
     this.sent.push({ priority, message, delaySeconds: options.delaySeconds, type: options.type });
     const delay = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(options.delaySeconds)));
+    const now = this.now();
     this.queue(priority, false).push({
       body: JSON.stringify(message),
-      attributes: { [A.taskId]: str(message.task_id), [A.type]: str(options.type), [A.priority]: str(priority) },
-      visibleAt: this.now() + delay * 1000,
+      attributes: taskMessageAttributes(message, priority, options.type),
+      sentAt: now,
+      visibleAt: now + delay * 1000,
       receiptHandle: undefined,
       receiveCount: 0,
     });
@@ -134,20 +149,12 @@ export class MemoryTaskQueue implements TaskQueue {
     this.maybeFail('sendDead');
     if (!this.available) throw unavailable(`SendMessage to the ${letter.priority} DLQ`, letter.task_id);
     this.dead.push(letter);
-    const error = letter.last_error?.message ?? letter.reason;
+    const now = this.now();
     this.queue(letter.priority, true).push({
       body: JSON.stringify(letter),
-      attributes: {
-        [A.taskId]: str(letter.task_id),
-        [A.type]: str(letter.type),
-        [A.priority]: str(letter.priority),
-        [A.attempts]: { dataType: 'Number', value: String(letter.attempts) },
-        [A.failedAt]: str(letter.failed_at),
-        [A.error]: str(
-          error.length > MAX_ERROR_ATTRIBUTE_CHARS ? `${error.slice(0, MAX_ERROR_ATTRIBUTE_CHARS - 1)}…` : error,
-        ),
-      },
-      visibleAt: this.now(),
+      attributes: deadLetterAttributes(letter),
+      sentAt: now,
+      visibleAt: now,
       receiptHandle: undefined,
       receiveCount: 0,
     });
@@ -229,8 +236,29 @@ export class MemoryTaskQueue implements TaskQueue {
     return i >= 0;
   }
 
+  /** What is on the priority's queue (or its DLQ) now, oldest first, without receiving it. */
+  queued(priority: Priority, options: { readonly dead?: boolean } = {}): QueuedTaskMessage[] {
+    return this.queue(priority, options.dead ?? false).map((m) => ({
+      body: m.body,
+      attributes: structuredClone(m.attributes),
+      sentAt: m.sentAt,
+      visibleAt: m.visibleAt,
+      receiveCount: m.receiveCount,
+    }));
+  }
+
+  /** The earliest time a message on a priority queue (DLQs aside) is visible; undefined: none is queued. */
+  nextVisibleAt(): number | undefined {
+    let next: number | undefined;
+    for (const [key, q] of this.queues) {
+      if (key.endsWith(DLQ_SUFFIX)) continue;
+      for (const m of q) if (next === undefined || m.visibleAt < next) next = m.visibleAt;
+    }
+    return next;
+  }
+
   private queue(priority: Priority, dead: boolean): StoredMessage[] {
-    const key = `${priority}${dead ? '-dlq' : ''}`;
+    const key = `${priority}${dead ? DLQ_SUFFIX : ''}`;
     let q = this.queues.get(key);
     if (q === undefined) {
       q = [];
@@ -246,6 +274,30 @@ export class MemoryTaskQueue implements TaskQueue {
       throw err;
     }
   }
+}
+
+/** The message attributes `SqsTaskQueue` sends a task message with. */
+export function taskMessageAttributes(
+  message: TaskMessage,
+  priority: Priority,
+  type: string,
+): Record<string, ReceivedAttribute> {
+  return { [A.taskId]: str(message.task_id), [A.type]: str(type), [A.priority]: str(priority) };
+}
+
+/** The message attributes `SqsTaskQueue` sends a dead letter with (the error cut to its limit). */
+export function deadLetterAttributes(letter: DeadLetter): Record<string, ReceivedAttribute> {
+  const error = letter.last_error?.message ?? letter.reason;
+  return {
+    [A.taskId]: str(letter.task_id),
+    [A.type]: str(letter.type),
+    [A.priority]: str(letter.priority),
+    [A.attempts]: { dataType: 'Number', value: String(letter.attempts) },
+    [A.failedAt]: str(letter.failed_at),
+    [A.error]: str(
+      error.length > MAX_ERROR_ATTRIBUTE_CHARS ? `${error.slice(0, MAX_ERROR_ATTRIBUTE_CHARS - 1)}…` : error,
+    ),
+  };
 }
 
 function str(value: string): ReceivedAttribute {

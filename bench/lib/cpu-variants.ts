@@ -2,17 +2,16 @@
  * The wirings `bench/cpu.ts` compares, in the order it prints them:
  * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network, and the bare
  *   HTTP exchanges without Kaj and the SDK (`./floors.ts`);
- * - `before`: the earlier wiring (all-in-one root, document client, SDK defaults);
  * - `low-level-store`, `+cache-middleware`, `+reuse-signer`: the SDK changes one at a time, each
- *   on top of the previous one (all-in-one root, so only the change differs);
+ *   on top of the previous one (all-in-one root on `DynamoTaskStore`, so only the change differs;
+ *   the wiring of the first version, on the DynamoDB document client, is measured in
+ *   docs/measured.md, "Speed");
  * - `after`: what is deployed now: each function's own root with its tuned clients. Each builds the API function's and the consumer
  * function's entry points from a `FunctionConfig`, a registry and the observability of the run,
  * with SDK clients configured from the environment (the instant endpoint), as on Lambda.
  *
  * @module
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { HttpResult } from '../../shared/service/api/http.js';
 import { createKaj, queueNameOf } from '../../shared/service/all-in-one.js';
@@ -26,7 +25,6 @@ import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { type ClientTuning, createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';
 import type { Logger, Metrics } from '../../shared/runtime/logger.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
-import { DocumentTaskStore } from './document-task-store.js';
 import { ListTaskQueue, MapTaskStore, RawAwsHttp } from './floors.js';
 import type { SentMessage } from './instant-endpoint.js';
 import { randomUUID } from 'node:crypto';
@@ -43,34 +41,8 @@ export type Observe = { logger?: Logger; metrics?: Metrics };
 
 type Variant = (config: FunctionConfig, registry: TaskRegistry, observe: Observe) => Promise<BenchFunctions>;
 
-/** The earlier wiring: `createKajOnAws` as it was: default clients, the document-client store, one root for all. */
-const before: Variant = async (config, registry, observe) => {
-  const dynamodb = new DynamoDBClient({});
-  const sqs = new SQSClient({});
-  const queueNames = {} as Record<Priority, string>;
-  for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
-  const kaj = createKaj({
-    ...observe,
-    store: new DocumentTaskStore(dynamodb, config.tableName),
-    queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
-    registry,
-    settings: config.settings,
-    queueNames,
-    ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
-    defaultOwner: 'anonymous',
-  });
-  return {
-    api: (e) => kaj.handleHttp(e),
-    consumer: (e, c) => kaj.processBatch(e, c),
-    close: () => {
-      dynamodb.destroy();
-      sqs.destroy();
-    },
-  };
-};
-
-/** One root for all (`createKaj`), the store and clients given. */
-function allInOne(tuning: ClientTuning, store: 'document' | 'low-level'): Variant {
+/** One root for all (`createKaj`) on `DynamoTaskStore`, the clients tuned as given. */
+function allInOne(tuning: ClientTuning): Variant {
   return async (config, registry, observe) => {
     const dynamodb = createDynamoDbClient({}, tuning);
     const sqs = createSqsClient({}, tuning);
@@ -78,10 +50,7 @@ function allInOne(tuning: ClientTuning, store: 'document' | 'low-level'): Varian
     for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
     const kaj = createKaj({
       ...observe,
-      store:
-        store === 'document'
-          ? new DocumentTaskStore(dynamodb, config.tableName)
-          : new DynamoTaskStore(dynamodb, config.tableName),
+      store: new DynamoTaskStore(dynamodb, config.tableName),
       queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
       registry,
       settings: config.settings,
@@ -220,10 +189,9 @@ const UNTUNED: ClientTuning = { cacheMiddleware: false, reuseSigner: false };
 export const VARIANTS = {
   'floor:kaj-alone': kajAlone,
   'floor:network-alone': networkAlone,
-  before,
-  'low-level-store': allInOne(UNTUNED, 'low-level'),
-  '+cache-middleware': allInOne({ ...UNTUNED, cacheMiddleware: true }, 'low-level'),
-  '+reuse-signer': allInOne({ cacheMiddleware: true, reuseSigner: true }, 'low-level'),
+  'low-level-store': allInOne(UNTUNED),
+  '+cache-middleware': allInOne({ ...UNTUNED, cacheMiddleware: true }),
+  '+reuse-signer': allInOne({ cacheMiddleware: true, reuseSigner: true }),
   after,
 } satisfies Record<string, Variant>;
 export type VariantName = keyof typeof VARIANTS;

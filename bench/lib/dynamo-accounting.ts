@@ -19,7 +19,8 @@
  *   nothing. Each index write is sized by the projected entry (table key + index key + projected
  *   attributes), one unit per started KB.
  *
- * {@link AccountingTaskStore} applies them to every call of the `TaskStore` port it wraps.
+ * {@link AccountingTaskStore} applies them to every call of the `TaskStore` port it wraps (the
+ * benches wrap the contract-tested fake, `testing/memory-task-store.ts`).
  *
  * @module
  */
@@ -95,7 +96,7 @@ export function numberSize(n: number | bigint): number {
 }
 
 /** DynamoDB's size of an item: every attribute's UTF-8 name plus its value. Absent item: 0. */
-export function itemSize(item: Item | undefined): number {
+export function itemSize(item: object | undefined): number {
   if (item === undefined) return 0;
   let total = 0;
   for (const [k, v] of Object.entries(item)) {
@@ -122,9 +123,9 @@ export function queryReadUnits(totalBytes: number): number {
 }
 
 /** Whether an item has an entry in a sparse index: only with every index key attribute present. */
-export function isInIndex(item: Item | undefined, index: IndexModel): boolean {
+export function isInIndex(item: object | undefined, index: IndexModel): boolean {
   if (item === undefined) return false;
-  const present = (a: string): boolean => item[a] !== undefined && item[a] !== null;
+  const present = (a: string): boolean => (item as Item)[a] !== undefined && (item as Item)[a] !== null;
   return present(index.partitionKey) && (index.sortKey === undefined || present(index.sortKey));
 }
 
@@ -136,6 +137,26 @@ export function projectedItem(item: Item, table: TableModel, index: IndexModel):
   const out: Record<string, unknown> = {};
   for (const n of names) if (n !== undefined && item[n] !== undefined) out[n] = item[n];
   return out;
+}
+
+/**
+ * The bytes a Query of `index` reads to return `entries` (what the port hands over: the keys):
+ * each entry as the index projects it, taken from the whole item (`load`) when the index projects
+ * more than the keys.
+ */
+export async function queryBytes(
+  entries: readonly object[],
+  table: TableModel,
+  index: IndexModel | undefined,
+  load: (entry: Item) => Promise<Item | undefined>,
+): Promise<number> {
+  let bytes = 0;
+  for (const entry of entries as Item[]) {
+    const keysOnly = index === undefined || index.projection.type === 'KEYS_ONLY';
+    const source = keysOnly ? entry : ((await load(entry)) ?? entry);
+    bytes += itemSize(index === undefined ? source : projectedItem(source, table, index));
+  }
+  return bytes;
 }
 
 /** What a table write did to one index. */
@@ -352,14 +373,9 @@ export class AccountingTaskStore implements TaskStore {
   }
 
   async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
-    const items = await this.inner.listOutboxDue(partition, dueBy, limit);
+    const entries = await this.inner.listOutboxDue(partition, dueBy, limit);
     const index = this.table.indexes.find((i) => i.name === this.outboxIndex);
-    const bytes = items.reduce(
-      (s, r) =>
-        s +
-        itemSize(index === undefined ? (r as unknown as Item) : projectedItem(r as unknown as Item, this.table, index)),
-      0,
-    );
+    const bytes = await queryBytes(entries, this.table, index, (e) => this.peek(String(e.task_id)));
     this.ledger.record({
       api: 'Query',
       taskId: undefined,
@@ -369,10 +385,10 @@ export class AccountingTaskStore implements TaskStore {
       indexWru: 0,
       index: [],
       rru: queryReadUnits(bytes),
-      items: items.length,
+      items: entries.length,
       label: `${this.outboxIndex} ${partition}`,
     });
-    return items;
+    return entries;
   }
 
   private async peek(taskId: string): Promise<Item | undefined> {

@@ -20,7 +20,11 @@ import type {
 } from '../../shared/task/task-queue.js';
 import { changeVisibilities } from '../../shared/task/visibility.js';
 import { SQS_BILLING_CHUNK_BYTES } from '../prices.js';
-import { deadLetterAttributes, type MessageAttribute, taskMessageAttributes } from './memory-queue.js';
+import {
+  deadLetterAttributes,
+  type ReceivedAttribute,
+  taskMessageAttributes,
+} from '../../testing/memory-task-queue.js';
 
 /** Most entries in one SQS batch request (SendMessageBatch, DeleteMessageBatch, ReceiveMessage). */
 export const SQS_MAX_BATCH = 10;
@@ -61,7 +65,7 @@ export function sqsBilledRequests(payloadBytes: number): number {
 }
 
 /** A message's payload as SQS sizes it: body plus each attribute's name, data type and value. */
-export function messagePayloadBytes(body: string, attributes: Readonly<Record<string, MessageAttribute>>): number {
+export function messagePayloadBytes(body: string, attributes: Readonly<Record<string, ReceivedAttribute>>): number {
   let bytes = Buffer.byteLength(body, 'utf8');
   for (const [name, a] of Object.entries(attributes)) {
     bytes += Buffer.byteLength(name, 'utf8') + Buffer.byteLength(a.dataType, 'utf8') + Buffer.byteLength(a.value);

@@ -24,7 +24,7 @@ import {
   failedWriteCost,
   type Item,
   itemSize,
-  projectedItem,
+  queryBytes,
   queryReadUnits,
   readUnits,
   successfulWriteCost,
@@ -113,13 +113,7 @@ export class AccountingScheduleStore implements ScheduleStore {
   ): Promise<SchedulePage<ScheduleDueEntry>> {
     const page = await this.inner.listDue(partition, dueBy, limit, cursor);
     const index = this.table.indexes.find((i) => i.name === this.dueIndex);
-    let bytes = 0;
-    for (const entry of page.items) {
-      // An index projecting more than the keys returns more than the port hands over: size it from the item.
-      const full = index === undefined || index.projection.type === 'KEYS_ONLY' ? entry : await this.peek(entry.name);
-      const source = (full ?? entry) as Item;
-      bytes += itemSize(index === undefined ? source : projectedItem(source, this.table, index));
-    }
+    const bytes = await queryBytes(page.items, this.table, index, (e) => this.peek(String(e.name)));
     this.ledger.record({
       api: 'Query',
       taskId: undefined,

@@ -75,4 +75,33 @@ describe('Class: MemoryTaskQueue', () => {
       expect(fake.sent).toHaveLength(2);
     });
   });
+
+  describe('Method: queued / nextVisibleAt', () => {
+    it('shows what a queue holds without receiving it, and when the next message becomes visible', async () => {
+      let now = 1_000_000;
+      const fake = new MemoryTaskQueue({ now: () => now });
+      expect(fake.nextVisibleAt()).toBeUndefined();
+      await fake.send('high', { task_id: 't_1', dispatch_id: 'd_1' }, { delaySeconds: 30, type: 'job' });
+      await fake.sendDead({
+        task_id: 't_2',
+        dispatch_id: 'd_2',
+        type: 'job',
+        priority: 'high',
+        attempts: 1,
+        reason: 'r',
+        failed_at: 'then',
+      });
+      expect(fake.queued('high').map((m) => [m.sentAt, m.visibleAt, m.receiveCount])).toEqual([
+        [1_000_000, 1_030_000, 0],
+      ]);
+      expect(fake.queued('high', { dead: true })).toHaveLength(1);
+      expect(fake.nextVisibleAt()).toBe(1_030_000); // the DLQs aside
+      now = 1_030_000;
+      const [got] = fake.receive('high', { visibilitySeconds: 330 });
+      expect(fake.queued('high')[0]?.receiveCount).toBe(1);
+      expect(fake.nextVisibleAt()).toBe(1_360_000);
+      fake.deleteMessage('high', got?.receiptHandle ?? '');
+      expect(fake.nextVisibleAt()).toBeUndefined();
+    });
+  });
 });

@@ -18,9 +18,9 @@ import {
   writeUnits,
 } from '../../../bench/lib/dynamo-accounting.js';
 import { rateSeconds, tableModel } from '../../../bench/lib/deployment.js';
-import { BenchTaskStore, holds } from '../../../bench/lib/memory-store.js';
 import { ConditionFailedError, TaskAlreadyExistsError } from '../../../shared/task/store-errors.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
 
 const OUTBOX_ALL: IndexModel = {
   name: 'outbox',
@@ -255,7 +255,7 @@ function preRedesignRecord(payload: unknown): TaskRecord {
 /** The pre-redesign write path of a first-attempt success: put, send confirmation, claim, outcome. */
 async function preRedesignSuccess(payload: unknown): Promise<DynamoLedger> {
   const ledger = new DynamoLedger();
-  const store = new AccountingTaskStore(new BenchTaskStore(ALL), ALL, ledger, 'outbox');
+  const store = new AccountingTaskStore(new MemoryTaskStore(), ALL, ledger, 'outbox');
   const r = preRedesignRecord(payload);
   const now = Date.parse(r.created_at);
   await store.create(r);
@@ -312,7 +312,7 @@ describe('Class: AccountingTaskStore', () => {
 
   it('charges a replayed create as a failed conditional write, by the larger item', async () => {
     const ledger = new DynamoLedger();
-    const store = new AccountingTaskStore(new BenchTaskStore(KEYS), KEYS, ledger, 'outbox');
+    const store = new AccountingTaskStore(new MemoryTaskStore(), KEYS, ledger, 'outbox');
     const r = preRedesignRecord({});
     await store.create(r);
     await expect(store.create({ ...r, payload: { body: blob(1500) } })).rejects.toBeInstanceOf(TaskAlreadyExistsError);
@@ -324,7 +324,7 @@ describe('Class: AccountingTaskStore', () => {
 
   it('charges a failed update of a missing item 1 unit and writes no index', async () => {
     const ledger = new DynamoLedger();
-    const store = new AccountingTaskStore(new BenchTaskStore(ALL), ALL, ledger, 'outbox');
+    const store = new AccountingTaskStore(new MemoryTaskStore(), ALL, ledger, 'outbox');
     await expect(store.update('t_missing', { set: { status: 'running' } }, {})).rejects.toBeInstanceOf(
       ConditionFailedError,
     );
@@ -335,7 +335,7 @@ describe('Class: AccountingTaskStore', () => {
 
   it('charges reads by consistency and tags each request with who made it', async () => {
     const ledger = new DynamoLedger();
-    const store = new AccountingTaskStore(new BenchTaskStore(KEYS), KEYS, ledger, 'outbox');
+    const store = new AccountingTaskStore(new MemoryTaskStore(), KEYS, ledger, 'outbox');
     await store.create(preRedesignRecord({}));
     ledger.tag = 'consumer';
     await store.get(`t_${'a'.repeat(32)}`);
@@ -348,9 +348,9 @@ describe('Class: AccountingTaskStore', () => {
     ]);
   });
 
-  it('charges an outbox Query by the projected entries it returns', async () => {
+  it('charges an outbox Query by the projected entries it reads (the whole item under ALL)', async () => {
     const ledger = new DynamoLedger();
-    const inner = new BenchTaskStore(ALL);
+    const inner = new MemoryTaskStore();
     const store = new AccountingTaskStore(inner, ALL, ledger, 'outbox');
     for (let i = 0; i < 8; i++) {
       await store.create({ ...preRedesignRecord({ body: blob(1900) }), task_id: `t_${i}`, outbox_due: i });
@@ -360,29 +360,11 @@ describe('Class: AccountingTaskStore', () => {
     // 8 entries of ~2.3 KB: 18+ KB → 5 × 4 KB → 2.5 units (eventually consistent).
     expect(ledger.ops.at(-1)).toMatchObject({ api: 'Query', items: 8, rru: 2.5 });
     const keysLedger = new DynamoLedger();
-    const keysStore = new AccountingTaskStore(new BenchTaskStore(KEYS), KEYS, keysLedger, 'outbox');
+    const keysStore = new AccountingTaskStore(new MemoryTaskStore(), KEYS, keysLedger, 'outbox');
     await keysStore.create(preRedesignRecord({ body: blob(1900) }));
     const [entry] = await keysStore.listOutboxDue('queue#normal', Number.MAX_SAFE_INTEGER, 10);
     expect(Object.keys(entry ?? {}).sort()).toEqual(['outbox_due', 'outbox_pk', 'task_id']);
     expect(keysLedger.ops.at(-1)).toMatchObject({ api: 'Query', rru: 0.5 });
-  });
-});
-
-describe('Class: BenchTaskStore', () => {
-  const item = { task_id: 't', status: 'running', lease_until: 100, lease_token: 2, dispatch_id: 'd' };
-
-  it('holds `status` OR `orLeaseExpiredBefore`, AND the rest', () => {
-    expect(holds(item, { status: ['queued'], orLeaseExpiredBefore: 101 })).toBe(true);
-    expect(holds(item, { status: ['queued'], orLeaseExpiredBefore: 100 })).toBe(false);
-    expect(holds(item, { status: ['running'], leaseToken: 2, dispatchId: 'd' })).toBe(true);
-    expect(holds(item, { status: ['running'], leaseToken: 3 })).toBe(false);
-    expect(holds(item, { outboxPending: true })).toBe(false);
-    expect(holds({ ...item, outbox_pk: 'q' }, { outboxPending: true })).toBe(true);
-    expect(holds({ ...item, cancel_requested: false }, { noCancelRequest: true })).toBe(false);
-  });
-
-  it('refuses a condition it does not know rather than ignoring it', () => {
-    expect(() => holds(item, { shinyNewCondition: 1 } as never)).toThrow(/unknown TaskCondition "shinyNewCondition"/);
   });
 });
 

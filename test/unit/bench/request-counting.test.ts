@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { BenchTaskQueue, toSqsEvent } from '../../../bench/lib/memory-queue.js';
 import {
   batchSendRequests,
   CountingTaskQueue,
@@ -9,14 +8,8 @@ import {
   SqsLedger,
   sqsBilledRequests,
 } from '../../../bench/lib/request-counting.js';
-import { MessageGoneError } from '../../../shared/task/queue-errors.js';
+import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
 
-const clock = {
-  t: 1_000_000,
-  now() {
-    return this.t;
-  },
-};
 const message = (i: number) => ({ task_id: `t_${i}`, dispatch_id: `d_${i}`, timeout_seconds: 60 });
 
 describe('Function: sqsBilledRequests', () => {
@@ -55,56 +48,29 @@ describe('Function: esmRequests / idleReceivesPerDay (the event source mapping m
 
 describe('Class: CountingTaskQueue', () => {
   it('records one request per port call and forwards it', async () => {
-    const inner = new BenchTaskQueue(clock);
+    const inner = new MemoryTaskQueue();
     const ledger = new SqsLedger();
     const queue = new CountingTaskQueue(inner, ledger);
     ledger.tag = 'api';
     await queue.send('normal', message(1), { delaySeconds: 0, type: 'send_email' });
     await queue.sendDead({ ...message(2), type: 'x', priority: 'high', attempts: 1, reason: 'r', failed_at: 'now' });
-    const [received] = inner.receive('normal', 10);
+    const [received] = inner.receive('normal');
     await queue.changeVisibility('normal', received?.receiptHandle ?? '', 60);
     expect(ledger.calls.map((c) => [c.api, c.requests, c.billed, c.by, c.tag])).toEqual([
       ['SendMessage', 1, 1, 'kaj', 'api'],
       ['SendMessage', 1, 1, 'kaj', 'api'],
       ['ChangeMessageVisibility', 1, 1, 'kaj', 'api'],
     ]);
-    expect(inner.deadLetters()).toHaveLength(1);
+    expect(inner.queued('high', { dead: true })).toHaveLength(1);
   });
 
   it('counts a batched send as one request per 10 entries, and enqueues every entry', async () => {
-    const inner = new BenchTaskQueue(clock);
+    const inner = new MemoryTaskQueue();
     const ledger = new SqsLedger();
     const queue = new CountingTaskQueue(inner, ledger);
     const entries = Array.from({ length: 12 }, (_, i) => ({ message: message(i), delaySeconds: 0, type: 'x' }));
     await queue.sendMany('low', entries);
     expect(ledger.calls).toMatchObject([{ api: 'SendMessageBatch', requests: 2, billed: 2 }]);
-    expect(inner.receive('low', 100)).toHaveLength(12);
-  });
-});
-
-describe('Class: BenchTaskQueue', () => {
-  it('keeps a delayed message hidden until its delay has passed, then hands it out once', () => {
-    const c = { t: 0, now: () => c.t };
-    const q = new BenchTaskQueue(c, 330);
-    void q.send('high', message(1), { delaySeconds: 30, type: 'x' });
-    expect(q.receive('high', 10)).toHaveLength(0);
-    expect(q.nextVisibleAt()).toBe(30_000);
-    c.t = 30_000;
-    const batch = q.receive('high', 10);
-    expect(batch).toHaveLength(1);
-    expect(q.receive('high', 10)).toHaveLength(0);
-    const event = toSqsEvent(batch, 'kaj-high', c.t);
-    expect(event.Records[0]).toMatchObject({
-      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:kaj-high',
-      attributes: { ApproximateReceiveCount: '1' },
-      body: JSON.stringify(message(1)),
-    });
-    expect(q.delete(batch[0]?.receiptHandle ?? '')).toBe(true);
-    expect(q.nextVisibleAt()).toBeUndefined();
-  });
-
-  it('refuses a visibility change for a message no longer in flight', async () => {
-    const q = new BenchTaskQueue(clock);
-    await expect(q.changeVisibility('normal', 'rh-unknown', 10)).rejects.toBeInstanceOf(MessageGoneError);
+    expect(inner.queued('low')).toHaveLength(12);
   });
 });

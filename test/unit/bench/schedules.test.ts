@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { DynamoLedger, type TableModel } from '../../../bench/lib/dynamo-accounting.js';
-import { BenchScheduleStore } from '../../../bench/lib/memory-schedule-store.js';
 import { AccountingScheduleStore } from '../../../bench/lib/schedule-accounting.js';
 import {
   drainTicks,
@@ -17,6 +16,7 @@ import {
 } from '../../../bench/lib/schedule-model.js';
 import type { ScheduleRecord } from '../../../shared/schedule/model.js';
 import { ScheduleVersionConflictError } from '../../../shared/schedule/store-errors.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 
 const TABLE: TableModel = {
   partitionKey: 'name',
@@ -152,56 +152,10 @@ describe('Function: storedBytes', () => {
   });
 });
 
-describe('Class: BenchScheduleStore', () => {
-  it('keeps the version condition and hands out copies', async () => {
-    const store = new BenchScheduleStore();
-    await store.put(record('a', 1), 'absent');
-    await expect(store.put(record('a', 1), 'absent')).rejects.toBeInstanceOf(ScheduleVersionConflictError);
-    await expect(store.put(record('a', 3), 2)).rejects.toBeInstanceOf(ScheduleVersionConflictError);
-    await store.put(record('a', 2), 1);
-    const got = await store.get('a');
-    expect(got?.version).toBe(2);
-    if (got !== undefined) got.owner = 'changed';
-    expect((await store.get('a'))?.owner).toBe('o');
-    await store.delete('a', 2);
-    expect(await store.get('a')).toBeUndefined();
-  });
-
-  it('lists one due partition by due_at then name, in pages with a cursor when full, as keys only', async () => {
-    const store = BenchScheduleStore.of([
-      record('c', 1, { pk: 'due#0', at: 20 }),
-      record('b', 1, { pk: 'due#0', at: 10 }),
-      record('a', 1, { pk: 'due#0', at: 20 }),
-      record('x', 1, { pk: 'due#1', at: 5 }),
-      record('late', 1, { pk: 'due#0', at: 99 }),
-      record('idle', 1),
-    ]);
-    const first = await store.listDue('due#0', 50, 2);
-    expect(first.items).toEqual([
-      { name: 'b', due_pk: 'due#0', due_at: 10 },
-      { name: 'a', due_pk: 'due#0', due_at: 20 },
-    ]);
-    expect(first.cursor).toBeDefined();
-    const second = await store.listDue('due#0', 50, 2, first.cursor);
-    expect(second.items.map((e) => e.name)).toEqual(['c']);
-    expect(second.cursor).toBeUndefined();
-    await expect(store.listDue('due#1', 50, 2, first.cursor)).rejects.toThrow(/cursor/);
-  });
-
-  it('moves an entry in the index when due_at changes, and drops it when the keys go', async () => {
-    const store = BenchScheduleStore.of([record('a', 1, { pk: 'due#0', at: 10 })]);
-    await store.put(record('a', 2, { pk: 'due#0', at: 100 }), 1);
-    expect((await store.listDue('due#0', 50, 10)).items).toEqual([]);
-    expect((await store.listDue('due#0', 100, 10)).items.map((e) => e.due_at)).toEqual([100]);
-    await store.put(record('a', 3), 2);
-    expect((await store.listDue('due#0', 1000, 10)).items).toEqual([]);
-  });
-});
-
 describe('Class: AccountingScheduleStore', () => {
   it('bills reads by consistency, writes by size with the index move, and Queries by the keys returned', async () => {
     const ledger = new DynamoLedger();
-    const store = new AccountingScheduleStore(new BenchScheduleStore(), TABLE, ledger, 'due');
+    const store = new AccountingScheduleStore(new MemoryScheduleStore(), TABLE, ledger, 'due');
     await store.put(record('a', 1, { pk: 'due#0', at: 10 }), 'absent');
     await store.put(record('a', 2, { pk: 'due#0', at: 20 }), 1);
     await store.get('a');
