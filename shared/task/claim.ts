@@ -66,6 +66,16 @@ function lapsingLeaseMs(current: TaskRecord | undefined, heartbeatSeconds: numbe
   return left > 0 && left <= heartbeatSeconds * 1000 ? left : undefined;
 }
 
+/**
+ * The `orLeaseExpiredBefore` of a lease that ended at or before `now`: the claim treats a lease
+ * with `lease_until <= now` as ended, and the store's condition is strict (`lease_until < t`).
+ * With `now` itself, a message that came back in the very millisecond its lease ended was judged
+ * reclaimable and then refused by its own condition.
+ */
+function endedBy(now: number): number {
+  return now + 1;
+}
+
 /** True when the record the message was sent ahead of is not there yet (not written, or at an earlier dispatch). */
 function writeStillLanding(current: TaskRecord | undefined, dispatchId: string): boolean {
   if (current === undefined) return true;
@@ -249,7 +259,7 @@ export class TaskClaims {
       ? withAttempt(current.history, attemptRecord(current, 'cancelled', now, undefined), this.d.settings)
       : undefined;
     const condition = wasRunning
-      ? { leaseToken: current.lease_token, orLeaseExpiredBefore: now }
+      ? { leaseToken: current.lease_token, orLeaseExpiredBefore: endedBy(now) }
       : { status: [current.status], dispatchId: current.dispatch_id };
     try {
       await this.d.store.update(current.task_id, cancelChanges(current, now, this.d.settings, history), condition);
@@ -288,7 +298,7 @@ export class TaskClaims {
       error,
     };
     const history = withAttempt(current.history, crashed, this.d.settings);
-    const fence = { leaseToken: current.lease_token, orLeaseExpiredBefore: now };
+    const fence = { leaseToken: current.lease_token, orLeaseExpiredBefore: endedBy(now) };
     const counter = attributed ? { crashes: 1 } : { unattributed_crashes: 1 };
     const decision = afterCrash(crashes, limit, current.attempts, current.max_attempts);
     try {
@@ -322,7 +332,7 @@ export class TaskClaims {
         commit: () => this.reclaimNow(current, { history, error, counter, fence, crashes, attributed }),
       }));
     } catch (err) {
-      if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
+      if (err instanceof ConditionFailedError) return reclaimRefused(current, err);
       throw err;
     }
   }
@@ -332,7 +342,7 @@ export class TaskClaims {
     try {
       return await this.reclaim(current, this.d.clock.now(), w);
     } catch (err) {
-      if (err instanceof ConditionFailedError) return { kind: 'drop', reason: 'another worker reclaimed it first' };
+      if (err instanceof ConditionFailedError) return reclaimRefused(current, err);
       throw err;
     }
   }
@@ -370,4 +380,18 @@ export class TaskClaims {
     this.d.logger.warn('reclaimed a task whose worker vanished', { task_id: current.task_id, crashes, attributed });
     return { kind: 'claimed', record };
   }
+}
+
+/**
+ * A reclaim (or a crash loop's failure) whose conditional write was refused. Dropping the message
+ * is right only when the task moved on without it: another worker reclaimed it (a newer lease
+ * token), or it finished. Otherwise — its owner renewed the lease after all (alive, only late) —
+ * the message is the task's only one: look again later rather than delete it.
+ */
+function reclaimRefused(current: TaskRecord, err: ConditionFailedError): ClaimOutcome {
+  const stored = err.current;
+  if (stored === undefined || isFinished(stored.status) || stored.lease_token !== current.lease_token) {
+    return { kind: 'drop', reason: 'another worker reclaimed it first' };
+  }
+  return { kind: 'defer', seconds: 1, reason: 'the reclaim raced its owner’s renewal' };
 }

@@ -91,18 +91,8 @@ describe.each(targets())('crash attribution on $name', (target) => {
    */
   const TEST_TIMEOUT_MS = 420_000;
 
-  /**
-   * One retry, for a failure not yet explained: now and then (about one run in five under load, on
-   * the embedded emulators) the crasher's message leaves the queue after one of its runs while its
-   * record stays `running` with an ended lease, so nothing runs it again. The first attempt's
-   * diagnostics (record, runs, queue and DLQ counts, the 'after' workers' debug logs, which name
-   * any message they dropped and why) are printed all the same.
-   */
-  const OPTIONS = { timeout: TEST_TIMEOUT_MS, retry: 1 };
-
   it(
     `healthy tasks survive ${KILLS} SIGKILLs of their whole worker; a process.exit handler still dies after ${CRASHES} crashes`,
-    OPTIONS,
     async () => {
       const left = testBudget(TEST_TIMEOUT_MS);
       // One long task, cut off by the first kill: before crash attribution, a task in flight at three
@@ -135,6 +125,7 @@ describe.each(targets())('crash attribution on $name', (target) => {
         }
       }
       const crasher = await bench.submit('crasher', {}, { priority: 'low' });
+      // At debug level, so that a failure's diagnostics show every message dropped and why.
       const supervisor = bench.superviseWorker({ label: 'after', args: ['--log-level', 'debug'] });
       try {
         for (const id of healthy) {
@@ -175,5 +166,6 @@ describe.each(targets())('crash attribution on $name', (target) => {
       expect(bench.starts(crasher).length).toBeLessThanOrEqual(CRASHES + 3);
       await expectSettled(bench, [...healthy, crasher]);
     },
+    TEST_TIMEOUT_MS,
   );
 });

@@ -82,6 +82,39 @@ describe('Class: TaskLifecycle', () => {
       });
     });
 
+    it('reclaims a task whose lease ended in the very millisecond its message came back', async () => {
+      const { kaj, record, clock } = await claimed();
+      clock.advance(60_000); // lease_until === now: ended
+      const again = await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY);
+      expect(again.kind).toBe('claimed');
+      expect(again.kind === 'claimed' && again.record).toMatchObject({ attempts: 2, lease_token: 2 });
+    });
+
+    it('a reclaim refused because the owner renewed its lease meanwhile defers the message: it is the task’s only one', async () => {
+      const { kaj, record, clock } = await claimed();
+      clock.advance(60_001);
+      const planned = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      if (planned.kind !== 'claimed' || planned.commit === undefined)
+        throw new Error(`expected a planned reclaim, got ${planned.kind}`);
+      await kaj.lifecycle.leases.heartbeat(record); // the owner was alive, only late
+      expect(await planned.commit()).toEqual({
+        kind: 'defer',
+        seconds: 1,
+        reason: 'the reclaim raced its owner’s renewal',
+      });
+      expect(await kaj.store.get(record.task_id)).toMatchObject({ status: 'running', lease_token: 1, attempts: 1 });
+    });
+
+    it('a reclaim lost to another worker’s reclaim is dropped', async () => {
+      const { kaj, record, clock } = await claimed();
+      clock.advance(60_001);
+      const first = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      const second = await kaj.lifecycle.claims.claim(record.task_id, record.dispatch_id, REDELIVERY);
+      if (first.kind !== 'claimed' || second.kind !== 'claimed') throw new Error('expected two planned reclaims');
+      expect(await first.commit?.()).toMatchObject({ kind: 'claimed' });
+      expect(await second.commit?.()).toEqual({ kind: 'drop', reason: 'another worker reclaimed it first' });
+    });
+
     it('drops a message from an older dispatch, and one for a finished task', async () => {
       const { kaj, record } = await claimed();
       expect(await claimAndStart(kaj.lifecycle, record.task_id, `0.other`)).toEqual({
