@@ -263,7 +263,7 @@ export class FlowBench {
         pending = still;
         if (fatal !== undefined) return true;
         if (pending.length > 0) {
-          const first = records[taskIds.length === 0 ? 0 : records.findIndex((r) => r?.task_id === pending[0])];
+          const first = records.find((r) => r?.task_id === pending[0]);
           const where = first === undefined ? 'no record' : JSON.stringify({ ...first, payload: undefined });
           throw new Error(`${pending.length} not succeeded yet, e.g. ${pending[0]}: ${where}`);
         }

@@ -15,9 +15,10 @@
  *
  * @module
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import * as z from 'zod';
 import { defineLanes, defineLimits, defineTask, RetryableError, TaskRegistry } from '../../shared/task/define.js';
+import { readLogFields } from '../../testing/worker-tasks.js';
 
 /** The limits the types use. */
 export const LIMITS = defineLimits({
@@ -191,15 +192,8 @@ export interface LimitExecution {
 
 /** Reads an execution log (missing file: empty). A torn last line (a kill mid-write) is skipped. */
 export function readLimitLog(path: string): LimitExecution[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return [];
-  }
   const out: LimitExecution[] = [];
-  for (const line of text.split('\n')) {
-    const [event, taskId, at, attempt, type, worker, pid] = line.split(' ');
+  for (const [event, taskId, at, attempt, type, worker, pid] of readLogFields(path)) {
     if ((event !== 'S' && event !== 'E') || !taskId || !at || !attempt || !type || !worker || !pid) continue;
     out.push({ event, taskId, at: Number(at), attempt: Number(attempt), type, worker, pid: Number(pid) });
   }
