@@ -1,10 +1,40 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * The order test files start in: the suites that spawn worker processes and wait out leases and
+ * visibility timeouts (test/integration/reliability/, test/integration/flow-control/) first, then
+ * the other integration and infrastructure suites, then the unit and contract tests, each group in
+ * vitest's own order (the last run's durations, else the larger file first). Longest first keeps
+ * one long file from starting last while the other workers have nothing left to run.
+ */
+const GROUPS = [/^test\/integration\/(reliability|flow-control)\//, /^test\/(integration|infra)\//];
+
+/** The index of the first of GROUPS that holds `spec`'s file (the rest: one past the last). */
+function group(spec: TestSpecification): number {
+  const path = spec.moduleId.slice(spec.project.config.root.length + 1);
+  const i = GROUPS.findIndex((g) => g.test(path));
+  return i === -1 ? GROUPS.length : i;
+}
+
+class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    return sorted
+      .map((spec, i) => ({ spec, i, g: group(spec) }))
+      .sort((a, b) => a.g - b.g || a.i - b.i)
+      .map(({ spec }) => spec);
+  }
+}
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Bundles the worker the integration suites spawn, once (testing/worker-bundle.ts).
+    globalSetup: ['test/support/global-setup.ts'],
+    sequence: { sequencer: LongestFirstSequencer },
     // Integration files start their own emulators; two workers match the two cores.
-    maxWorkers: 2,
+    maxWorkers: Number(process.env.KAJ_TEST_WORKERS ?? 2),
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // expect.poll waits on a state (a GSI caught up, a page updated), not on a speed: its own

@@ -1,5 +1,5 @@
 /**
- * What test/integration/flow-control.test.ts runs on: a local runtime (API, sweeper, and, when
+ * What the flow-control suites (test/integration/flow-control/) run on: a local runtime (API, sweeper, and, when
  * asked, the in-process consumers) on a target's endpoints with the limit task types of
  * `./limit-tasks.ts`, worker child processes (`local/worker.ts`) loading the same types, the
  * execution log they share, readers for the table, the limits table and the queues, and a tiny
@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +29,7 @@ import { emulatorClients } from '../../shared/aws/wiring.js';
 import { RecordingLogger } from '../../shared/runtime/logger.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import type { SubmitRequest } from '../../shared/task/submit.js';
+import type { Target } from './targets.js';
 import { createRegistry, LANES, type LimitExecution, readLimitLog } from './limit-tasks.js';
 import { uniquePrefix, waitFor } from '../../testing/wait.js';
 
@@ -390,4 +392,50 @@ export async function startProvider(o: { retryAfterSeconds: number; throttled?: 
         server.closeAllConnections();
       }),
   };
+}
+
+/** Lease of the runtime, the workers and the limits' slots: short, so a dead worker's slots come back soon. */
+export const LEASE = 4;
+/**
+ * The cases with 60 pollers on moto, which serves one request at a time: 10–30 s quiet, minutes
+ * under a full suite's load (each request waits its turn). Their waits take what is left of this budget
+ * (`testBudget`): the guarantees are the limits held and every task finished, not the speed.
+ */
+export const SLOW_ON_MOTO_TIMEOUT_MS = 360_000;
+
+/** What a flow-control test started, for {@link flowTarget}'s hooks to stop after it. */
+export interface FlowTestState {
+  /** The target's endpoints (undefined: the embedded emulators each runtime starts itself). */
+  endpoints: Endpoints | undefined;
+  bench?: FlowBench;
+  provider?: Provider;
+}
+
+/**
+ * The frame of a flow-control suite: starts `target` once for the suite (none: each runtime
+ * starts its own embedded emulators), and after each test stops the bench and provider it put in
+ * the returned state (a failed test's bench prints its logs first).
+ */
+export function flowTarget(target?: Target): FlowTestState {
+  const state: FlowTestState = { endpoints: undefined };
+  let stopTarget: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    if (!target) return;
+    const t = await target.start();
+    state.endpoints = t.endpoints;
+    stopTarget = t.stop;
+  });
+  afterEach(async (ctx) => {
+    await state.bench?.stop(ctx);
+    state.bench = undefined;
+    await state.provider?.stop();
+    state.provider = undefined;
+  });
+  afterAll(async () => stopTarget?.());
+  return state;
+}
+
+/** Polls `probe` (every 100 ms, at most 60 s) until it returns a value. */
+export function waitForValue<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return waitFor(what, probe, { timeoutMs, intervalMs: 100 });
 }

@@ -1,5 +1,5 @@
 /**
- * Task types that use flow-control limits, for test/integration/flow-control.test.ts: loadable by
+ * Task types that use flow-control limits, for the flow-control suites (test/integration/flow-control/): loadable by
  * `local/worker.ts` (`--registry-module test/support/limit-tasks.ts`) as well as in-process.
  *
  * Every handler appends to an execution log shared across processes, one line when it starts and
