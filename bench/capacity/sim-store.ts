@@ -37,16 +37,16 @@ function sizeOf(r: TaskRecord): number {
   return n;
 }
 
-/** An outbox index entry: due time, task id. */
-type DueEntry = [number, string];
+/** A time (epoch ms) and a task id: an outbox index entry (its due time), or when a finished task may go. */
+type TimedId = [number, string];
 /** Outbox index entries of one partition, by due time; stale ones are skipped when read. */
-const dueHeap = () => new MinHeap<DueEntry>((x, y) => x[0] < y[0]);
+const dueHeap = () => new MinHeap<TimedId>((x, y) => x[0] < y[0]);
 
 export class SimTaskStore implements TaskStore {
   private readonly items = new Map<string, TaskRecord>();
-  private readonly outbox = new Map<string, MinHeap<DueEntry>>();
+  private readonly outbox = new Map<string, MinHeap<TimedId>>();
   /** Finished task ids, oldest first, with when they may be dropped. */
-  private readonly expiring: DueEntry[] = [];
+  private readonly expiring: TimedId[] = [];
   private expiringHead = 0;
 
   constructor(
@@ -116,7 +116,7 @@ export class SimTaskStore implements TaskStore {
     if (heap === undefined) return [];
     const out: OutboxEntry[] = [];
     const seen = new Set<string>();
-    const keep: DueEntry[] = [];
+    const keep: TimedId[] = [];
     while (out.length < limit) {
       const top = heap.peek();
       if (top === undefined || top[0] > dueBy) break;
@@ -165,7 +165,7 @@ export class SimTaskStore implements TaskStore {
   private expire(): void {
     const now = this.now();
     while (this.expiringHead < this.expiring.length) {
-      const e = this.expiring[this.expiringHead] as DueEntry;
+      const e = this.expiring[this.expiringHead] as TimedId;
       if (e[0] > now) break;
       const r = this.items.get(e[1]);
       if (r !== undefined && FINISHED.has(r.status) && r.outbox_pk === undefined) this.items.delete(e[1]);
