@@ -96,12 +96,7 @@ export class MemoryTaskStore implements TaskStore, TaskListingReader {
     if (!current || !holds(current, condition)) {
       throw new ConditionFailedError(taskId, current && this.conditionFailureReturnsItem ? clone(current) : undefined);
     }
-    const next: Record<string, unknown> = { ...current };
-    for (const [k, v] of actions.set) next[k] = v;
-    for (const [k, v] of actions.add) next[k] = ((next[k] as number | undefined) ?? 0) + v;
-    for (const [k, v] of actions.append) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...v];
-    for (const k of actions.remove) delete next[k];
-    const item = storableItem(next, 'UpdateItem', taskId);
+    const item = storableItem(applyUpdate(current, actions), 'UpdateItem', taskId);
     this.items.set(taskId, item);
     this.updates += 1;
     return clone(item);
@@ -204,15 +199,24 @@ export class MemoryTaskStore implements TaskStore, TaskListingReader {
   }
 }
 
-interface UpdateActions {
+/** An update's changes, validated; the values as they will be stored. */
+export interface UpdateActions {
   readonly set: [string, unknown][];
   readonly add: [string, number][];
   readonly append: [string, unknown[]][];
   readonly remove: string[];
 }
 
-/** The update as DynamoDB would receive it, validated as DynamoDB validates it (before the condition). */
-function planUpdate(taskId: string, changes: TaskChanges): UpdateActions {
+/**
+ * The update as DynamoDB would receive it, validated as DynamoDB validates it (before the
+ * condition). `value` turns each value into what is stored (by default: as the document client
+ * marshals it, refusing what DynamoDB refuses).
+ */
+export function planUpdate(
+  taskId: string,
+  changes: TaskChanges,
+  value: (v: unknown, path: string, reject: (why: string) => never) => unknown = storable,
+): UpdateActions {
   const reject = (why: string): never => {
     throw new StoreRejectedError(`memory store UpdateItem rejected: ${why}`, { taskId });
   };
@@ -225,17 +229,17 @@ function planUpdate(taskId: string, changes: TaskChanges): UpdateActions {
   for (const [k, v] of Object.entries(changes.set ?? {})) {
     if (v === undefined || k === PK) continue; // as the adapter: the key is never rewritten
     path(k);
-    actions.set.push([k, storable(v, k, (why) => reject(why))]);
+    actions.set.push([k, value(v, k, reject)]);
   }
   for (const [k, v] of Object.entries(changes.add ?? {})) {
     if (v === undefined) continue;
     path(k);
-    actions.add.push([k, storable(v, k, (why) => reject(why)) as number]);
+    actions.add.push([k, value(v, k, reject) as number]);
   }
   for (const [k, v] of Object.entries(changes.append ?? {})) {
     if (v === undefined) continue;
     path(k);
-    actions.append.push([k, storable(v, k, (why) => reject(why)) as unknown[]]);
+    actions.append.push([k, value(v, k, reject) as unknown[]]);
   }
   for (const k of changes.remove ?? []) {
     if (k === PK) reject(`ValidationException: Cannot update attribute ${PK}. This attribute is part of the key`);
@@ -244,6 +248,16 @@ function planUpdate(taskId: string, changes: TaskChanges): UpdateActions {
   }
   if (seen.size === 0) throw new RangeError('update needs at least one change');
   return actions;
+}
+
+/** `current` with the update's actions applied (a new object; `current` is left as it was). */
+export function applyUpdate(current: TaskRecord, actions: UpdateActions): TaskRecord {
+  const next: Record<string, unknown> = { ...current };
+  for (const [k, v] of actions.set) next[k] = v;
+  for (const [k, v] of actions.add) next[k] = ((next[k] as number | undefined) ?? 0) + v;
+  for (const [k, v] of actions.append) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...v];
+  for (const k of actions.remove) delete next[k];
+  return next as unknown as TaskRecord;
 }
 
 /** The item as DynamoDB would store it, or a StoreRejectedError. */
@@ -319,7 +333,8 @@ function valueSize(v: unknown): number {
   return 0;
 }
 
-function holds(r: TaskRecord, c: TaskCondition): boolean {
+/** Whether `c` holds on the item `r`, as the adapter's ConditionExpression is evaluated. */
+export function holds(r: TaskRecord, c: TaskCondition): boolean {
   const alternatives: boolean[] = [];
   if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
   if (c.orLeaseExpiredBefore !== undefined) {

@@ -1,9 +1,10 @@
 /**
- * The TaskQueue port as three in-memory SQS standard queues on the virtual clock: delays,
- * receipt handles, visibility timeouts (a message received and neither deleted nor changed
+ * The TaskQueue port as three in-memory SQS standard queues and their DLQs on the virtual clock:
+ * delays, receipt handles, visibility timeouts (a message received and neither deleted nor changed
  * comes back when its visibility ends), receive counts; and the request counts SQS would bill.
  * `receive` and `delete` are what the event source model (event-source.ts) uses, as Lambda's
- * pollers use ReceiveMessage and DeleteMessageBatch.
+ * pollers use ReceiveMessage and DeleteMessageBatch. It runs the `TaskQueue` contract
+ * (test/unit/bench/capacity-contract.test.ts); SQS being unreachable is not modelled.
  *
  * @module
  */
@@ -17,6 +18,11 @@ import type { VirtualClock } from '../../testing/virtual-clock.js';
 export interface SimMessage {
   readonly messageId: string;
   readonly body: string;
+  /** The queue it is on: the priority's, or (`dead`) that priority's DLQ. */
+  readonly priority: Priority;
+  readonly dead: boolean;
+  /** The task type it was sent with (its `kaj-type` attribute). */
+  readonly type: string;
   readonly sentAt: number;
   receiveCount: number;
   receiptHandle: string | undefined;
@@ -48,6 +54,7 @@ class Fifo<T> {
 
 export class SimTaskQueue implements TaskQueue {
   private readonly visible = new Map<Priority, Fifo<SimMessage>>(PRIORITIES.map((p) => [p, new Fifo()]));
+  private readonly visibleDead = new Map<Priority, Fifo<SimMessage>>(PRIORITIES.map((p) => [p, new Fifo()]));
   private readonly inFlight = new Map<string, SimMessage>();
   private readonly delayed = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
   private seq = 0;
@@ -79,27 +86,31 @@ export class SimTaskQueue implements TaskQueue {
 
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
     this.meter.add('sqs.requests');
-    this.enqueue(priority, JSON.stringify(message), options.delaySeconds);
+    this.enqueue(priority, JSON.stringify(message), options.type, options.delaySeconds);
   }
 
   /** SendMessageBatch: ten messages a request; nothing fails in memory. */
   async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
     for (let i = 0; i < entries.length; i += 10) this.meter.add('sqs.requests');
-    for (const e of entries) this.enqueue(priority, JSON.stringify(e.message), e.delaySeconds);
+    for (const e of entries) this.enqueue(priority, JSON.stringify(e.message), e.type, e.delaySeconds);
     return [];
   }
 
   async sendDead(letter: DeadLetter): Promise<void> {
     this.meter.add('sqs.requests');
     this.dead.set(letter.priority, (this.dead.get(letter.priority) ?? 0) + 1);
+    this.show(this.message(letter.priority, true, JSON.stringify(letter), letter.type));
   }
 
   async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
     this.meter.add('sqs.requests');
     const m = this.inFlight.get(receiptHandle);
-    if (m === undefined) throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+    // A handle is one queue's: another priority's queue (or a DLQ) does not know it.
+    if (m === undefined || m.priority !== priority || m.dead) {
+      throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+    }
     this.time.cancel(m.timer);
-    this.hide(priority, m, Math.max(0, Math.ceil(seconds)) * 1000);
+    this.hide(m, Math.max(0, Math.ceil(seconds)) * 1000);
   }
 
   /** The queues as one caller sees them: its requests are counted under `who` too. */
@@ -124,18 +135,26 @@ export class SimTaskQueue implements TaskQueue {
     };
   }
 
-  /** ReceiveMessage: up to `max` visible messages, each hidden for the queue's visibility timeout. */
-  receive(p: Priority, max: number): SimMessage[] {
+  /**
+   * ReceiveMessage: up to `max` visible messages of the priority's queue (or its DLQ), each hidden
+   * for `visibilityMs` (default: the queue's visibility timeout).
+   */
+  receive(
+    p: Priority,
+    max: number,
+    options: { readonly dead?: boolean; readonly visibilityMs?: number } = {},
+  ): SimMessage[] {
     this.meter.who = 'poller';
     this.meter.add('sqs.requests');
-    const q = this.visible.get(p) as Fifo<SimMessage>;
+    const q = (options.dead === true ? this.visibleDead : this.visible).get(p) as Fifo<SimMessage>;
+    const visibilityMs = options.visibilityMs ?? this.visibilityTimeoutMs;
     const out: SimMessage[] = [];
     while (out.length < max) {
       const m = q.shift();
       if (m === undefined) break;
       m.receiveCount += 1;
       m.receiptHandle = `rh-${this.seq++}`;
-      this.hide(p, m, this.visibilityTimeoutMs);
+      this.hide(m, visibilityMs);
       out.push(m);
     }
     return out;
@@ -153,46 +172,57 @@ export class SimTaskQueue implements TaskQueue {
     }
   }
 
-  private enqueue(p: Priority, body: string, delaySeconds: number): void {
-    const m: SimMessage = {
+  private message(priority: Priority, dead: boolean, body: string, type: string): SimMessage {
+    return {
       messageId: `m-${this.seq++}`,
       body,
+      priority,
+      dead,
+      type,
       sentAt: this.time.now(),
       receiveCount: 0,
       receiptHandle: undefined,
       timer: undefined,
     };
+  }
+
+  private enqueue(p: Priority, body: string, type: string, delaySeconds: number): void {
+    const m = this.message(p, false, body, type);
     const delayMs = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(delaySeconds))) * 1000;
     if (delayMs === 0) {
-      this.show(p, m);
+      this.show(m);
       return;
     }
     this.delayed.set(p, (this.delayed.get(p) ?? 0) + 1);
     this.time.at(delayMs, () => {
       this.delayed.set(p, (this.delayed.get(p) ?? 0) - 1);
-      this.show(p, m);
+      this.show(m);
     });
   }
 
   /** Hides a received message for `ms` (0: visible again at once) under its current handle. */
-  private hide(p: Priority, m: SimMessage, ms: number): void {
+  private hide(m: SimMessage, ms: number): void {
     const handle = m.receiptHandle as string;
     if (ms === 0) {
       this.inFlight.delete(handle);
-      this.show(p, m);
+      this.show(m);
       return;
     }
     this.inFlight.set(handle, m);
     m.timer = this.time.at(ms, () => {
       if (this.inFlight.get(handle) !== m) return;
       this.inFlight.delete(handle);
-      this.show(p, m);
+      this.show(m);
     });
   }
 
-  private show(p: Priority, m: SimMessage): void {
+  private show(m: SimMessage): void {
     m.receiptHandle = undefined;
-    (this.visible.get(p) as Fifo<SimMessage>).push(m);
-    this.onVisible(p);
+    if (m.dead) {
+      (this.visibleDead.get(m.priority) as Fifo<SimMessage>).push(m);
+      return;
+    }
+    (this.visible.get(m.priority) as Fifo<SimMessage>).push(m);
+    this.onVisible(m.priority);
   }
 }

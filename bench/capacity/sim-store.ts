@@ -1,20 +1,27 @@
 /**
  * The TaskStore port in memory, lean enough to carry millions of tasks, with the request and
- * capacity-unit counts DynamoDB would bill. Conditions are evaluated as `DynamoTaskStore`'s
- * ConditionExpression is (the contract the test suite's memory store is proven against); value
- * marshalling checks are left out (the simulation stores only well-formed records).
+ * capacity-unit counts DynamoDB would bill. Conditions and updates are evaluated and validated
+ * by the code of the test suite's memory store (testing/memory-task-store.ts), and the model runs
+ * the `TaskStore` contract (test/unit/bench/capacity-contract.test.ts) but for two parts it leaves
+ * out: value marshalling (the simulation stores only well-formed records) and the listing reads.
+ * The outbox index is a heap per partition, read in due order (equal due times in no set order).
  *
  * Finished tasks are dropped `retainFinishedMs` after they finish (DynamoDB would keep them for
  * the retention period; the simulation only needs them while a late duplicate might still ask).
  *
  * @module
  */
-import { ConditionFailedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
+import { ConditionFailedError, StoreRejectedError, TaskAlreadyExistsError } from '../../shared/task/store-errors.js';
+import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
+import { applyUpdate, holds, planUpdate } from '../../testing/memory-task-store.js';
+import { MinHeap } from '../../testing/min-heap.js';
 import type { PeakMeter } from './meter.js';
 
 const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** Records and values go in and out as copies, as they do through DynamoDB. */
+const copy = <T>(v: T): T => (typeof v === 'object' && v !== null ? structuredClone(v) : v);
 
 /** DynamoDB's write unit is 1 KB, its read unit 4 KB (strongly consistent; half that eventually). */
 const units = (bytes: number, per: number) => Math.max(1, Math.ceil(bytes / per));
@@ -30,52 +37,16 @@ function sizeOf(r: TaskRecord): number {
   return n;
 }
 
+/** A time (epoch ms) and a task id: an outbox index entry (its due time), or when a finished task may go. */
+type TimedId = [number, string];
 /** Outbox index entries of one partition, by due time; stale ones are skipped when read. */
-class DueHeap {
-  private readonly a: [number, string][] = [];
-  get size(): number {
-    return this.a.length;
-  }
-  push(due: number, id: string): void {
-    const a = this.a;
-    a.push([due, id]);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if ((a[p] as [number, string])[0] <= due) break;
-      a[i] = a[p] as [number, string];
-      i = p;
-    }
-    a[i] = [due, id];
-  }
-  peek(): [number, string] | undefined {
-    return this.a[0];
-  }
-  pop(): [number, string] | undefined {
-    const a = this.a;
-    const top = a[0];
-    const last = a.pop();
-    if (top === undefined || last === undefined || a.length === 0) return top;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= a.length) break;
-      const r = l + 1;
-      const c = r < a.length && (a[r] as [number, string])[0] < (a[l] as [number, string])[0] ? r : l;
-      if ((a[c] as [number, string])[0] >= last[0]) break;
-      a[i] = a[c] as [number, string];
-      i = c;
-    }
-    a[i] = last;
-    return top;
-  }
-}
+const dueHeap = () => new MinHeap<TimedId>((x, y) => x[0] < y[0]);
 
 export class SimTaskStore implements TaskStore {
   private readonly items = new Map<string, TaskRecord>();
-  private readonly outbox = new Map<string, DueHeap>();
+  private readonly outbox = new Map<string, MinHeap<TimedId>>();
   /** Finished task ids, oldest first, with when they may be dropped. */
-  private readonly expiring: [number, string][] = [];
+  private readonly expiring: TimedId[] = [];
   private expiringHead = 0;
 
   constructor(
@@ -96,8 +67,8 @@ export class SimTaskStore implements TaskStore {
 
   async create(record: TaskRecord): Promise<void> {
     const existing = this.items.get(record.task_id);
-    if (existing) throw new TaskAlreadyExistsError(record.task_id, { ...existing });
-    const item = { ...record };
+    if (existing) throw new TaskAlreadyExistsError(record.task_id, copy(existing));
+    const item = copy(record);
     this.items.set(record.task_id, item);
     this.countWrite(undefined, item);
     this.index(item);
@@ -109,28 +80,21 @@ export class SimTaskStore implements TaskStore {
     const consistent = options.consistent !== false;
     this.meter.add(consistent ? 'ddb.reads' : 'ddb.reads.eventual');
     this.meter.add('ddb.rcu', r === undefined ? 0.5 : units(sizeOf(r), 4096) / (consistent ? 1 : 2));
-    return r && { ...r };
+    return r && copy(r);
   }
 
   async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
+    // Validated as DynamoDB validates an update (before its condition); values are not marshalled.
+    const actions = planUpdate(taskId, changes, copy);
     const current = this.items.get(taskId);
     if (!current || !holds(current, condition)) {
       // A failed condition still costs a write unit on DynamoDB.
       this.meter.add('ddb.writes');
       this.meter.add('ddb.wcu', current ? units(sizeOf(current), 1024) : 1);
       this.meter.add('ddb.conditionFailed');
-      throw new ConditionFailedError(taskId, current && { ...current });
+      throw new ConditionFailedError(taskId, current && copy(current));
     }
-    const next: Record<string, unknown> = { ...current };
-    for (const [k, v] of Object.entries(changes.set ?? {})) if (v !== undefined && k !== 'task_id') next[k] = v;
-    for (const [k, v] of Object.entries(changes.add ?? {})) {
-      if (v !== undefined) next[k] = ((next[k] as number | undefined) ?? 0) + v;
-    }
-    for (const [k, v] of Object.entries(changes.append ?? {})) {
-      if (v !== undefined) next[k] = [...((next[k] as unknown[] | undefined) ?? []), ...v];
-    }
-    for (const k of changes.remove ?? []) delete next[k];
-    const item = next as unknown as TaskRecord;
+    const item = applyUpdate(current, actions);
     this.items.set(taskId, item);
     this.countWrite(current, item);
     if (item.outbox_pk !== current.outbox_pk || item.outbox_due !== current.outbox_due) this.index(item);
@@ -138,16 +102,21 @@ export class SimTaskStore implements TaskStore {
       this.expiring.push([this.now() + this.retainFinishedMs, taskId]);
     }
     this.expire();
-    return { ...item };
+    return copy(item);
   }
 
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<TaskRecord[]> {
+  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new StoreRejectedError(
+        `sim store Query rejected: ValidationException: limit must be an integer >= 1, got ${limit}`,
+      );
+    }
     this.meter.add('ddb.queries');
     const heap = this.outbox.get(partition);
     if (heap === undefined) return [];
-    const out: TaskRecord[] = [];
+    const out: OutboxEntry[] = [];
     const seen = new Set<string>();
-    const keep: [number, string][] = [];
+    const keep: TimedId[] = [];
     while (out.length < limit) {
       const top = heap.peek();
       if (top === undefined || top[0] > dueBy) break;
@@ -158,10 +127,10 @@ export class SimTaskStore implements TaskStore {
       if (r === undefined || r.outbox_pk !== partition || r.outbox_due !== due || seen.has(id)) continue;
       seen.add(id);
       keep.push(top);
-      out.push({ ...r });
+      out.push({ task_id: id, outbox_pk: partition, outbox_due: due });
     }
     // Reading an index does not remove entries: the sweeper's writes move them.
-    for (const [due, id] of keep) heap.push(due, id);
+    for (const entry of keep) heap.push(entry);
     return out;
   }
 
@@ -169,10 +138,10 @@ export class SimTaskStore implements TaskStore {
     if (r.outbox_pk === undefined || typeof r.outbox_due !== 'number') return;
     let heap = this.outbox.get(r.outbox_pk);
     if (heap === undefined) {
-      heap = new DueHeap();
+      heap = dueHeap();
       this.outbox.set(r.outbox_pk, heap);
     }
-    heap.push(r.outbox_due, r.task_id);
+    heap.push([r.outbox_due, r.task_id]);
   }
 
   /**
@@ -196,7 +165,7 @@ export class SimTaskStore implements TaskStore {
   private expire(): void {
     const now = this.now();
     while (this.expiringHead < this.expiring.length) {
-      const e = this.expiring[this.expiringHead] as [number, string];
+      const e = this.expiring[this.expiringHead] as TimedId;
       if (e[0] > now) break;
       const r = this.items.get(e[1]);
       if (r !== undefined && FINISHED.has(r.status) && r.outbox_pk === undefined) this.items.delete(e[1]);
@@ -229,22 +198,4 @@ export function attributed(store: TaskStore, meter: PeakMeter, who: string): Tas
       return store.listOutboxDue(partition, dueBy, limit);
     },
   };
-}
-
-/** The condition as `DynamoTaskStore` writes it: status OR expired lease, AND the rest. */
-function holds(r: TaskRecord, c: TaskCondition): boolean {
-  const alternatives: boolean[] = [];
-  if (c.status !== undefined && c.status.length > 0) alternatives.push(c.status.includes(r.status));
-  if (c.orLeaseExpiredBefore !== undefined) {
-    alternatives.push(
-      r.status === 'running' && typeof r.lease_until === 'number' && r.lease_until < c.orLeaseExpiredBefore,
-    );
-  }
-  if (alternatives.length > 0 && !alternatives.some(Boolean)) return false;
-  if (c.dispatchId !== undefined && r.dispatch_id !== c.dispatchId) return false;
-  if (c.leaseToken !== undefined && r.lease_token !== c.leaseToken) return false;
-  if (c.outboxPending === true && r.outbox_pk === undefined) return false;
-  if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
-  if (c.noCancelRequest === true && r.cancel_requested !== undefined) return false;
-  return true;
 }

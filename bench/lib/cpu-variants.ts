@@ -1,7 +1,8 @@
 /**
  * The wirings `bench/cpu.ts` compares, in the order it prints them:
- * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network, and the bare
- *   HTTP exchanges without Kaj and the SDK (`./floors.ts`);
+ * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network (on the
+ *   contract-tested in-memory fakes of testing/), and the bare HTTP exchanges without Kaj and the
+ *   SDK (`./floors.ts`);
  * - `low-level-store`, `+cache-middleware`, `+reuse-signer`: the SDK changes one at a time, each
  *   on top of the previous one (all-in-one root on `DynamoTaskStore`, so only the change differs;
  *   the wiring of the first version, on the DynamoDB document client, is measured in
@@ -25,7 +26,9 @@ import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { type ClientTuning, createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';
 import type { Logger, Metrics } from '../../shared/runtime/logger.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
-import { ListTaskQueue, MapTaskStore, RawAwsHttp } from './floors.js';
+import { MemoryTaskQueue } from '../../testing/memory-task-queue.js';
+import { MemoryTaskStore } from '../../testing/memory-task-store.js';
+import { RawAwsHttp } from './floors.js';
 import type { SentMessage } from './instant-endpoint.js';
 import { randomUUID } from 'node:crypto';
 
@@ -69,14 +72,17 @@ function allInOne(tuning: ClientTuning): Variant {
   };
 }
 
-/** Kaj alone: the all-in-one root on an in-process map and list. No SDK, no network. */
+/**
+ * Kaj alone: the all-in-one root on the in-memory fakes the unit tests use (contract-tested as
+ * DynamoDB and SQS are). No SDK, no network.
+ */
 const kajAlone: Variant = async (config, registry, observe) => {
   const queueNames = {} as Record<Priority, string>;
   for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
-  const queue = new ListTaskQueue(config.queueUrls);
+  const queue = new MemoryTaskQueue();
   const kaj = createKaj({
     ...observe,
-    store: new MapTaskStore(),
+    store: new MemoryTaskStore(),
     queue,
     registry,
     settings: config.settings,
@@ -87,9 +93,29 @@ const kajAlone: Variant = async (config, registry, observe) => {
   return {
     api: (e) => kaj.handleHttp(e),
     consumer: (e, c) => kaj.processBatch(e, c),
-    messages: () => queue.drain(),
+    messages: () => drain(queue, config.queueUrls),
   };
 };
+
+/** Receives and deletes every message on the fake's queues, as the endpoint would hand them out. */
+function drain(queue: MemoryTaskQueue, urls: Readonly<Record<Priority, string>>): SentMessage[] {
+  return PRIORITIES.flatMap((p) =>
+    queue.receive(p, { max: Number.POSITIVE_INFINITY }).map((m) => {
+      queue.deleteMessage(p, m.receiptHandle);
+      const attributes = Object.entries(m.attributes).map(([k, a]) => [
+        k,
+        { DataType: a.dataType, StringValue: a.value },
+      ]);
+      return {
+        queueUrl: urls[p],
+        messageId: randomUUID(),
+        body: m.body,
+        delaySeconds: 0,
+        attributes: Object.fromEntries(attributes),
+      };
+    }),
+  );
+}
 
 /**
  * The network alone: per task, the same two exchanges as the real wiring (submit: PutItem and
