@@ -21,7 +21,7 @@
  * - Lambda: the CPU time of (2) stretched to the function's share of a vCPU (memory / 1,769 MB),
  *   plus the time spent waiting on AWS (request count × a stated latency ÷ the tick's concurrency),
  *   billed as GB-seconds. The schedules table, the task table, the scheduler function and its
- *   rule are read from the synthesized CDK template (bench/lib/schedule-deployment.ts).
+ *   rule are read from the synthesized CDK template (bench/lib/deployment.ts).
  *
  * Prices: bench/prices.ts (dated).
  */
@@ -54,7 +54,7 @@ import {
 import { startEmulatorProcess } from './lib/emulator-process.js';
 import { CountingTaskQueue, SqsLedger } from './lib/request-counting.js';
 import { AccountingScheduleStore } from './lib/schedule-accounting.js';
-import { readSchedulerDeployment, type SchedulerDeploymentModel } from './lib/schedule-deployment.js';
+import { readSchedulerDeployment, type SchedulerDeploymentModel } from './lib/deployment.js';
 import {
   type Drain,
   drainTicks,
@@ -64,7 +64,6 @@ import {
   ioTimeMs,
   lambdaDuration,
   lateSends,
-  median,
   memoryToFit,
   storedBytes,
   ticksPerMonth,
@@ -72,6 +71,7 @@ import {
 } from './lib/schedule-model.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
 import { BenchClock, seededRandom } from './lib/determinism.js';
+import { fmt, median, num, printTable, usd } from './lib/report.js';
 import { MemoryScheduleStore } from '../testing/memory-schedule-store.js';
 import { MemoryTaskQueue } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
@@ -87,14 +87,6 @@ const { values } = parseArgs({
     'no-emulator': { type: 'boolean', default: false },
   },
 });
-const num = (text: string | undefined, name: string, integer: boolean, min: number): number => {
-  const v = Number(text);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    console.error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${text}"`);
-    process.exit(2);
-  }
-  return v;
-};
 const OPTS = {
   runs: num(values.runs, 'runs', true, 1),
   sizes: String(values.sizes)
@@ -437,24 +429,6 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
 // ---------------------------------------------------------------------------------------------
 // Formatting
 
-const fmt = (v: number, digits = 2): string => {
-  if (v === 0) return '0';
-  const s = v.toFixed(digits);
-  const t = s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
-  const [int, frac] = t.split('.');
-  const grouped = (int ?? '').replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return frac === undefined ? grouped : `${grouped}.${frac}`;
-};
-const usd = (v: number, digits = 2): string => `$${v.toFixed(digits)}`;
-
-function printTable(header: readonly string[], rows: readonly (readonly string[])[], first = 52, rest = 16): void {
-  const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(first) : c.padStart(rest))).join(' ');
-  console.log(line(header));
-  console.log(line(header.map((_, i) => '-'.repeat(i === 0 ? first : rest))));
-  for (const r of rows) console.log(r.length === 1 ? `${r[0]}` : line(r));
-}
-
 const sameCounts = (a: Record<string, number>, b: Record<string, number>): boolean => {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   for (const k of keys) if ((a[k] ?? 0) !== (b[k] ?? 0)) return false;
@@ -794,7 +768,7 @@ async function main(): Promise<void> {
     }),
   ]);
   console.log('\n1. The tick at 23:59:30 that hands over midnight — cron "0 0 * * *" UTC, no jitter, overlap allow');
-  printTable(['', ...cols], rows);
+  printTable(['', ...cols], rows, [52, 16]);
   const big = results.at(-1) as SizeResult;
   console.log(
     `  In-process timing: the tick over the in-memory fakes measures Kaj's code (and the fakes' copies of every item), no SDK; "emulators" runs the real adapters and SDK clients ` +
@@ -899,8 +873,7 @@ async function main(): Promise<void> {
       ...memories.map((m) => `s @${m} MiB`),
     ],
     jrows,
-    12,
-    13,
+    [12, 13],
   );
   console.log(
     `  Handed over in all: ${fmt(handed, 0)} of ${fmt(jn, 0)}; Lambda seconds estimated as above ("CPU + wait"), the CPU from the ${cpuModel.source} runs ` +
@@ -940,8 +913,7 @@ async function main(): Promise<void> {
         sameSpread(spread.perSecond, offsetSpread.perSecond) ? 'yes' : 'NO',
       ],
     ],
-    52,
-    18,
+    [52, 18],
   );
   console.log(
     `  "Sent after their second": each tick's runs in the order it sent them (earliest fire first across the shards), ` +
@@ -986,7 +958,7 @@ async function main(): Promise<void> {
       ];
     }),
   ];
-  printTable(['Idle tick', 'value'], irows, 60, 24);
+  printTable(['Idle tick', 'value'], irows, [60, 24]);
 
   const restRows: string[][] = [];
   const restTotals: number[] = [];
@@ -1013,8 +985,7 @@ async function main(): Promise<void> {
       ],
       ...memories.map((m, i) => [`  total at ${m} MiB`, usd(restTotals[i] ?? 0, 4)]),
     ],
-    60,
-    24,
+    [60, 24],
   );
 
   // Storage and per-fire costs: the first fire (recent runs empty) and the steady state (recent full).
@@ -1103,7 +1074,7 @@ async function main(): Promise<void> {
     ],
     ['  schedule item size, bytes (before the fire)', fmt(fresh.item, 0), fmt(aged.item, 0)],
   ];
-  printTable(['', 'first fire', `steady (${RECENT} recent)`], frows, 66, 18);
+  printTable(['', 'first fire', `steady (${RECENT} recent)`], frows, [66, 18]);
 
   const mDeployed = fn.memoryMiB;
   console.log('\n  Per schedule, per month (storage: item + 100 B, due-index entry + 100 B, at $0.25 per GB-month):');
@@ -1129,8 +1100,7 @@ async function main(): Promise<void> {
         return [`  daily schedule, 30 fires, with the runs' submit, ${m} MiB`, usd(v, 6), usd(v * million, 2)];
       }),
     ],
-    66,
-    16,
+    [66, 16],
   );
 
   console.log('\nAssumptions and notes:');
