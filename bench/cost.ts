@@ -46,7 +46,7 @@ import {
   AccountingTaskStore,
   type DynamoOp,
   DynamoLedger,
-  type IndexChange,
+  summarize,
   isInIndex,
   itemSize,
   queryReadUnits,
@@ -325,10 +325,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   }
 
   const ops = dynamo.ops;
-  const sum = (f: (o: DynamoOp) => number): number => ops.reduce((t, o) => t + f(o), 0);
-  const count = (p: (o: DynamoOp) => boolean): number => ops.filter(p).length;
-  const indexChanges = (c: IndexChange): number =>
-    ops.reduce((t, o) => t + o.index.filter((w) => w.change === c).length, 0);
+  const d = summarize(ops);
   const calls = (api: string): number =>
     sqs.calls.filter((c) => c.api === api && c.by === 'kaj').reduce((t, c) => t + c.requests, 0);
   const retentionS = runtimeSettings().retentionDays * DAY_S;
@@ -342,19 +339,19 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     (item) => !isFinished(item.status) || (outbox !== undefined && isInIndex(item, outbox)),
   ).length;
   const measured: Measured = {
-    tableWru: sum((o) => o.tableWru),
-    indexWru: sum((o) => o.indexWru),
+    tableWru: d.tableWru,
+    indexWru: d.indexWru,
     // A sweep queries its partitions whether or not tasks are due: only what a Query reads
     // beyond an empty result is the tasks' (the rest is the idle cost, reported per day).
-    rru: sum((o) => (o.api === 'Query' ? o.rru - queryReadUnits(0) : o.rru)),
-    puts: count((o) => o.api === 'PutItem'),
-    updates: count((o) => o.api === 'UpdateItem'),
-    gets: count((o) => o.api === 'GetItem'),
-    conditionFailures: count((o) => o.conditionFailed),
-    indexPut: indexChanges('put'),
-    indexMove: indexChanges('move'),
-    indexUpdate: indexChanges('update'),
-    indexDelete: indexChanges('delete'),
+    rru: d.rru - d.requests.Query * queryReadUnits(0),
+    puts: d.requests.PutItem,
+    updates: d.requests.UpdateItem,
+    gets: d.requests.GetItem,
+    conditionFailures: d.conditionFailed,
+    indexPut: d.indexChanges.put,
+    indexMove: d.indexChanges.move,
+    indexUpdate: d.indexChanges.update,
+    indexDelete: d.indexChanges.delete,
     sqsSend: calls('SendMessage'),
     sqsSendBatch: calls('SendMessageBatch'),
     sqsVisibility: calls('ChangeMessageVisibility'),

@@ -26,6 +26,7 @@ import {
   type PayrollReport,
   simulatePayroll,
 } from './payroll/simulate.js';
+import { median } from './lib/report.js';
 import { PRICES } from './prices.js';
 
 const { values } = parseArgs({
@@ -122,12 +123,6 @@ for (const knob of knobs) {
 }
 
 // ---- the figures ---------------------------------------------------------------------------------
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 const fmt = (v: number, digits = 0) =>
   Number.isFinite(v)
     ? v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })

@@ -42,6 +42,7 @@ import { PRIORITIES } from '../shared/config/resources.js';
 import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/lease.js';
 import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
+import { median } from './lib/report.js';
 import { uniquePrefix } from '../testing/wait.js';
 import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../testing/worker-process.js';
 
@@ -363,11 +364,6 @@ async function runOnce(
   rmSync(dir, { recursive: true, force: true });
   return result;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 function perSlip(r: RunResult, slips: number) {
   const sum = (re: RegExp, from = r.requests) =>

@@ -26,9 +26,8 @@
  * Prices: bench/prices.ts (dated).
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { deleteResources, ensureResources } from '../local/bootstrap.js';
@@ -43,9 +42,9 @@ import { jitterOffsetMs } from '../shared/schedule/timing.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 import {
   AccountingTaskStore,
-  type DynamoOp,
+  type DynamoSummary,
   DynamoLedger,
-  type IndexChange,
+  summarize,
   type Item,
   itemSize,
   projectedItem,
@@ -71,6 +70,8 @@ import {
 } from './lib/schedule-model.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
 import { BenchClock, seededRandom } from './lib/determinism.js';
+import { putItems } from './lib/put-items.js';
+import { RequestCounter } from '../local/request-counter.js';
 import { fmt, median, num, printTable, usd } from './lib/report.js';
 import { MemoryScheduleStore } from '../testing/memory-schedule-store.js';
 import { MemoryTaskQueue } from '../testing/memory-task-queue.js';
@@ -239,36 +240,6 @@ async function timedTick(kaj: Kaj): Promise<Timed> {
   return { report, wallMs, cpuMs: (c.user + c.system) / 1000 };
 }
 
-interface DynamoSummary {
-  readonly requests: Readonly<Record<DynamoOp['api'], number>>;
-  readonly rru: number;
-  readonly rruByApi: Readonly<Record<DynamoOp['api'], number>>;
-  readonly tableWru: number;
-  readonly indexWru: number;
-  readonly indexChanges: Readonly<Record<IndexChange, number>>;
-  readonly conditionFailed: number;
-}
-
-function summarize(ops: readonly DynamoOp[]): DynamoSummary {
-  const requests = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
-  const rruByApi = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
-  const indexChanges = { none: 0, put: 0, delete: 0, move: 0, update: 0 };
-  let rru = 0;
-  let tableWru = 0;
-  let indexWru = 0;
-  let conditionFailed = 0;
-  for (const o of ops) {
-    requests[o.api] += 1;
-    rruByApi[o.api] += o.rru;
-    rru += o.rru;
-    tableWru += o.tableWru;
-    indexWru += o.indexWru;
-    if (o.conditionFailed) conditionFailed += 1;
-    for (const w of o.index) indexChanges[w.change] += 1;
-  }
-  return { requests, rru, rruByApi, tableWru, indexWru, indexChanges, conditionFailed };
-}
-
 /** What one tick did, billed. */
 interface TickCounts {
   readonly report: TickReport;
@@ -318,42 +289,39 @@ interface EmulatorEnv {
   /** Tuned as on Lambda (`createDynamoDbClient` / `createSqsClient` defaults), counted. */
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
-  readonly calls: Map<string, number>;
+  /** Every command the two clients send (instrumented before their first request). */
+  readonly counter: RequestCounter;
   stop(): Promise<void>;
 }
 
-/** Counts every command a client sends, by name. Added before its first request (its stack is then cached). */
-function countCommands(client: DynamoDBClient | SQSClient, prefix: string, calls: Map<string, number>): void {
-  const stack = client.middlewareStack as unknown as {
-    add: (
-      mw: (next: (a: unknown) => Promise<unknown>, ctx: { commandName?: string }) => (a: unknown) => Promise<unknown>,
-      o: { step: string; name: string },
-    ) => void;
+/** A function returning the commands sent since this call, by `service Command` as `TickCounts.byCommand` has them. */
+function sentSince(counter: RequestCounter): () => Record<string, number> {
+  const before = { ...counter.counts.requests };
+  return () => {
+    const out: Record<string, number> = {};
+    for (const [key, n] of Object.entries(counter.counts.requests)) {
+      const [service, command] = key.split(':');
+      const name = `${service} ${command}`;
+      out[name] = (out[name] ?? 0) + n - (before[key] ?? 0);
+    }
+    return out;
   };
-  stack.add(
-    (next, ctx) => async (args) => {
-      const name = `${prefix} ${String(ctx.commandName).replace(/Command$/, '')}`;
-      calls.set(name, (calls.get(name) ?? 0) + 1);
-      return next(args);
-    },
-    { step: 'initialize', name: `kaj-bench-count-${prefix}` },
-  );
 }
 
 async function startEmulatorEnv(): Promise<EmulatorEnv> {
   const child = await startEmulatorProcess();
   const settings = emulatorSettings(child.endpoints);
-  const calls = new Map<string, number>();
+  const counter = new RequestCounter();
   const dynamodb = createDynamoDbClient(clientConfig(settings, 'dynamodb'));
   const sqs = createSqsClient(clientConfig(settings, 'sqs'));
-  countCommands(dynamodb, 'dynamodb', calls);
-  countCommands(sqs, 'sqs', calls);
+  counter.instrument(dynamodb, 'dynamodb');
+  counter.instrument(sqs, 'sqs');
   const admin = emulatorClients(child.endpoints);
   return {
     admin,
     dynamodb,
     sqs,
-    calls,
+    counter,
     async stop() {
       dynamodb.destroy();
       sqs.destroy();
@@ -361,26 +329,6 @@ async function startEmulatorEnv(): Promise<EmulatorEnv> {
       await child.stop();
     },
   };
-}
-
-/** Writes the items as `DynamoScheduleStore` marshals records, 25 to a BatchWriteItem, 8 at once. */
-async function loadItems(client: DynamoDBClient, table: string, items: readonly StoredItem[]): Promise<void> {
-  const batches: StoredItem[][] = [];
-  for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25) as StoredItem[]);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < batches.length) {
-      const batch = batches[next++] as StoredItem[];
-      let requests = batch.map((item) => ({
-        PutRequest: { Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) },
-      }));
-      while (requests.length > 0) {
-        const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
-        requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
 }
 
 interface EmulatorRun {
@@ -400,7 +348,7 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
   const prefix = `kaj-bench-${(prefixSeq += 1)}`;
   const r = await ensureResources(env.admin, prefix);
   const names = resourceNames(prefix);
-  await loadItems(env.admin.dynamodb, names.schedules, seed);
+  await putItems(env.admin.dynamodb, names.schedules, seed.length, (i) => seed[i] as StoredItem);
   const config: FunctionConfig = {
     tableName: r.tableName,
     schedulesTableName: names.schedules,
@@ -415,13 +363,13 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
     clock,
     random: seededRandom(1),
   });
-  env.calls.clear();
+  let sent = sentSince(env.counter);
   const idle = await timedTick(kaj);
-  const idleCalls = Object.fromEntries(env.calls);
+  const idleCalls = sent();
   clock.t = FIRE_TICK;
-  env.calls.clear();
+  sent = sentSince(env.counter);
   const fire = await timedTick(kaj);
-  const fireCalls = Object.fromEntries(env.calls);
+  const fireCalls = sent();
   await deleteResources(env.admin, prefix);
   return { idle, fire, idleCalls, fireCalls, elapsedMs: performance.now() - started };
 }

@@ -17,6 +17,7 @@ import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
 import type { Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
+import { medianLine, repeat } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
@@ -127,19 +128,20 @@ async function run(): Promise<Record<string, number>> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-const results: Record<string, number>[] = [];
-for (let r = 0; r < RUNS; r += 1) {
+const results = await repeat(RUNS, async (r) => {
   const res = await run();
-  results.push(res);
-  process.stderr.write(`run ${r + 1}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
-}
+  process.stderr.write(`run ${r}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
+  return res;
+});
 console.log(
   `\nKaj local throughput: ${N} no-op tasks, ${CLIENTS} HTTP clients, median of ${RUNS} runs (${new Date().toISOString()})`,
 );
 for (const key of Object.keys(results[0] ?? {})) {
-  const values = results.map((r) => r[key] ?? NaN);
   console.log(
-    `  ${key.padEnd(32)} ${median(values).toFixed(2).padStart(10)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`,
+    medianLine(
+      `${key.padEnd(32)} `,
+      results.map((r) => r[key] ?? NaN),
+      10,
+    ),
   );
 }

@@ -343,6 +343,37 @@ export class DynamoLedger {
   }
 }
 
+/** Requests, units and index writes of a run of ops, summed. */
+export interface DynamoSummary {
+  readonly requests: Readonly<Record<DynamoOp['api'], number>>;
+  readonly rru: number;
+  readonly rruByApi: Readonly<Record<DynamoOp['api'], number>>;
+  readonly tableWru: number;
+  readonly indexWru: number;
+  readonly indexChanges: Readonly<Record<IndexChange, number>>;
+  readonly conditionFailed: number;
+}
+
+export function summarize(ops: readonly DynamoOp[]): DynamoSummary {
+  const requests = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
+  const rruByApi = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
+  const indexChanges = { none: 0, put: 0, delete: 0, move: 0, update: 0 };
+  let rru = 0;
+  let tableWru = 0;
+  let indexWru = 0;
+  let conditionFailed = 0;
+  for (const o of ops) {
+    requests[o.api] += 1;
+    rruByApi[o.api] += o.rru;
+    rru += o.rru;
+    tableWru += o.tableWru;
+    indexWru += o.indexWru;
+    if (o.conditionFailed) conditionFailed += 1;
+    for (const w of o.index) indexChanges[w.change] += 1;
+  }
+  return { requests, rru, rruByApi, tableWru, indexWru, indexChanges, conditionFailed };
+}
+
 /**
  * A `TaskStore` decorator that bills every call by AWS's rules ({@link DynamoLedger}). For each
  * write it reads the item before (a strongly consistent `get` on the inner store, not counted) and
