@@ -28,17 +28,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { putItems } from './lib/put-items.js';
-import { median } from './lib/report.js';
+import { median, num } from './lib/report.js';
 
 const { values } = parseArgs({
   options: { tasks: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' } },
 });
-const total = Number(values.tasks);
-const runs = Number(values.runs);
-if (!Number.isInteger(total) || total < 1 || !Number.isInteger(runs) || runs < 3) {
-  process.stderr.write('usage: npx tsx bench/console.ts [--tasks 100000] [--runs 5]  (runs ≥ 3)\n');
-  process.exit(2);
-}
+const total = num(values.tasks, 'tasks', true, 1);
+const runs = num(values.runs, 'runs', true, 3);
 
 /** The mix: mostly succeeded (not indexed), then failed, retrying, cancelled, running. */
 const MIX: readonly [TaskStatus, number][] = [

@@ -36,7 +36,7 @@ import { METRICS } from '../shared/config/metrics.js';
 import { createLogger, createMetrics, type InvocationMetrics } from '../shared/service/observability.js';
 import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
-import { median, medianLine } from './lib/report.js';
+import { median, medianLine, num } from './lib/report.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -46,10 +46,8 @@ const { values } = parseArgs({
     iterations: { type: 'string', default: '5000' },
   },
 });
-const RUNS = Number(values.runs);
-const ITERATIONS = Number(values.iterations);
-if (!Number.isInteger(RUNS) || RUNS < 3) throw new Error('--runs must be an integer >= 3 (medians of at least 3 runs)');
-if (!Number.isInteger(ITERATIONS) || ITERATIONS < 100) throw new Error('--iterations must be an integer >= 100');
+const RUNS = num(values.runs, 'runs', true, 3);
+const ITERATIONS = num(values.iterations, 'iterations', true, 100);
 
 /** Tasks per consumer batch, and submits per run. */
 const BATCH = 10;

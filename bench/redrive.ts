@@ -27,7 +27,7 @@ import { deadLetterOf } from '../shared/task/lifecycle.js';
 import type { TaskRecord } from '../shared/task/model.js';
 import { queueDepth } from '../testing/harness.js';
 import { startEmulatorProcess } from './lib/emulator-process.js';
-import { median } from './lib/report.js';
+import { median, num } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,12 +35,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
   },
 });
-const n = Number(values.n);
-const runs = Number(values.runs);
-if (!Number.isInteger(n) || n < 1 || !Number.isInteger(runs) || runs < 1) {
-  process.stderr.write('usage: npx tsx bench/redrive.ts [--n 1000] [--runs 3]\n');
-  process.exit(2);
-}
+const n = num(values.n, 'n', true, 1);
+const runs = num(values.runs, 'runs', true, 1);
 
 const emulators = await startEmulatorProcess();
 const runtime = await startLocalRuntime({

@@ -17,7 +17,7 @@ import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
 import type { Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
-import { medianLine, repeat } from './lib/report.js';
+import { medianLine, num, repeat } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
@@ -26,12 +26,9 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '16' },
   },
 });
-const N = Number(values.tasks);
-const RUNS = Number(values.runs);
-const CLIENTS = Number(values.clients);
-for (const [k, v] of Object.entries({ tasks: N, runs: RUNS, clients: CLIENTS })) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${k} must be a positive integer`);
-}
+const N = num(values.tasks, 'tasks', true, 1);
+const RUNS = num(values.runs, 'runs', true, 1);
+const CLIENTS = num(values.clients, 'clients', true, 1);
 
 interface Counters {
   calls: Map<string, number>;
