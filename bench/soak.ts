@@ -22,7 +22,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { PRIORITIES, type Priority } from '../shared/config/resources.js';
 import type { TaskRecord, TaskStatus } from '../shared/task/model.js';
 import { EMBEDDED_TARGET, MOTO_TARGET, type EmulatorTarget } from '../local/emulators.js';
@@ -153,19 +153,15 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
     failed: 0,
     cancelled: 0,
   };
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await bench.doc.send(
-      new ScanCommand({
-        TableName: bench.runtime.resources.tableName,
-        ProjectionExpression: '#s',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) counts[item.status as TaskStatus] += 1;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey !== undefined);
+  const scan = paginateScan(
+    { client: bench.doc },
+    {
+      TableName: bench.runtime.resources.tableName,
+      ProjectionExpression: '#s',
+      ExpressionAttributeNames: { '#s': 'status' },
+    },
+  );
+  for await (const page of scan) for (const item of page.Items ?? []) counts[item.status as TaskStatus] += 1;
   return counts;
 }
 
