@@ -35,6 +35,7 @@ import { laneQueueNames } from '../shared/config/lanes.js';
 import { FUNCTION_ENTRIES, PRIORITIES, resourceNames } from '../shared/config/resources.js';
 import { functionEnvironment } from '../shared/config/settings.js';
 import { lanes } from '../tasks/lanes.js';
+import { median, num } from './lib/report.js';
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 
@@ -46,11 +47,8 @@ const { values } = parseArgs({
     keep: { type: 'boolean', default: false },
   },
 });
-const RUNS = Number(values.runs);
-const TOP = Number(values.top);
-if (!Number.isInteger(RUNS) || RUNS < 1 || !Number.isInteger(TOP) || TOP < 0) {
-  throw new Error('--runs and --top must be positive integers');
-}
+const RUNS = num(values.runs, 'runs', true, 1);
+const TOP = num(values.top, 'top', true, 0);
 type FunctionName = keyof typeof FUNCTION_ENTRIES;
 const NAMES = (values.function ?? Object.keys(FUNCTION_ENTRIES)) as FunctionName[];
 for (const n of NAMES) if (!(n in FUNCTION_ENTRIES)) throw new Error(`unknown function ${n}`);
@@ -142,12 +140,6 @@ function coldImport(file: string, env: Record<string, string>, sourceMaps = true
   if (out.status !== 0) throw new Error(`importing ${file} failed: ${out.stderr}`);
   const [wall, cpu] = out.stdout.trim().split(' ').map(Number);
   return { wall: wall ?? Number.NaN, cpu: cpu ?? Number.NaN };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;

@@ -14,8 +14,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { BatchWriteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { startLocalConsole } from '../local/console.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { STATUS_COUNT_TTL_MS } from '../cli/console/backend.js';
@@ -28,16 +27,14 @@ import type { ListedStatus, TaskRecord, TaskStatus } from '../shared/task/model.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { putItems } from './lib/put-items.js';
+import { median, num } from './lib/report.js';
 
 const { values } = parseArgs({
   options: { tasks: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' } },
 });
-const total = Number(values.tasks);
-const runs = Number(values.runs);
-if (!Number.isInteger(total) || total < 1 || !Number.isInteger(runs) || runs < 3) {
-  process.stderr.write('usage: npx tsx bench/console.ts [--tasks 100000] [--runs 5]  (runs ≥ 3)\n');
-  process.exit(2);
-}
+const total = num(values.tasks, 'tasks', true, 1);
+const runs = num(values.runs, 'runs', true, 3);
 
 /** The mix: mostly succeeded (not indexed), then failed, retrying, cancelled, running. */
 const MIX: readonly [TaskStatus, number][] = [
@@ -103,31 +100,13 @@ async function seed(dynamodb: DynamoDBClient, table: string): Promise<Record<str
   statuses.length = total;
   // Interleave, so that every status spans the whole time range.
   const order = statuses.map((s, i) => ({ s, k: (i * 7919) % total })).sort((a, b) => a.k - b.k);
-  let next = 0;
-  const worker = async () => {
-    while (next < total) {
-      const start = next;
-      next = Math.min(total, next + 25);
-      let requests = order.slice(start, next).map(({ s }, j) => {
-        counts[s] = (counts[s] ?? 0) + 1;
-        return { PutRequest: { Item: marshall(recordOf(start + j, s, now), { removeUndefinedValues: true }) } };
-      });
-      while (requests.length > 0) {
-        const out = await dynamodb.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
-        requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
+  await putItems(dynamodb, table, total, (i) => {
+    const s = (order[i] as { s: TaskStatus }).s;
+    counts[s] = (counts[s] ?? 0) + 1;
+    return recordOf(i, s, now) as unknown as Record<string, unknown>;
+  });
   return counts;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1
-    ? (s[(s.length - 1) / 2] as number)
-    : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
-};
 
 // Every DynamoDB command any client of this process sends, by name (the console's included).
 const sent: Record<string, number> = {};

@@ -46,7 +46,7 @@ import {
   AccountingTaskStore,
   type DynamoOp,
   DynamoLedger,
-  type IndexChange,
+  summarize,
   isInIndex,
   itemSize,
   queryReadUnits,
@@ -54,6 +54,7 @@ import {
 import { CountingTaskQueue, esmRequests, idleReceivesPerDay, SqsLedger } from './lib/request-counting.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
 import { BenchClock, seededRandom } from './lib/determinism.js';
+import { fmt as format, median, num, printTable, repeat, usd } from './lib/report.js';
 import { MemoryTaskQueue, type ReceivedTaskMessage } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
 
@@ -71,26 +72,20 @@ const { values } = parseArgs({
     log: { type: 'boolean', default: false },
   },
 });
-const num = (name: keyof typeof values, integer: boolean, min: number): number => {
-  const v = Number(values[name]);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    console.error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${values[name]}"`);
-    process.exit(2);
-  }
-  return v;
-};
+const opt = (name: Exclude<keyof typeof values, 'log'>, integer: boolean, min: number): number =>
+  num(values[name], name, integer, min);
 const OPTS = {
-  tasks: num('tasks', true, 1),
-  runs: num('runs', true, 3),
-  consumerMs: num('consumer-ms', false, 0),
-  apiMs: num('api-ms', false, 0),
-  sweeperMs: num('sweeper-ms', false, 0),
-  logBytes: num('log-bytes', false, 0),
+  tasks: opt('tasks', true, 1),
+  runs: opt('runs', true, 3),
+  consumerMs: opt('consumer-ms', false, 0),
+  apiMs: opt('api-ms', false, 0),
+  sweeperMs: opt('sweeper-ms', false, 0),
+  logBytes: opt('log-bytes', false, 0),
   /** Of `logBytes`, the API's access-log line (infra/constructs/api.ts), once per HTTP request. */
-  accessLogBytes: num('access-log-bytes', false, 0),
-  idlePollers: num('idle-pollers', false, 0),
+  accessLogBytes: opt('access-log-bytes', false, 0),
+  idlePollers: opt('idle-pollers', false, 0),
   /** Messages per consumer batch under the load costed (default: the mapping's batch size, i.e. full batches). */
-  batchFill: values['batch-fill'] === undefined ? undefined : num('batch-fill', true, 1),
+  batchFill: values['batch-fill'] === undefined ? undefined : opt('batch-fill', true, 1),
 };
 
 const DAY_S = 86_400;
@@ -236,24 +231,30 @@ interface RunResult {
   readonly ops: readonly DynamoOp[];
 }
 
-async function runScenario(s: Scenario, model: DeploymentModel, seed: number): Promise<RunResult> {
-  const n = OPTS.tasks;
+/** Kaj over an in-memory store and queue at START, every request it makes billed. */
+function world(model: DeploymentModel, seed: number) {
   const clock = new BenchClock(START);
-  const names = resourceNames('kaj');
   const dynamo = new DynamoLedger();
   const sqs = new SqsLedger();
-  const outboxName = TABLE_SCHEMA.outboxIndex.name;
   const inner = new MemoryTaskStore();
   const memq = new MemoryTaskQueue({ now: () => clock.now() });
   const kaj = createKaj({
-    store: new AccountingTaskStore(inner, model.table, dynamo, outboxName),
+    store: new AccountingTaskStore(inner, model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
     queue: new CountingTaskQueue(memq, sqs),
     registry,
     settings: runtimeSettings(),
-    queueNames: names.queues,
+    queueNames: resourceNames('kaj').queues,
     clock,
     random: seededRandom(seed),
   });
+  return { kaj, clock, dynamo, sqs, inner, memq };
+}
+
+async function runScenario(s: Scenario, model: DeploymentModel, seed: number): Promise<RunResult> {
+  const n = OPTS.tasks;
+  const names = resourceNames('kaj');
+  const outboxName = TABLE_SCHEMA.outboxIndex.name;
+  const { kaj, clock, dynamo, sqs, inner, memq } = world(model, seed);
   const tag = (t: string): void => {
     dynamo.tag = t;
     sqs.tag = t;
@@ -324,10 +325,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   }
 
   const ops = dynamo.ops;
-  const sum = (f: (o: DynamoOp) => number): number => ops.reduce((t, o) => t + f(o), 0);
-  const count = (p: (o: DynamoOp) => boolean): number => ops.filter(p).length;
-  const indexChanges = (c: IndexChange): number =>
-    ops.reduce((t, o) => t + o.index.filter((w) => w.change === c).length, 0);
+  const d = summarize(ops);
   const calls = (api: string): number =>
     sqs.calls.filter((c) => c.api === api && c.by === 'kaj').reduce((t, c) => t + c.requests, 0);
   const retentionS = runtimeSettings().retentionDays * DAY_S;
@@ -341,19 +339,19 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     (item) => !isFinished(item.status) || (outbox !== undefined && isInIndex(item, outbox)),
   ).length;
   const measured: Measured = {
-    tableWru: sum((o) => o.tableWru),
-    indexWru: sum((o) => o.indexWru),
+    tableWru: d.tableWru,
+    indexWru: d.indexWru,
     // A sweep queries its partitions whether or not tasks are due: only what a Query reads
     // beyond an empty result is the tasks' (the rest is the idle cost, reported per day).
-    rru: sum((o) => (o.api === 'Query' ? o.rru - queryReadUnits(0) : o.rru)),
-    puts: count((o) => o.api === 'PutItem'),
-    updates: count((o) => o.api === 'UpdateItem'),
-    gets: count((o) => o.api === 'GetItem'),
-    conditionFailures: count((o) => o.conditionFailed),
-    indexPut: indexChanges('put'),
-    indexMove: indexChanges('move'),
-    indexUpdate: indexChanges('update'),
-    indexDelete: indexChanges('delete'),
+    rru: d.rru - d.requests.Query * queryReadUnits(0),
+    puts: d.requests.PutItem,
+    updates: d.requests.UpdateItem,
+    gets: d.requests.GetItem,
+    conditionFailures: d.conditionFailed,
+    indexPut: d.indexChanges.put,
+    indexMove: d.indexChanges.move,
+    indexUpdate: d.indexChanges.update,
+    indexDelete: d.indexChanges.delete,
     sqsSend: calls('SendMessage'),
     sqsSendBatch: calls('SendMessageBatch'),
     sqsVisibility: calls('ChangeMessageVisibility'),
@@ -416,12 +414,6 @@ function dollars(m: Measured, model: DeploymentModel) {
   return { ...row, total: row.dynamodb + row.httpApi + row.sqs + row.lambda + row.logs };
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-}
-
 function medianOf(runs: readonly Measured[]): Measured {
   const first = runs[0];
   if (first === undefined) throw new Error('no runs');
@@ -432,17 +424,7 @@ function medianOf(runs: readonly Measured[]): Measured {
 
 /** Idle cost of the sweeper: the requests one sweep of an empty table makes. */
 async function idleSweep(model: DeploymentModel): Promise<{ queries: number; rru: number }> {
-  const dynamo = new DynamoLedger();
-  const clock = new BenchClock(START);
-  const kaj = createKaj({
-    store: new AccountingTaskStore(new MemoryTaskStore(), model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
-    queue: new CountingTaskQueue(new MemoryTaskQueue({ now: () => clock.now() }), new SqsLedger()),
-    registry,
-    settings: runtimeSettings(),
-    queueNames: resourceNames('kaj').queues,
-    clock,
-    random: seededRandom(1),
-  });
+  const { kaj, dynamo } = world(model, 1);
   await kaj.sweep();
   return {
     queries: dynamo.ops.filter((o) => o.api === 'Query').length,
@@ -450,20 +432,7 @@ async function idleSweep(model: DeploymentModel): Promise<{ queries: number; rru
   };
 }
 
-const fmt = (v: number, digits = 2): string => {
-  if (v === 0) return '0';
-  const s = v.toFixed(digits);
-  return s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
-};
-const usd = (v: number): string => `$${v.toFixed(2)}`;
-
-function printTable(header: readonly string[], rows: readonly (readonly string[])[], widths: readonly number[]): void {
-  const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[0] ?? 40) : c.padStart(widths[i] ?? 14))).join(' ');
-  console.log(line(header));
-  console.log(line(widths.map((w) => '-'.repeat(w))));
-  for (const r of rows) console.log(r.length === 1 ? `${r[0]}` : line(r));
-}
+const fmt = (v: number, digits = 2): string => format(v, digits, false);
 
 function writeLog(title: string, result: RunResult): void {
   const first = result.ops.find((o) => o.taskId !== undefined)?.taskId;
@@ -505,8 +474,7 @@ async function main(): Promise<void> {
 
   const results: { s: Scenario; m: Measured; identical: boolean; first: RunResult }[] = [];
   for (const s of SCENARIOS) {
-    const runs: RunResult[] = [];
-    for (let r = 1; r <= OPTS.runs; r++) runs.push(await runScenario(s, model, r));
+    const runs = await repeat(OPTS.runs, (r) => runScenario(s, model, r));
     const ms = runs.map((r) => r.measured);
     // Storage depends on when a task finishes (a retry's jittered delay): compare the counts.
     const counts = (m: Measured): string => JSON.stringify({ ...m, storageGbMonths: 0 });
@@ -591,7 +559,7 @@ async function main(): Promise<void> {
   const restDynamo = cost(PRICES.dynamodb.readRequestUnit, idle.rru * sweepsPerDay);
   const restLambda = cost(PRICES.lambda.request, sweepsPerDay) + cost(PRICES.lambda.arm64GbSecond, sweeperGbS);
   const restDay = restSqs + restDynamo + restLambda;
-  const usd4 = (v: number): string => `$${v.toFixed(4)}`;
+  const usd4 = (v: number): string => usd(v, 4);
   const perMonth = MONTH_S / DAY_S;
   console.log('\nAt rest (no tasks) — fixed costs per deployment, not per task; per day (per month):');
   console.log(

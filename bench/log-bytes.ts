@@ -36,6 +36,7 @@ import { METRICS } from '../shared/config/metrics.js';
 import { createLogger, createMetrics, type InvocationMetrics } from '../shared/service/observability.js';
 import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
+import { median, medianLine, num } from './lib/report.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -45,10 +46,8 @@ const { values } = parseArgs({
     iterations: { type: 'string', default: '5000' },
   },
 });
-const RUNS = Number(values.runs);
-const ITERATIONS = Number(values.iterations);
-if (!Number.isInteger(RUNS) || RUNS < 3) throw new Error('--runs must be an integer >= 3 (medians of at least 3 runs)');
-if (!Number.isInteger(ITERATIONS) || ITERATIONS < 100) throw new Error('--iterations must be an integer >= 100');
+const RUNS = num(values.runs, 'runs', true, 3);
+const ITERATIONS = num(values.iterations, 'iterations', true, 100);
 
 /** Tasks per consumer batch, and submits per run. */
 const BATCH = 10;
@@ -477,8 +476,6 @@ function lineBytes(): Record<string, number> {
 
 // --- main ---------------------------------------------------------------------------------------
 
-const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
 // Lambda sets the trace id on every invocation; Powertools Logger adds it to each line.
 process.env._X_AMZN_TRACE_ID ??= 'Root=1-674c1f80-0f1e2d3c4b5a69788796a5b4;Parent=53995c3f42cd8ad8;Sampled=0';
 
@@ -567,9 +564,12 @@ console.log(
     `${ITERATIONS * BATCH} log lines; median of ${RUNS} runs`,
 );
 for (const key of Object.keys(cpuRuns[0] ?? {})) {
-  const vs = cpuRuns.map((r) => r[key] ?? Number.NaN);
   console.log(
-    `  ${key.padEnd(52)}${median(vs).toFixed(2).padStart(8)}   (runs: ${vs.map((v) => v.toFixed(2)).join(', ')})`,
+    medianLine(
+      key.padEnd(52),
+      cpuRuns.map((r) => r[key] ?? Number.NaN),
+      8,
+    ),
   );
 }
 for (const [key, v] of Object.entries(lineBytes())) console.log(`  ${key.padEnd(52)}${String(v).padStart(8)}`);

@@ -26,6 +26,7 @@ import {
   type PayrollReport,
   simulatePayroll,
 } from './payroll/simulate.js';
+import { median, num } from './lib/report.js';
 import { PRICES } from './prices.js';
 
 const { values } = parseArgs({
@@ -42,14 +43,10 @@ const { values } = parseArgs({
     'knob-slips': { type: 'string', default: '10000' },
   },
 });
-const SLIPS = Number(values.slips);
-const RUNS = Number(values.runs);
-const SEED = Number(values.seed);
-const KNOB_SLIPS = Number(values['knob-slips']);
-if (!Number.isInteger(SLIPS) || SLIPS < 1) throw new Error('--slips must be a positive integer');
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error('--runs must be a positive integer');
-if (!Number.isInteger(SEED)) throw new Error('--seed must be an integer');
-if (!Number.isInteger(KNOB_SLIPS) || KNOB_SLIPS < 1) throw new Error('--knob-slips must be a positive integer');
+const SLIPS = num(values.slips, 'slips', true, 1);
+const RUNS = num(values.runs, 'runs', true, 1);
+const SEED = num(values.seed, 'seed', true, Number.MIN_SAFE_INTEGER);
+const KNOB_SLIPS = num(values['knob-slips'], 'knob-slips', true, 1);
 if (values.only !== undefined && !(values.only in PAYROLL_CONFIGS)) throw new Error('--only must be "seed" or "kaj"');
 
 const model: Partial<PayrollModel> = {
@@ -122,12 +119,6 @@ for (const knob of knobs) {
 }
 
 // ---- the figures ---------------------------------------------------------------------------------
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 const fmt = (v: number, digits = 0) =>
   Number.isFinite(v)
     ? v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })

@@ -35,13 +35,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
 import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/lease.js';
 import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
+import { median } from './lib/report.js';
 import { uniquePrefix } from '../testing/wait.js';
 import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../testing/worker-process.js';
 
@@ -243,21 +244,17 @@ async function runOnce(
   const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const unfinishedNow = async (): Promise<number> => {
     let n = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await doc.send(
-        new ScanCommand({
-          TableName: rt.resources.tableName,
-          Select: 'COUNT',
-          FilterExpression: 'NOT (#s IN (:ok, :failed, :cancelled))',
-          ExpressionAttributeNames: { '#s': 'status' },
-          ExpressionAttributeValues: { ':ok': 'succeeded', ':failed': 'failed', ':cancelled': 'cancelled' },
-          ExclusiveStartKey: start,
-        }),
-      );
+    for await (const page of paginateScan(
+      { client: doc },
+      {
+        TableName: rt.resources.tableName,
+        Select: 'COUNT',
+        FilterExpression: 'NOT (#s IN (:ok, :failed, :cancelled))',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':ok': 'succeeded', ':failed': 'failed', ':cancelled': 'cancelled' },
+      },
+    ))
       n += page.Count ?? 0;
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined);
     return n;
   };
   await new Promise((r) => setTimeout(r, EMAIL_MS + 1500));
@@ -286,9 +283,7 @@ async function runOnce(
   const stories: string[] = [];
   let sharedCrashes = 0;
   let suspects = 0;
-  let key: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(new ScanCommand({ TableName: rt.resources.tableName, ExclusiveStartKey: key }));
+  for await (const page of paginateScan({ client: doc }, { TableName: rt.resources.tableName })) {
     for (const item of page.Items ?? []) {
       if (item.status === 'succeeded') succeeded += 1;
       if (item.status === 'failed') failed += 1;
@@ -302,8 +297,7 @@ async function runOnce(
         suspects += 1;
       if (item.type === 'send_slip') maxAttemptsSeen = Math.max(maxAttemptsSeen, Number(item.attempts));
     }
-    key = page.LastEvaluatedKey;
-  } while (key !== undefined);
+  }
   let dlq = 0;
   for (const pr of PRIORITIES) {
     const a = await rt.clients.sqs.send(
@@ -363,11 +357,6 @@ async function runOnce(
   rmSync(dir, { recursive: true, force: true });
   return result;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
-};
 
 function perSlip(r: RunResult, slips: number) {
   const sum = (re: RegExp, from = r.requests) =>

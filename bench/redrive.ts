@@ -16,56 +16,35 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { defaultContext } from '../cli/context.js';
 import { runCli } from '../cli/program.js';
-import { startEmulators } from '../local/emulators.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
-import { taskQueueUrls, type Endpoints, type LocalState } from '../shared/aws/wiring.js';
+import { taskQueueUrls, type LocalState } from '../shared/aws/wiring.js';
 import { SqsTaskQueue } from '../shared/aws/sqs-task-queue.js';
 import { deadLetterOf } from '../shared/task/lifecycle.js';
 import type { TaskRecord } from '../shared/task/model.js';
+import { queueDepth } from '../testing/harness.js';
+import { startEmulatorProcess } from './lib/emulator-process.js';
+import { median, num } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '3' },
-    'serve-emulators': { type: 'boolean', default: false },
   },
 });
-if (values['serve-emulators']) {
-  // Child mode: run the embedded emulators until the parent closes stdin.
-  const em = await startEmulators();
-  process.stdout.write(`${JSON.stringify({ sqs: em.sqsEndpoint, dynamodb: em.dynamoEndpoint })}\n`);
-  process.stdin.resume();
-  process.stdin.on('end', () => void em.stop().then(() => process.exit(0)));
-  await new Promise(() => {});
-}
-const n = Number(values.n);
-const runs = Number(values.runs);
-if (!Number.isInteger(n) || n < 1 || !Number.isInteger(runs) || runs < 1) {
-  process.stderr.write('usage: npx tsx bench/redrive.ts [--n 1000] [--runs 3]\n');
-  process.exit(2);
-}
+const n = num(values.n, 'n', true, 1);
+const runs = num(values.runs, 'runs', true, 1);
 
-const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--serve-emulators'], {
-  stdio: ['pipe', 'pipe', 'inherit'],
-});
-const endpoints = await new Promise<Endpoints>((resolve, reject) => {
-  child.once('exit', (code) => reject(new Error(`emulator process exited (${code})`)));
-  createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as Endpoints));
-});
+const emulators = await startEmulatorProcess();
 const runtime = await startLocalRuntime({
   prefix: `bench-redrive-${process.pid}`,
   port: 0,
   consumers: false,
   sweepIntervalMs: 3_600_000,
-  endpoints,
+  endpoints: emulators.endpoints,
 });
 const dir = mkdtempSync(join(tmpdir(), 'kaj-bench-'));
 // What `npm start` writes for `kaj --local`: the CLI under test finds this runtime through it.
@@ -83,18 +62,7 @@ async function pool<T>(items: readonly T[], width: number, fn: (x: T) => Promise
   );
 }
 
-async function dlqDepth(): Promise<number> {
-  const out = await runtime.clients.sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: runtime.resources.deadLetterQueueUrls.normal,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
-    Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
-  );
-}
+const dlqDepth = (): Promise<number> => queueDepth(runtime.clients.sqs, runtime.resources.deadLetterQueueUrls.normal);
 
 async function fill(run: number): Promise<string[]> {
   const now = Date.now();
@@ -176,14 +144,12 @@ try {
       `run ${run}: ${n} tasks redriven in ${seconds.toFixed(2)} s = ${(n / seconds).toFixed(0)} tasks/s\n`,
     );
   }
-  const sorted = [...rates].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)] as number;
   process.stdout.write(
-    `redrive rate (median of ${runs}, N=${n}, embedded emulators, node ${process.version}): ${median.toFixed(0)} tasks/s\n`,
+    `redrive rate (median of ${runs}, N=${n}, embedded emulators, node ${process.version}): ${median(rates).toFixed(0)} tasks/s\n`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });
   await runtime.stop(1_000);
-  child.stdin?.end();
+  await emulators.stop();
 }
 process.exit(0);

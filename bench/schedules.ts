@@ -21,14 +21,13 @@
  * - Lambda: the CPU time of (2) stretched to the function's share of a vCPU (memory / 1,769 MB),
  *   plus the time spent waiting on AWS (request count × a stated latency ÷ the tick's concurrency),
  *   billed as GB-seconds. The schedules table, the task table, the scheduler function and its
- *   rule are read from the synthesized CDK template (bench/lib/schedule-deployment.ts).
+ *   rule are read from the synthesized CDK template (bench/lib/deployment.ts).
  *
  * Prices: bench/prices.ts (dated).
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { deleteResources, ensureResources } from '../local/bootstrap.js';
@@ -43,9 +42,9 @@ import { jitterOffsetMs } from '../shared/schedule/timing.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 import {
   AccountingTaskStore,
-  type DynamoOp,
+  type DynamoSummary,
   DynamoLedger,
-  type IndexChange,
+  summarize,
   type Item,
   itemSize,
   projectedItem,
@@ -54,7 +53,7 @@ import {
 import { startEmulatorProcess } from './lib/emulator-process.js';
 import { CountingTaskQueue, SqsLedger } from './lib/request-counting.js';
 import { AccountingScheduleStore } from './lib/schedule-accounting.js';
-import { readSchedulerDeployment, type SchedulerDeploymentModel } from './lib/schedule-deployment.js';
+import { readSchedulerDeployment, type SchedulerDeploymentModel } from './lib/deployment.js';
 import {
   type Drain,
   drainTicks,
@@ -64,7 +63,6 @@ import {
   ioTimeMs,
   lambdaDuration,
   lateSends,
-  median,
   memoryToFit,
   storedBytes,
   ticksPerMonth,
@@ -72,6 +70,9 @@ import {
 } from './lib/schedule-model.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
 import { BenchClock, seededRandom } from './lib/determinism.js';
+import { putItems } from './lib/put-items.js';
+import { RequestCounter } from '../local/request-counter.js';
+import { fmt, median, num, printTable, usd } from './lib/report.js';
 import { MemoryScheduleStore } from '../testing/memory-schedule-store.js';
 import { MemoryTaskQueue } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
@@ -87,14 +88,6 @@ const { values } = parseArgs({
     'no-emulator': { type: 'boolean', default: false },
   },
 });
-const num = (text: string | undefined, name: string, integer: boolean, min: number): number => {
-  const v = Number(text);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    console.error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${text}"`);
-    process.exit(2);
-  }
-  return v;
-};
 const OPTS = {
   runs: num(values.runs, 'runs', true, 1),
   sizes: String(values.sizes)
@@ -247,36 +240,6 @@ async function timedTick(kaj: Kaj): Promise<Timed> {
   return { report, wallMs, cpuMs: (c.user + c.system) / 1000 };
 }
 
-interface DynamoSummary {
-  readonly requests: Readonly<Record<DynamoOp['api'], number>>;
-  readonly rru: number;
-  readonly rruByApi: Readonly<Record<DynamoOp['api'], number>>;
-  readonly tableWru: number;
-  readonly indexWru: number;
-  readonly indexChanges: Readonly<Record<IndexChange, number>>;
-  readonly conditionFailed: number;
-}
-
-function summarize(ops: readonly DynamoOp[]): DynamoSummary {
-  const requests = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
-  const rruByApi = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
-  const indexChanges = { none: 0, put: 0, delete: 0, move: 0, update: 0 };
-  let rru = 0;
-  let tableWru = 0;
-  let indexWru = 0;
-  let conditionFailed = 0;
-  for (const o of ops) {
-    requests[o.api] += 1;
-    rruByApi[o.api] += o.rru;
-    rru += o.rru;
-    tableWru += o.tableWru;
-    indexWru += o.indexWru;
-    if (o.conditionFailed) conditionFailed += 1;
-    for (const w of o.index) indexChanges[w.change] += 1;
-  }
-  return { requests, rru, rruByApi, tableWru, indexWru, indexChanges, conditionFailed };
-}
-
 /** What one tick did, billed. */
 interface TickCounts {
   readonly report: TickReport;
@@ -326,42 +289,39 @@ interface EmulatorEnv {
   /** Tuned as on Lambda (`createDynamoDbClient` / `createSqsClient` defaults), counted. */
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
-  readonly calls: Map<string, number>;
+  /** Every command the two clients send (instrumented before their first request). */
+  readonly counter: RequestCounter;
   stop(): Promise<void>;
 }
 
-/** Counts every command a client sends, by name. Added before its first request (its stack is then cached). */
-function countCommands(client: DynamoDBClient | SQSClient, prefix: string, calls: Map<string, number>): void {
-  const stack = client.middlewareStack as unknown as {
-    add: (
-      mw: (next: (a: unknown) => Promise<unknown>, ctx: { commandName?: string }) => (a: unknown) => Promise<unknown>,
-      o: { step: string; name: string },
-    ) => void;
+/** A function returning the commands sent since this call, by `service Command` as `TickCounts.byCommand` has them. */
+function sentSince(counter: RequestCounter): () => Record<string, number> {
+  const before = { ...counter.counts.requests };
+  return () => {
+    const out: Record<string, number> = {};
+    for (const [key, n] of Object.entries(counter.counts.requests)) {
+      const [service, command] = key.split(':');
+      const name = `${service} ${command}`;
+      out[name] = (out[name] ?? 0) + n - (before[key] ?? 0);
+    }
+    return out;
   };
-  stack.add(
-    (next, ctx) => async (args) => {
-      const name = `${prefix} ${String(ctx.commandName).replace(/Command$/, '')}`;
-      calls.set(name, (calls.get(name) ?? 0) + 1);
-      return next(args);
-    },
-    { step: 'initialize', name: `kaj-bench-count-${prefix}` },
-  );
 }
 
 async function startEmulatorEnv(): Promise<EmulatorEnv> {
   const child = await startEmulatorProcess();
   const settings = emulatorSettings(child.endpoints);
-  const calls = new Map<string, number>();
+  const counter = new RequestCounter();
   const dynamodb = createDynamoDbClient(clientConfig(settings, 'dynamodb'));
   const sqs = createSqsClient(clientConfig(settings, 'sqs'));
-  countCommands(dynamodb, 'dynamodb', calls);
-  countCommands(sqs, 'sqs', calls);
+  counter.instrument(dynamodb, 'dynamodb');
+  counter.instrument(sqs, 'sqs');
   const admin = emulatorClients(child.endpoints);
   return {
     admin,
     dynamodb,
     sqs,
-    calls,
+    counter,
     async stop() {
       dynamodb.destroy();
       sqs.destroy();
@@ -369,26 +329,6 @@ async function startEmulatorEnv(): Promise<EmulatorEnv> {
       await child.stop();
     },
   };
-}
-
-/** Writes the items as `DynamoScheduleStore` marshals records, 25 to a BatchWriteItem, 8 at once. */
-async function loadItems(client: DynamoDBClient, table: string, items: readonly StoredItem[]): Promise<void> {
-  const batches: StoredItem[][] = [];
-  for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25) as StoredItem[]);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < batches.length) {
-      const batch = batches[next++] as StoredItem[];
-      let requests = batch.map((item) => ({
-        PutRequest: { Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) },
-      }));
-      while (requests.length > 0) {
-        const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
-        requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
 }
 
 interface EmulatorRun {
@@ -408,7 +348,7 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
   const prefix = `kaj-bench-${(prefixSeq += 1)}`;
   const r = await ensureResources(env.admin, prefix);
   const names = resourceNames(prefix);
-  await loadItems(env.admin.dynamodb, names.schedules, seed);
+  await putItems(env.admin.dynamodb, names.schedules, seed.length, (i) => seed[i] as StoredItem);
   const config: FunctionConfig = {
     tableName: r.tableName,
     schedulesTableName: names.schedules,
@@ -423,37 +363,19 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
     clock,
     random: seededRandom(1),
   });
-  env.calls.clear();
+  let sent = sentSince(env.counter);
   const idle = await timedTick(kaj);
-  const idleCalls = Object.fromEntries(env.calls);
+  const idleCalls = sent();
   clock.t = FIRE_TICK;
-  env.calls.clear();
+  sent = sentSince(env.counter);
   const fire = await timedTick(kaj);
-  const fireCalls = Object.fromEntries(env.calls);
+  const fireCalls = sent();
   await deleteResources(env.admin, prefix);
   return { idle, fire, idleCalls, fireCalls, elapsedMs: performance.now() - started };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
-
-const fmt = (v: number, digits = 2): string => {
-  if (v === 0) return '0';
-  const s = v.toFixed(digits);
-  const t = s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s;
-  const [int, frac] = t.split('.');
-  const grouped = (int ?? '').replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return frac === undefined ? grouped : `${grouped}.${frac}`;
-};
-const usd = (v: number, digits = 2): string => `$${v.toFixed(digits)}`;
-
-function printTable(header: readonly string[], rows: readonly (readonly string[])[], first = 52, rest = 16): void {
-  const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(first) : c.padStart(rest))).join(' ');
-  console.log(line(header));
-  console.log(line(header.map((_, i) => '-'.repeat(i === 0 ? first : rest))));
-  for (const r of rows) console.log(r.length === 1 ? `${r[0]}` : line(r));
-}
 
 const sameCounts = (a: Record<string, number>, b: Record<string, number>): boolean => {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
@@ -794,7 +716,7 @@ async function main(): Promise<void> {
     }),
   ]);
   console.log('\n1. The tick at 23:59:30 that hands over midnight — cron "0 0 * * *" UTC, no jitter, overlap allow');
-  printTable(['', ...cols], rows);
+  printTable(['', ...cols], rows, [52, 16]);
   const big = results.at(-1) as SizeResult;
   console.log(
     `  In-process timing: the tick over the in-memory fakes measures Kaj's code (and the fakes' copies of every item), no SDK; "emulators" runs the real adapters and SDK clients ` +
@@ -899,8 +821,7 @@ async function main(): Promise<void> {
       ...memories.map((m) => `s @${m} MiB`),
     ],
     jrows,
-    12,
-    13,
+    [12, 13],
   );
   console.log(
     `  Handed over in all: ${fmt(handed, 0)} of ${fmt(jn, 0)}; Lambda seconds estimated as above ("CPU + wait"), the CPU from the ${cpuModel.source} runs ` +
@@ -940,8 +861,7 @@ async function main(): Promise<void> {
         sameSpread(spread.perSecond, offsetSpread.perSecond) ? 'yes' : 'NO',
       ],
     ],
-    52,
-    18,
+    [52, 18],
   );
   console.log(
     `  "Sent after their second": each tick's runs in the order it sent them (earliest fire first across the shards), ` +
@@ -986,7 +906,7 @@ async function main(): Promise<void> {
       ];
     }),
   ];
-  printTable(['Idle tick', 'value'], irows, 60, 24);
+  printTable(['Idle tick', 'value'], irows, [60, 24]);
 
   const restRows: string[][] = [];
   const restTotals: number[] = [];
@@ -1013,8 +933,7 @@ async function main(): Promise<void> {
       ],
       ...memories.map((m, i) => [`  total at ${m} MiB`, usd(restTotals[i] ?? 0, 4)]),
     ],
-    60,
-    24,
+    [60, 24],
   );
 
   // Storage and per-fire costs: the first fire (recent runs empty) and the steady state (recent full).
@@ -1103,7 +1022,7 @@ async function main(): Promise<void> {
     ],
     ['  schedule item size, bytes (before the fire)', fmt(fresh.item, 0), fmt(aged.item, 0)],
   ];
-  printTable(['', 'first fire', `steady (${RECENT} recent)`], frows, 66, 18);
+  printTable(['', 'first fire', `steady (${RECENT} recent)`], frows, [66, 18]);
 
   const mDeployed = fn.memoryMiB;
   console.log('\n  Per schedule, per month (storage: item + 100 B, due-index entry + 100 B, at $0.25 per GB-month):');
@@ -1129,8 +1048,7 @@ async function main(): Promise<void> {
         return [`  daily schedule, 30 fires, with the runs' submit, ${m} MiB`, usd(v, 6), usd(v * million, 2)];
       }),
     ],
-    66,
-    16,
+    [66, 16],
   );
 
   console.log('\nAssumptions and notes:');

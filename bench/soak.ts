@@ -22,11 +22,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { PRIORITIES, type Priority } from '../shared/config/resources.js';
 import type { TaskRecord, TaskStatus } from '../shared/task/model.js';
 import { EMBEDDED_TARGET, MOTO_TARGET, type EmulatorTarget } from '../local/emulators.js';
-import { Bench, type StartedWorker } from '../testing/harness.js';
+import { Bench, FINISHED, type StartedWorker } from '../testing/harness.js';
+import { seededRandom } from './lib/determinism.js';
 
 export interface SoakOptions {
   readonly tasks: number;
@@ -123,18 +124,6 @@ export interface SoakReport {
   readonly problems: readonly string[];
 }
 
-/** A small seeded PRNG (mulberry32), so a soak's workload can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Script {
   readonly priority: Priority;
   readonly fail_attempts: number;
@@ -143,7 +132,8 @@ interface Script {
 }
 
 function scripts(o: SoakOptions): Script[] {
-  const rnd = prng(o.seed);
+  // Seeded, so that a soak's workload can be replayed.
+  const rnd = seededRandom(o.seed).next;
   return Array.from({ length: o.tasks }, () => {
     const p = rnd();
     const priority: Priority = p < 0.2 ? 'high' : p < 0.7 ? 'normal' : 'low';
@@ -154,8 +144,6 @@ function scripts(o: SoakOptions): Script[] {
   });
 }
 
-const FINISHED: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
-
 async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
   const counts: Record<TaskStatus, number> = {
     queued: 0,
@@ -165,19 +153,15 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
     failed: 0,
     cancelled: 0,
   };
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await bench.doc.send(
-      new ScanCommand({
-        TableName: bench.runtime.resources.tableName,
-        ProjectionExpression: '#s',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) counts[item.status as TaskStatus] += 1;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey !== undefined);
+  const scan = paginateScan(
+    { client: bench.doc },
+    {
+      TableName: bench.runtime.resources.tableName,
+      ProjectionExpression: '#s',
+      ExpressionAttributeNames: { '#s': 'status' },
+    },
+  );
+  for await (const page of scan) for (const item of page.Items ?? []) counts[item.status as TaskStatus] += 1;
   return counts;
 }
 

@@ -17,6 +17,7 @@ import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
 import type { Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
+import { medianLine, num, repeat } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,12 +26,9 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '16' },
   },
 });
-const N = Number(values.tasks);
-const RUNS = Number(values.runs);
-const CLIENTS = Number(values.clients);
-for (const [k, v] of Object.entries({ tasks: N, runs: RUNS, clients: CLIENTS })) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`--${k} must be a positive integer`);
-}
+const N = num(values.tasks, 'tasks', true, 1);
+const RUNS = num(values.runs, 'runs', true, 1);
+const CLIENTS = num(values.clients, 'clients', true, 1);
 
 interface Counters {
   calls: Map<string, number>;
@@ -127,19 +125,20 @@ async function run(): Promise<Record<string, number>> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-const results: Record<string, number>[] = [];
-for (let r = 0; r < RUNS; r += 1) {
+const results = await repeat(RUNS, async (r) => {
   const res = await run();
-  results.push(res);
-  process.stderr.write(`run ${r + 1}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
-}
+  process.stderr.write(`run ${r}/${RUNS}: ${res.tasksPerSec?.toFixed(1)} tasks/s\n`);
+  return res;
+});
 console.log(
   `\nKaj local throughput: ${N} no-op tasks, ${CLIENTS} HTTP clients, median of ${RUNS} runs (${new Date().toISOString()})`,
 );
 for (const key of Object.keys(results[0] ?? {})) {
-  const values = results.map((r) => r[key] ?? NaN);
   console.log(
-    `  ${key.padEnd(32)} ${median(values).toFixed(2).padStart(10)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`,
+    medianLine(
+      `${key.padEnd(32)} `,
+      results.map((r) => r[key] ?? NaN),
+      10,
+    ),
   );
 }

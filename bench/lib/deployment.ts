@@ -1,14 +1,21 @@
 /**
- * What the cost model needs to know about a deployment, read at run time from the CloudFormation
- * template the CDK app synthesizes (esbuild bundling skipped, a couple of seconds): the task
- * table's key schema and its global secondary indexes with their projections, each function's
- * memory and architecture, the SQS event source mappings' batch size, and the sweeper's schedule.
+ * What the cost and scheduler benchmarks need to know about a deployment, read at run time from
+ * the CloudFormation template the CDK app synthesizes (esbuild bundling skipped, a couple of
+ * seconds).
  *
- * When the stack cannot be synthesized (the infrastructure being edited, say), it falls back to
- * `TABLE_SCHEMA` in shared/config/resources.ts: its outbox index with `projection` as declared there
- * (ALL when absent, the projection before the write-path redesign), the construct default of
- * 256 MiB for every function, three mappings of batch 10 and a sweep a minute. A template whose
- * projection differs from TABLE_SCHEMA's is reported as a warning.
+ * - {@link readDeployment} (bench/cost.ts): the task table's key schema and its global secondary
+ *   indexes with their projections, each function's memory and architecture, the SQS event source
+ *   mappings' batch size, and the sweeper's schedule. When the stack cannot be synthesized (the
+ *   infrastructure being edited, say), it falls back to `TABLE_SCHEMA` in shared/config/resources.ts:
+ *   its outbox index with `projection` as declared there (ALL when absent, the projection before
+ *   the write-path redesign), the construct default of 256 MiB for every function, three mappings
+ *   of batch 10 and a sweep a minute. A template whose projection differs from TABLE_SCHEMA's is
+ *   reported as a warning.
+ * - {@link readSchedulerDeployment} (bench/schedules.ts): the schedules table's key schema and its
+ *   `due` index with its projection, the task table (the runs' tasks are created there), the
+ *   scheduler function's memory, architecture and timeout, and the tick's rule. It falls back to
+ *   `SCHEDULE_TABLE_SCHEMA` / `TABLE_SCHEMA`, the construct's default of 256 MiB arm64 and a 55 s
+ *   timeout, and `DEFAULTS.scheduleTickSeconds`.
  *
  * @module
  */
@@ -16,7 +23,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TABLE_SCHEMA } from '../../shared/config/resources.js';
+import type { KajStack } from '../../infra/kaj-stack.js';
+import { DEFAULTS, SCHEDULE_TABLE_SCHEMA, TABLE_SCHEMA } from '../../shared/config/resources.js';
 import type { IndexModel, Projection, TableModel } from './dynamo-accounting.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -48,57 +56,71 @@ interface CfnResource {
   readonly Properties?: Record<string, any>;
 }
 
-/** Reads the deployment from a freshly synthesized stack; falls back to TABLE_SCHEMA (see the module doc). */
-export async function readDeployment(): Promise<DeploymentModel> {
-  try {
-    return await fromTemplate();
-  } catch (err) {
-    return schemaDeployment(
-      `TABLE_SCHEMA (synth failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)})`,
-    );
-  }
+const TEMPLATE_SOURCE = 'synthesized CloudFormation template (infra/kaj-stack.ts, cdk.json context)';
+
+type Construct = { node: { defaultChild?: unknown } };
+
+interface Template {
+  readonly stack: KajStack;
+  readonly resources: Record<string, CfnResource>;
+  /** The properties of a construct's resource: `{}` when absent, or an error naming `what` if given. */
+  props(construct: Construct, what?: string): Record<string, any>;
 }
 
-async function fromTemplate(): Promise<DeploymentModel> {
-  // Loaded lazily: the CDK libraries are only needed here.
-  const { App } = await import('aws-cdk-lib');
-  const { KajStack } = await import('../../infra/kaj-stack.js');
-  const context = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'cdk.json'), 'utf8')) as { context?: object }).context;
-  const outdir = mkdtempSync(path.join(tmpdir(), 'kaj-cost-synth-'));
+/** `read` over a freshly synthesized stack; `fallback` with the reason when it cannot be synthesized. */
+async function fromTemplate<T>(read: (t: Template) => T, fallback: (why: string) => T): Promise<T> {
+  const outdir = mkdtempSync(path.join(tmpdir(), 'kaj-bench-synth-'));
   try {
-    const app = new App({ outdir, context: { ...context, 'aws:cdk:bundling-stacks': [] } });
-    const stack = new KajStack(app, 'KajCostBench');
+    // Loaded lazily: the CDK libraries are only needed here.
+    const { App } = await import('aws-cdk-lib');
+    const { KajStack } = await import('../../infra/kaj-stack.js');
+    const cdk = JSON.parse(readFileSync(path.join(REPO_ROOT, 'cdk.json'), 'utf8')) as { context?: object };
+    const app = new App({ outdir, context: { ...cdk.context, 'aws:cdk:bundling-stacks': [] } });
+    const stack = new KajStack(app, 'KajBench');
     const template = app.synth().getStackByName(stack.stackName).template as {
       Resources: Record<string, CfnResource>;
     };
     const resources = template.Resources;
-    const logicalId = (construct: { node: { defaultChild?: unknown } }): string =>
-      stack.getLogicalId(construct.node.defaultChild as never);
-    const tableRes = resources[logicalId(stack.taskTable.table)];
-    if (tableRes?.Properties === undefined) throw new Error('task table not found in the template');
-    const table = tableModel(tableRes.Properties);
-    const fn = (f: { node: { defaultChild?: unknown } }): FunctionModel => {
-      const p = resources[logicalId(f)]?.Properties ?? {};
-      return { memoryMiB: Number(p.MemorySize ?? 128), architecture: String(p.Architectures?.[0] ?? 'x86_64') };
+    const props = (construct: Construct, what?: string): Record<string, any> => {
+      const p = resources[stack.getLogicalId(construct.node.defaultChild as never)]?.Properties;
+      if (p === undefined && what !== undefined) throw new Error(`${what} not found in the template`);
+      return p ?? {};
     };
-    const mappings = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
-    const batchSizes = mappings.map((m) => Number(m.Properties?.BatchSize ?? 10));
-    const rule = resources[logicalId(stack.sweeper.rule)]?.Properties?.ScheduleExpression;
-    return {
-      source: 'synthesized CloudFormation template (infra/kaj-stack.ts, cdk.json context)',
-      table,
-      functions: {
-        api: fn(stack.api.handler),
-        consumer: fn(stack.consumer.handler),
-        sweeper: fn(stack.sweeper.handler),
-      },
-      mappings: { count: mappings.length, batchSize: batchSizes.length > 0 ? Math.min(...batchSizes) : 10 },
-      sweepIntervalSeconds: rateSeconds(String(rule ?? 'rate(1 minute)')),
-      warnings: compareWithSchema(table),
-    };
+    return read({ stack, resources, props });
+  } catch (err) {
+    return fallback(`synth failed: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
   } finally {
     rmSync(outdir, { recursive: true, force: true });
   }
+}
+
+const functionModel = (p: Record<string, any>): FunctionModel => ({
+  memoryMiB: Number(p.MemorySize ?? 128),
+  architecture: String(p.Architectures?.[0] ?? 'x86_64'),
+});
+
+/** Reads the deployment from a freshly synthesized stack; falls back to TABLE_SCHEMA (see the module doc). */
+export function readDeployment(): Promise<DeploymentModel> {
+  return fromTemplate(
+    ({ stack, resources, props }) => {
+      const table = tableModel(props(stack.taskTable.table, 'task table'));
+      const mappings = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
+      const batchSizes = mappings.map((m) => Number(m.Properties?.BatchSize ?? 10));
+      return {
+        source: TEMPLATE_SOURCE,
+        table,
+        functions: {
+          api: functionModel(props(stack.api.handler)),
+          consumer: functionModel(props(stack.consumer.handler)),
+          sweeper: functionModel(props(stack.sweeper.handler)),
+        },
+        mappings: { count: mappings.length, batchSize: batchSizes.length > 0 ? Math.min(...batchSizes) : 10 },
+        sweepIntervalSeconds: rateSeconds(String(props(stack.sweeper.rule).ScheduleExpression ?? 'rate(1 minute)')),
+        warnings: compareWithSchema(table),
+      };
+    },
+    (why) => schemaDeployment(`TABLE_SCHEMA (${why})`),
+  );
 }
 
 /** The table model of an `AWS::DynamoDB::Table`'s properties. */
@@ -181,5 +203,86 @@ export function schemaDeployment(source: string): DeploymentModel {
     warnings: [
       `projection ${fromSchema.type} ${projection === undefined ? 'assumed (not in TABLE_SCHEMA)' : 'from TABLE_SCHEMA'}`,
     ],
+  };
+}
+
+export interface SchedulerDeploymentModel {
+  /** Where the figures come from. */
+  readonly source: string;
+  readonly schedulesTable: TableModel;
+  readonly taskTable: TableModel;
+  readonly scheduler: FunctionModel & { readonly timeoutSeconds: number };
+  /** The tick rule's period, seconds. */
+  readonly tickSeconds: number;
+  /** The tick rule's expression as deployed. */
+  readonly tickRule: string;
+  /** Differences between the template and SCHEDULE_TABLE_SCHEMA worth a warning. */
+  readonly warnings: readonly string[];
+}
+
+/** The scheduler's deployment from a freshly synthesized stack; falls back to the schemas (see the module doc). */
+export function readSchedulerDeployment(): Promise<SchedulerDeploymentModel> {
+  return fromTemplate(
+    ({ stack, props }) => {
+      const schedulesTable = tableModel(props(stack.scheduleTable.table, 'schedules table'));
+      const fn = props(stack.scheduler.handler, 'scheduler function');
+      const tickRule = String(props(stack.scheduler.rule, 'tick rule').ScheduleExpression ?? 'rate(1 minute)');
+      return {
+        source: TEMPLATE_SOURCE,
+        schedulesTable,
+        taskTable: tableModel(props(stack.taskTable.table, 'task table')),
+        scheduler: { ...functionModel(fn), timeoutSeconds: Number(fn.Timeout ?? 3) },
+        tickSeconds: rateSeconds(tickRule),
+        tickRule,
+        warnings: compareWithScheduleSchema(schedulesTable),
+      };
+    },
+    (why) => schedulerSchemaModel(`SCHEDULE_TABLE_SCHEMA (${why})`),
+  );
+}
+
+function compareWithScheduleSchema(table: TableModel): string[] {
+  const warnings: string[] = [];
+  const due = SCHEDULE_TABLE_SCHEMA.dueIndex;
+  const index = table.indexes.find((i) => i.name === due.name);
+  if (index === undefined) warnings.push(`the template has no index "${due.name}" (SCHEDULE_TABLE_SCHEMA.dueIndex)`);
+  else {
+    if (index.partitionKey !== due.partitionKey || index.sortKey !== due.sortKey) {
+      warnings.push(`index "${due.name}" keys differ between the template and SCHEDULE_TABLE_SCHEMA`);
+    }
+    if (index.projection.type !== due.projection) {
+      warnings.push(
+        `index "${due.name}": the template projects ${index.projection.type}, the schema ${due.projection}`,
+      );
+    }
+  }
+  if (table.partitionKey !== SCHEDULE_TABLE_SCHEMA.partitionKey) {
+    warnings.push('schedules table partition key differs from SCHEDULE_TABLE_SCHEMA');
+  }
+  return warnings;
+}
+
+/** The scheduler's model from the schemas alone (see the module doc). */
+export function schedulerSchemaModel(source: string): SchedulerDeploymentModel {
+  const due = SCHEDULE_TABLE_SCHEMA.dueIndex;
+  const tasks = schemaDeployment(source);
+  return {
+    source,
+    schedulesTable: {
+      partitionKey: SCHEDULE_TABLE_SCHEMA.partitionKey,
+      indexes: [
+        {
+          name: due.name,
+          partitionKey: due.partitionKey,
+          sortKey: due.sortKey,
+          projection: due.projection === 'KEYS_ONLY' ? { type: 'KEYS_ONLY' } : { type: 'ALL' },
+        },
+      ],
+    },
+    taskTable: tasks.table,
+    scheduler: { memoryMiB: 256, architecture: 'arm64', timeoutSeconds: 55 },
+    tickSeconds: DEFAULTS.scheduleTickSeconds,
+    tickRule: `rate(${DEFAULTS.scheduleTickSeconds} seconds)`,
+    warnings: [...tasks.warnings, 'scheduler function: the construct defaults assumed (256 MiB arm64, 55 s)'],
   };
 }

@@ -286,7 +286,9 @@ export interface DynamoOp {
   readonly tag: string;
 }
 
-/** Every DynamoDB request made through an {@link AccountingTaskStore}. */
+const NOTHING = { ok: true, conditionFailed: false, tableWru: 0, indexWru: 0, index: [], rru: 0 } as const;
+
+/** Every DynamoDB request made through an {@link AccountingTaskStore} (or `AccountingScheduleStore`). */
 export class DynamoLedger {
   readonly ops: DynamoOp[] = [];
   /** Stamped on every op recorded from now on. */
@@ -295,6 +297,81 @@ export class DynamoLedger {
   record(op: Omit<DynamoOp, 'tag'>): void {
     this.ops.push({ ...op, tag: this.tag });
   }
+
+  /** A GetItem that found `item` (or nothing). */
+  read(key: string, item: object | undefined, consistent: boolean): void {
+    this.record({
+      ...NOTHING,
+      api: 'GetItem',
+      taskId: key,
+      rru: readUnits(itemSize(item), consistent),
+      items: item === undefined ? 0 : 1,
+      label: consistent ? 'strongly consistent' : 'eventually consistent',
+    });
+  }
+
+  /** An index Query that returned `items` entries of `bytes` in all. */
+  query(label: string, items: number, bytes: number): void {
+    this.record({ ...NOTHING, api: 'Query', taskId: undefined, rru: queryReadUnits(bytes), items, label });
+  }
+
+  /** A write that succeeded, turning `before` into `after`. */
+  written(
+    api: 'PutItem' | 'UpdateItem',
+    key: string,
+    before: Item | undefined,
+    after: Item,
+    table: TableModel,
+    label: string,
+  ): void {
+    const c = successfulWriteCost(before, after, table);
+    this.record({
+      ...NOTHING,
+      api,
+      taskId: key,
+      tableWru: c.tableUnits,
+      indexWru: c.indexUnits,
+      index: c.index,
+      items: 1,
+      label,
+    });
+  }
+
+  /** A write that did not happen: its condition failed (`units` consumed), or it was rejected (0). */
+  failed(api: 'PutItem' | 'UpdateItem', key: string, units: number, label: string, conditionFailed = true): void {
+    this.record({ ...NOTHING, api, taskId: key, ok: false, conditionFailed, tableWru: units, items: 0, label });
+  }
+}
+
+/** Requests, units and index writes of a run of ops, summed. */
+export interface DynamoSummary {
+  readonly requests: Readonly<Record<DynamoOp['api'], number>>;
+  readonly rru: number;
+  readonly rruByApi: Readonly<Record<DynamoOp['api'], number>>;
+  readonly tableWru: number;
+  readonly indexWru: number;
+  readonly indexChanges: Readonly<Record<IndexChange, number>>;
+  readonly conditionFailed: number;
+}
+
+export function summarize(ops: readonly DynamoOp[]): DynamoSummary {
+  const requests = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
+  const rruByApi = { PutItem: 0, UpdateItem: 0, GetItem: 0, Query: 0 };
+  const indexChanges = { none: 0, put: 0, delete: 0, move: 0, update: 0 };
+  let rru = 0;
+  let tableWru = 0;
+  let indexWru = 0;
+  let conditionFailed = 0;
+  for (const o of ops) {
+    requests[o.api] += 1;
+    rruByApi[o.api] += o.rru;
+    rru += o.rru;
+    tableWru += o.tableWru;
+    indexWru += o.indexWru;
+    if (o.conditionFailed) conditionFailed += 1;
+    for (const w of o.index) indexChanges[w.change] += 1;
+  }
+  return { requests, rru, rruByApi, tableWru, indexWru, indexChanges, conditionFailed };
 }
 
 /**
@@ -320,31 +397,20 @@ export class AccountingTaskStore implements TaskStore {
     } catch (err) {
       if (err instanceof TaskAlreadyExistsError) {
         const existing = (err.existing as Item | undefined) ?? before;
-        this.failed('PutItem', taskId, failedWriteCost(existing, attempted), 'attribute_not_exists(pk) failed');
+        this.ledger.failed('PutItem', taskId, failedWriteCost(existing, attempted), 'attribute_not_exists(pk) failed');
       } else {
-        this.failed('PutItem', taskId, 0, `error: ${errorName(err)}`, false);
+        this.ledger.failed('PutItem', taskId, 0, `error: ${errorName(err)}`, false);
       }
       throw err;
     }
     const after = (await this.peek(taskId)) ?? attempted;
-    this.written('PutItem', taskId, before, after, 'put new item');
+    this.ledger.written('PutItem', taskId, before, after, this.table, 'put new item');
   }
 
   async get(taskId: string, options: ReadOptions = {}): Promise<TaskRecord | undefined> {
     const consistent = options.consistent ?? true;
     const item = await this.inner.get(taskId, options);
-    this.ledger.record({
-      api: 'GetItem',
-      taskId,
-      ok: true,
-      conditionFailed: false,
-      tableWru: 0,
-      indexWru: 0,
-      index: [],
-      rru: readUnits(itemSize(item as Item | undefined), consistent),
-      items: item === undefined ? 0 : 1,
-      label: consistent ? 'strongly consistent' : 'eventually consistent',
-    });
+    this.ledger.read(taskId, item, consistent);
     return item;
   }
 
@@ -357,18 +423,15 @@ export class AccountingTaskStore implements TaskStore {
       if (err instanceof ConditionFailedError) {
         const existing = (err.current as Item | undefined) ?? before;
         const attempted = existing === undefined ? undefined : applyChanges(existing, changes, this.table.partitionKey);
-        this.failed(
-          'UpdateItem',
-          taskId,
-          failedWriteCost(existing, attempted),
-          `failed ${describeCondition(condition)}`,
-        );
+        const units = failedWriteCost(existing, attempted);
+        this.ledger.failed('UpdateItem', taskId, units, `failed ${describeCondition(condition)}`);
       } else {
-        this.failed('UpdateItem', taskId, 0, `error: ${errorName(err)}`, false);
+        this.ledger.failed('UpdateItem', taskId, 0, `error: ${errorName(err)}`, false);
       }
       throw err;
     }
-    this.written('UpdateItem', taskId, before, after as unknown as Item, describeChanges(changes));
+    const label = describeChanges(changes);
+    this.ledger.written('UpdateItem', taskId, before, after as unknown as Item, this.table, label);
     return after;
   }
 
@@ -376,66 +439,12 @@ export class AccountingTaskStore implements TaskStore {
     const entries = await this.inner.listOutboxDue(partition, dueBy, limit);
     const index = this.table.indexes.find((i) => i.name === this.outboxIndex);
     const bytes = await queryBytes(entries, this.table, index, (e) => this.peek(String(e.task_id)));
-    this.ledger.record({
-      api: 'Query',
-      taskId: undefined,
-      ok: true,
-      conditionFailed: false,
-      tableWru: 0,
-      indexWru: 0,
-      index: [],
-      rru: queryReadUnits(bytes),
-      items: entries.length,
-      label: `${this.outboxIndex} ${partition}`,
-    });
+    this.ledger.query(`${this.outboxIndex} ${partition}`, entries.length, bytes);
     return entries;
   }
 
   private async peek(taskId: string): Promise<Item | undefined> {
     return (await this.inner.get(taskId, { consistent: true })) as Item | undefined;
-  }
-
-  private written(
-    api: 'PutItem' | 'UpdateItem',
-    taskId: string,
-    before: Item | undefined,
-    after: Item,
-    label: string,
-  ): void {
-    const c = successfulWriteCost(before, after, this.table);
-    this.ledger.record({
-      api,
-      taskId,
-      ok: true,
-      conditionFailed: false,
-      tableWru: c.tableUnits,
-      indexWru: c.indexUnits,
-      index: c.index,
-      rru: 0,
-      items: 1,
-      label,
-    });
-  }
-
-  private failed(
-    api: 'PutItem' | 'UpdateItem',
-    taskId: string,
-    units: number,
-    label: string,
-    conditionFailed = true,
-  ): void {
-    this.ledger.record({
-      api,
-      taskId,
-      ok: false,
-      conditionFailed,
-      tableWru: units,
-      indexWru: 0,
-      index: [],
-      rru: 0,
-      items: 0,
-      label,
-    });
   }
 }
 

@@ -23,11 +23,7 @@ import {
   type DynamoLedger,
   failedWriteCost,
   type Item,
-  itemSize,
   queryBytes,
-  queryReadUnits,
-  readUnits,
-  successfulWriteCost,
   type TableModel,
   withoutUndefined,
 } from './dynamo-accounting.js';
@@ -47,18 +43,7 @@ export class AccountingScheduleStore implements ScheduleStore {
   async get(name: string, options: ScheduleReadOptions = {}): Promise<ScheduleRecord | undefined> {
     const consistent = options.consistent ?? true;
     const record = await this.inner.get(name, options);
-    this.ledger.record({
-      api: 'GetItem',
-      taskId: name,
-      ok: true,
-      conditionFailed: false,
-      tableWru: 0,
-      indexWru: 0,
-      index: [],
-      rru: readUnits(itemSize(record as Item | undefined), consistent),
-      items: record === undefined ? 0 : 1,
-      label: consistent ? 'strongly consistent' : 'eventually consistent',
-    });
+    this.ledger.read(name, record, consistent);
     return record;
   }
 
@@ -70,34 +55,18 @@ export class AccountingScheduleStore implements ScheduleStore {
     } catch (err) {
       const conflict = err instanceof ScheduleVersionConflictError;
       const existing = conflict ? ((err.current as Item | undefined) ?? before) : undefined;
-      this.ledger.record({
-        api: 'PutItem',
-        taskId: record.name,
-        ok: false,
-        conditionFailed: conflict,
-        tableWru: conflict ? failedWriteCost(existing, attempted) : 0,
-        indexWru: 0,
-        index: [],
-        rru: 0,
-        items: 0,
-        label: conflict ? `version ${expectedVersion} failed` : `error: ${err instanceof Error ? err.name : err}`,
-      });
+      this.ledger.failed(
+        'PutItem',
+        record.name,
+        conflict ? failedWriteCost(existing, attempted) : 0,
+        conflict ? `version ${expectedVersion} failed` : `error: ${err instanceof Error ? err.name : err}`,
+        conflict,
+      );
       throw err;
     }
     const after = (await this.peek(record.name)) ?? attempted;
-    const c = successfulWriteCost(before, after, this.table);
-    this.ledger.record({
-      api: 'PutItem',
-      taskId: record.name,
-      ok: true,
-      conditionFailed: false,
-      tableWru: c.tableUnits,
-      indexWru: c.indexUnits,
-      index: c.index,
-      rru: 0,
-      items: 1,
-      label: before === undefined ? 'put new schedule' : `put version ${record.version}`,
-    });
+    const label = before === undefined ? 'put new schedule' : `put version ${record.version}`;
+    this.ledger.written('PutItem', record.name, before, after, this.table, label);
   }
 
   async delete(name: string, expectedVersion: number): Promise<void> {
@@ -114,18 +83,7 @@ export class AccountingScheduleStore implements ScheduleStore {
     const page = await this.inner.listDue(partition, dueBy, limit, cursor);
     const index = this.table.indexes.find((i) => i.name === this.dueIndex);
     const bytes = await queryBytes(page.items, this.table, index, (e) => this.peek(String(e.name)));
-    this.ledger.record({
-      api: 'Query',
-      taskId: undefined,
-      ok: true,
-      conditionFailed: false,
-      tableWru: 0,
-      indexWru: 0,
-      index: [],
-      rru: queryReadUnits(bytes),
-      items: page.items.length,
-      label: `${this.dueIndex} ${partition}`,
-    });
+    this.ledger.query(`${this.dueIndex} ${partition}`, page.items.length, bytes);
     return page;
   }
 

@@ -1,6 +1,6 @@
 /**
  * The arithmetic of the scheduler benchmark (`bench/schedules.ts`), kept pure so that it is tested
- * (test/unit/bench/schedules.test.ts): medians, the spread of fire seconds, how long a tick would
+ * (test/unit/bench/schedules.test.ts): the spread of fire seconds, how long a tick would
  * take on Lambda, what that bills, and what a schedule's item and index entry cost to store.
  *
  * @module
@@ -13,13 +13,6 @@
 export const MIB_PER_VCPU = 1769;
 /** DynamoDB counts 100 bytes of overhead per stored item, and per index entry. */
 export const STORAGE_OVERHEAD_BYTES = 100;
-
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) throw new RangeError('median of nothing');
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
 export interface FireSpread {
   /** Fires per second of the window, second 0 first. */

@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { REPO_ROOT } from '../../testing/worker-process.js';
+import { maxInWindow } from './sim-provider.js';
 
 export interface ProviderOptions {
   /** Emails accepted per sliding second before a 429. */
@@ -50,16 +51,6 @@ export interface ProviderReport {
   readonly steadyPerSecond: number;
   readonly firstAt?: number;
   readonly lastAt?: number;
-}
-
-/** Most values of sorted `times` in any window of `windowMs` (half-open). */
-export function peakInWindow(times: readonly number[], windowMs: number): number {
-  let peak = 0;
-  for (let i = 0, k = 0; i < times.length; i += 1) {
-    while ((times[i] as number) - (times[k] as number) >= windowMs) k += 1;
-    peak = Math.max(peak, i - k + 1);
-  }
-  return peak;
 }
 
 /** How many values of sorted `times` find `limit` or more values in the `windowMs` before them (half-open). */
@@ -149,10 +140,10 @@ export class EmailProvider {
       replays: this.replays,
       tooManyRequests: this.tooMany,
       peakInFlight: this.peakInFlight,
-      peakPerSecond: peakInWindow(this.accepted, 1000),
-      peakArrivalsPerSecond: peakInWindow(this.arrivals, 1000),
+      peakPerSecond: maxInWindow(this.accepted, 1000),
+      peakArrivalsPerSecond: maxInWindow(this.arrivals, 1000),
       arrivalsOverLimit: overLimitInWindow(this.arrivals, 1000, this.o.perSecond),
-      peakStartsPerSecond: peakInWindow(starts, 1000),
+      peakStartsPerSecond: maxInWindow(starts, 1000),
       arrivalDelayMs: { median: delays[Math.floor(delays.length / 2)] ?? 0, max: delays.at(-1) ?? 0 },
       steadyPerSecond: steadyRate(this.accepted),
       ...(first === undefined ? {} : { firstAt: first }),

@@ -28,14 +28,14 @@ export class Times {
 }
 
 /**
- * Most times in any window [x, x + windowUs) of `times` (whole µs, ascending): what a provider
- * counting a sliding window of that length saw at its busiest.
+ * Most times in any window [x, x + window) of `times` (ascending, in the window's unit): what a
+ * provider counting a sliding window of that length saw at its busiest.
  */
-export function maxInWindow(times: Float64Array, windowUs: number): number {
+export function maxInWindow(times: ArrayLike<number>, window: number): number {
   let most = 0;
   let j = 0;
   for (let i = 0; i < times.length; i += 1) {
-    const end = (times[i] as number) + windowUs;
+    const end = (times[i] as number) + window;
     while (j < times.length && (times[j] as number) < end) j += 1;
     if (j - i > most) most = j - i;
   }

@@ -8,12 +8,12 @@ import {
   ioTimeMs,
   lambdaDuration,
   lateSends,
-  median,
   memoryToFit,
   storedBytes,
   ticksPerMonth,
   vcpuShare,
 } from '../../../bench/lib/schedule-model.js';
+import { median } from '../../../bench/lib/report.js';
 import type { ScheduleRecord } from '../../../shared/schedule/model.js';
 import { ScheduleVersionConflictError } from '../../../shared/schedule/store-errors.js';
 import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
