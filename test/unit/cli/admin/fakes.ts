@@ -264,8 +264,7 @@ export const BATCH_BASE: BatchOptions & { actor: string } = {
 /** The stored record of a task, which the test knows is there. */
 export const storedRecord = async (w: World, id: string): Promise<TaskRecord> => (await w.store.get(id)) as TaskRecord;
 
-/** The dead letter of task `t` (dispatch `d1`) as read from the normal DLQ, for the plan tables. */
-export const planEntry = parseDeadEntry('normal', {
+const planEntry = parseDeadEntry('normal', {
   messageId: 'm',
   receiptHandle: 'h',
   attributes: {},
@@ -280,6 +279,11 @@ export const planEntry = parseDeadEntry('normal', {
   }),
 });
 
-/** A bare record of task `t` for the plan tables: its status and dispatch id, and what else is given. */
-export const planRecord = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
+const planRecord = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
   ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+
+/**
+ * For the plan tables: the dead letter of task `t` (dispatch `d1`) as read from the normal DLQ,
+ * and a bare record of task `t` with a status, a dispatch id and what else is given.
+ */
+export const PLAN = { entry: planEntry, record: planRecord };

@@ -1,23 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { planPurge, purgeDeadLetters, type PurgeOptions } from '../../../../cli/admin/purge.js';
-import {
-  BATCH_BASE,
-  batchDeps,
-  deadTask,
-  letterless,
-  planEntry,
-  planRecord,
-  storedRecord,
-  world,
-  type World,
-} from './fakes.js';
+import { BATCH_BASE, batchDeps, deadTask, letterless, PLAN, storedRecord, world, type World } from './fakes.js';
 
 const run = (w: World, o: Partial<PurgeOptions> = {}) => purgeDeadLetters(batchDeps(w), { ...BATCH_BASE, ...o });
 const rec = storedRecord;
 
 describe('planPurge', () => {
-  const entry = planEntry;
-  const r = planRecord;
+  const { entry, record: r } = PLAN;
   it.each([
     ['failed', r('failed'), 'mark'],
     ['failed and discarded already', r('failed', 'd1', { discarded_at: 'x' }), 'delete'],

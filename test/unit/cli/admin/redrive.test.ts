@@ -2,17 +2,7 @@ import { outboxKey } from '../../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
 import { planRedrive, redriveDeadLetters, type RedriveOptions } from '../../../../cli/admin/redrive.js';
-import {
-  BATCH_BASE,
-  batchDeps,
-  deadTask,
-  letterless,
-  planEntry,
-  planRecord,
-  storedRecord,
-  world,
-  type World,
-} from './fakes.js';
+import { BATCH_BASE, batchDeps, deadTask, letterless, PLAN, storedRecord, world, type World } from './fakes.js';
 
 const base: RedriveOptions = { ...BATCH_BASE, to: 'original', keepAttempts: false };
 
@@ -21,8 +11,7 @@ const run = (w: World, o: Partial<RedriveOptions> = {}) => redriveDeadLetters(de
 const rec = storedRecord;
 
 describe('planRedrive', () => {
-  const entry = planEntry;
-  const r = planRecord;
+  const { entry, record: r } = PLAN;
   it.each([
     ['failed, same dispatch', r('failed'), 'reset'],
     ['queued, same dispatch (SQS moved it)', r('queued'), 'resend'],
