@@ -9,7 +9,7 @@ import { runCli } from '../../../cli/program.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../../local/runtime.js';
 
 export interface KajResult {
   readonly code: number;
@@ -46,19 +46,26 @@ export interface CliRuntime {
 /**
  * Starts a local runtime (no emulator endpoints given: the embedded ones) with a prefix unique
  * to this process and `tag`, writes its `.kaj/local.json`, and returns a `kaj` runner there.
+ * @param o.runtime more options of the runtime
+ * @param o.cli the context of every `kaj` run @default the runtime's registry
  */
-export async function startCliRuntime(registry: TaskRegistry, tag: string): Promise<CliRuntime> {
+export async function startCliRuntime(
+  registry: TaskRegistry,
+  tag: string,
+  o: { runtime?: LocalRuntimeOptions; cli?: Partial<CliContext> } = {},
+): Promise<CliRuntime> {
   const runtime = await startLocalRuntime({
     registry,
     prefix: `${tag}-${process.pid}-${Date.now()}`.slice(0, 40),
     port: 0,
     waitTimeSeconds: 1,
+    ...o.runtime,
   });
   const state = localStateDir(runtime);
   return {
     runtime,
     dir: state.dir,
-    kaj: kajRunner(state.dir, { registry: async () => registry }),
+    kaj: kajRunner(state.dir, o.cli ?? { registry: async () => registry }),
     stop: async () => {
       await runtime.stop(2_000);
       state.remove();
