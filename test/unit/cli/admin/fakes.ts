@@ -8,6 +8,7 @@ import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../.
 import { QueueUnavailableError } from '../../../../shared/task/queue-errors.js';
 import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/task/task-queue.js';
 import { FakeClock, sequenceRandom } from '../../../../testing/doubles.js';
+import { deadTaskRecord } from '../../../../testing/fixtures.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../../shared/runtime/random.js';
 import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
@@ -198,28 +199,15 @@ export async function deadTask(
     retryable: false,
     code: 'HTTP_400',
   };
-  const record: TaskRecord = {
-    task_id: id,
+  const record = deadTaskRecord(id, now, error, {
     type: o.type ?? 'send_email',
     priority: o.priority ?? 'normal',
-    status: 'failed',
     payload: { to: 'ada@example.com' },
     attempts: o.attempts ?? 3,
-    max_attempts: 5,
-    timeout_seconds: 30,
-    run_at: at,
-    created_at: at,
-    updated_at: at,
-    started_at: at,
-    finished_at: at,
-    last_error: error,
     history: [{ attempt: 1, outcome: 'failed', finished_at: at, error }],
-    fingerprint: 'f',
-    lease_token: 3,
     dispatch_id: `d_${id}_1`,
-    crashes: 1,
     expires_at: Math.floor(now / 1000) + DEFAULTS.dlqRetentionSeconds,
-  };
+  });
   await w.store.create(record);
   w.dlq.putDeadLetter({
     task_id: id,
