@@ -19,7 +19,7 @@ import { systemClock } from '../../../shared/runtime/clock.js';
 import { startLocalConsole } from '../../../local/console.js';
 import { ThroughputRecorder } from '../../../console/throughput.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
-import { type CliRuntime, kajRunner, localStateDir, Scenario, startCliRuntime, untilStatus } from './harness.js';
+import { type CliRuntime, kajRunner, localStateDir, Scenario, startScenarioRuntime, untilStatus } from './harness.js';
 
 const scenario = new Scenario();
 scenario.broken = false;
@@ -29,9 +29,7 @@ let kaj: CliRuntime['kaj'];
 let stop = async () => {};
 
 beforeAll(async () => {
-  ({ runtime, dir, kaj, stop } = await startCliRuntime(scenario.registry(), 'cli', {
-    cli: { registry: async () => scenario.registry() },
-  }));
+  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'cli'));
 });
 
 afterAll(() => stop());

@@ -6,6 +6,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 import { defaultContext, type CliContext } from '../../../cli/context.js';
 import { runCli } from '../../../cli/program.js';
+import { capturedIo } from '../../support/captured-io.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
@@ -73,22 +74,7 @@ export async function startCliRuntime(
   };
 }
 
-/** The CLI's output captured (no terminal anywhere): `io` for a context, `out()`/`err()` what it wrote. */
-export function capturedIo(): { io: CliContext['io']; out(): string; err(): string } {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      out: (t) => void (out += t),
-      err: (t) => void (err += t),
-      stdoutIsTTY: false,
-      stderrIsTTY: false,
-      stdinIsTTY: false,
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
+export { capturedIo };
 
 export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
   return async (args: readonly string[], extra: Partial<CliContext> = {}): Promise<KajResult> => {
@@ -197,4 +183,12 @@ export async function untilDlq(runtime: LocalRuntime, p: Priority, n: number): P
     const d = await dlqDepth(runtime, p);
     return d.visible === n && d.inFlight === 0 ? true : undefined;
   });
+}
+
+/**
+ * {@link startCliRuntime} for a scenario: the runtime runs its task types as they are at start,
+ * each `kaj` run reads them anew (a test may fix them meanwhile).
+ */
+export function startScenarioRuntime(scenario: Scenario, tag: string): Promise<CliRuntime> {
+  return startCliRuntime(scenario.registry(), tag, { cli: { registry: async () => scenario.registry() } });
 }

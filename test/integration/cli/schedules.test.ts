@@ -12,7 +12,7 @@ import {
   kajRunner,
   localStateDir,
   Scenario,
-  startCliRuntime,
+  startScenarioRuntime,
   untilStatus,
   waitFor,
 } from './harness.js';
@@ -25,9 +25,7 @@ let kaj: CliRuntime['kaj'];
 let stop = async () => {};
 
 beforeAll(async () => {
-  ({ runtime, dir, kaj, stop } = await startCliRuntime(scenario.registry(), 'schcli', {
-    cli: { registry: async () => scenario.registry() },
-  }));
+  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'schcli'));
 });
 
 afterAll(() => stop());
