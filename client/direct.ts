@@ -138,11 +138,6 @@ export {
   type Submitted,
   type SubmittedItem,
 } from './client.js';
-export {
-  KajApiError,
-  KajClientError,
-  KajNotSupportedError,
-  KajTimeoutError,
-  KajUnreachableError,
-} from './errors.js';
+/** The client's errors: `KajClientError` and its subclasses. */
+export * from './errors.js';
 export { type ProducerConfig, type ProducerConfigInput, parseProducerConfig } from '../shared/config/producer.js';

@@ -5,11 +5,6 @@
  * @module
  */
 export { KajClient, type KajClientOptions, type SubmitOptions, type Submitted, type SubmittedItem } from './client.js';
-export {
-  KajApiError,
-  KajClientError,
-  KajNotSupportedError,
-  KajTimeoutError,
-  KajUnreachableError,
-} from './errors.js';
+/** The client's errors: `KajClientError` and its subclasses. */
+export * from './errors.js';
 export type { PayloadsOf } from '../shared/task/define.js';

@@ -1,7 +1,7 @@
 import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
-import { queueArnOf, type PrefixedResources } from '../shared/aws/wiring.js';
+import { prefixedResources, queueArnOf, type PrefixedResources, type QueueRef } from '../shared/aws/wiring.js';
 import { type LaneDeclarations, laneQueueNames } from '../shared/config/lanes.js';
 import { createKeyedTable, createLimitsTable, createSchedulesTable } from './schedules-table.js';
 
@@ -18,11 +18,9 @@ export async function ensureResources(
   settings: { maxReceiveCount?: number; visibilityTimeoutSeconds?: number; lanes?: LaneDeclarations } = {},
 ): Promise<LocalResources> {
   const names = resourceNames(prefix);
-  const queueUrls = {} as Record<Priority, string>;
-  const queueArns = {} as Record<Priority, string>;
-  const deadLetterQueueUrls = {} as Record<Priority, string>;
-  const deadLetterQueueArns = {} as Record<Priority, string>;
-  const lanes: Record<string, { queueUrls: Record<Priority, string>; queueArns: Record<Priority, string> }> = {};
+  const queues = {} as Record<Priority, QueueRef>;
+  const deadLetterQueues = {} as Record<Priority, QueueRef>;
+  const lanes: Record<string, Record<Priority, QueueRef>> = {};
   for (const p of PRIORITIES) {
     const dlqUrl = await createQueue(clients.sqs, names.deadLetterQueues[p], {
       MessageRetentionPeriod: String(DEFAULTS.dlqRetentionSeconds),
@@ -41,34 +39,16 @@ export async function ensureResources(
       });
       return { url, arn: await queueArnOf(clients.sqs, url) };
     };
-    const main = await mainQueue(names.queues[p]);
-    queueUrls[p] = main.url;
-    queueArns[p] = main.arn;
-    deadLetterQueueUrls[p] = dlqUrl;
-    deadLetterQueueArns[p] = dlqArn;
+    queues[p] = await mainQueue(names.queues[p]);
+    deadLetterQueues[p] = { url: dlqUrl, arn: dlqArn };
     for (const lane of Object.keys(settings.lanes ?? {})) {
-      const q = await mainQueue(laneQueueNames(prefix, lane)[p]);
-      const entry = (lanes[lane] ??= {
-        queueUrls: {} as Record<Priority, string>,
-        queueArns: {} as Record<Priority, string>,
-      });
-      entry.queueUrls[p] = q.url;
-      entry.queueArns[p] = q.arn;
+      (lanes[lane] ??= {} as Record<Priority, QueueRef>)[p] = await mainQueue(laneQueueNames(prefix, lane)[p]);
     }
   }
   await createTable(clients.dynamodb, names.table);
   await createSchedulesTable(clients.dynamodb, names.schedules);
   await createLimitsTable(clients.dynamodb, names.limits);
-  return {
-    prefix,
-    tableName: names.table,
-    queueUrls,
-    queueArns,
-    deadLetterQueueUrls,
-    deadLetterQueueArns,
-    limitsTableName: names.limits,
-    ...(Object.keys(lanes).length === 0 ? {} : { lanes }),
-  };
+  return prefixedResources(prefix, { queues, deadLetterQueues, lanes }, names.limits);
 }
 
 /** Deletes what `ensureResources` made (tests clean up after themselves; `--reset`). */

@@ -1,6 +1,9 @@
 import { DEFAULT_LANE, type LaneDeclarations, laneNames } from '../shared/config/lanes.js';
 import { DEFAULTS, PRIORITIES, type Priority } from '../shared/config/resources.js';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { LocalResources } from './bootstrap.js';
+import { EMULATOR_REGION } from './emulators.js';
+import { type EventSourceOptions, SqsEventSource } from './event-source.js';
 
 /** One emulated event source mapping: a lane's queue of one priority, and how it is polled. */
 export interface LaneSource {
@@ -54,4 +57,28 @@ export function laneSources(
     }
   }
   return out;
+}
+
+/**
+ * The emulated event source mapping of one lane's queue (not started): invocations get the
+ * consumer function's timeout, and each receive holds its messages for one lease.
+ */
+export function laneEventSource(
+  sqs: SQSClient,
+  q: LaneSource,
+  o: Pick<EventSourceOptions, 'waitTimeSeconds' | 'handler' | 'logger'> & { readonly leaseSeconds: number },
+): SqsEventSource {
+  return new SqsEventSource({
+    sqs,
+    queueUrl: q.queueUrl,
+    queueArn: q.queueArn,
+    region: EMULATOR_REGION,
+    batchSize: q.batchSize,
+    maxConcurrency: q.concurrency,
+    waitTimeSeconds: o.waitTimeSeconds,
+    functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
+    visibilityTimeoutSeconds: o.leaseSeconds,
+    handler: o.handler,
+    logger: o.logger,
+  });
 }

@@ -16,10 +16,10 @@ import type { TaskRegistry } from '../shared/task/define.js';
 import type { TaskRecord } from '../shared/task/model.js';
 import { registry as defaultRegistry } from '../tasks/index.js';
 import { ensureResources, type LocalResources } from './bootstrap.js';
-import { laneSources } from './lane-sources.js';
+import { laneEventSource, laneSources } from './lane-sources.js';
 import type { IndexRebuildReport } from './dynalite-indexes.js';
-import { EMULATOR_REGION, startEmulators, type RunningEmulators } from './emulators.js';
-import { SqsEventSource } from './event-source.js';
+import { startEmulators, type RunningEmulators } from './emulators.js';
+import type { SqsEventSource } from './event-source.js';
 import { createApiServer } from './http-server.js';
 import { serialInterval } from './serial-timer.js';
 
@@ -179,16 +179,9 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
   const sources: { priority: Priority; source: SqsEventSource }[] = [];
   if (o.consumers !== false) {
     for (const q of laneSources(resources, registry.lanes, o)) {
-      const source = new SqsEventSource({
-        sqs,
-        queueUrl: q.queueUrl,
-        queueArn: q.queueArn,
-        region: EMULATOR_REGION,
-        batchSize: q.batchSize,
-        maxConcurrency: q.concurrency,
+      const source = laneEventSource(sqs, q, {
         waitTimeSeconds: o.waitTimeSeconds ?? 20,
-        functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
-        visibilityTimeoutSeconds: settings.leaseSeconds,
+        leaseSeconds: settings.leaseSeconds,
         handler: (event, context) => kaj.processBatch(event, context),
         logger,
       });

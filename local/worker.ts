@@ -25,9 +25,8 @@ import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.
 import { emulatorClients, findResources, laneQueueUrlsOf } from '../shared/aws/wiring.js';
 import { TaskRegistry } from '../shared/task/define.js';
 import { consoleLogger } from './console-logger.js';
-import { EMULATOR_REGION } from './emulators.js';
-import { SqsEventSource } from './event-source.js';
-import { laneSources } from './lane-sources.js';
+import type { SqsEventSource } from './event-source.js';
+import { laneEventSource, laneSources } from './lane-sources.js';
 import { RequestCounter } from './request-counter.js';
 
 const USAGE = `usage: tsx local/worker.ts --sqs URL --dynamodb URL --prefix P [options]
@@ -237,21 +236,13 @@ async function main(): Promise<void> {
     batchSize: args.batchSize,
   }).filter((s) => args.lane === undefined || s.lane === args.lane);
   if (lanes.length === 0) fail(`no lane "${args.lane}" (lanes: ${laneNames(registry.lanes).join(', ')})`);
-  const sources: SqsEventSource[] = lanes.map(
-    (q) =>
-      new SqsEventSource({
-        sqs,
-        queueUrl: q.queueUrl,
-        queueArn: q.queueArn,
-        region: EMULATOR_REGION,
-        batchSize: q.batchSize,
-        maxConcurrency: q.concurrency,
-        waitTimeSeconds: args.waitSeconds,
-        functionTimeoutMs: DEFAULTS.consumerTimeoutSeconds * 1000,
-        visibilityTimeoutSeconds: config.settings.leaseSeconds,
-        handler: (event, context) => kaj.processBatch(event, context),
-        logger,
-      }),
+  const sources: SqsEventSource[] = lanes.map((q) =>
+    laneEventSource(sqs, q, {
+      waitTimeSeconds: args.waitSeconds,
+      leaseSeconds: config.settings.leaseSeconds,
+      handler: (event, context) => kaj.processBatch(event, context),
+      logger,
+    }),
   );
   for (const s of sources) s.start();
   // Always printed (whatever the log level): supervisors and tests wait for this line.

@@ -4,6 +4,7 @@ import { runtimeSettings } from '../shared/config/settings.js';
 import { FakeClock, sequenceRandom } from './doubles.js';
 import { RecordingLogger } from '../shared/runtime/logger.js';
 import type { TaskRegistry } from '../shared/task/define.js';
+import type { ErrorInfo, TaskRecord } from '../shared/task/model.js';
 import { MemoryTaskQueue } from './memory-task-queue.js';
 import { MemoryTaskStore } from './memory-task-store.js';
 
@@ -58,12 +59,29 @@ let n = 0;
 /** An SQS record as Lambda delivers it, for a message the fake queue recorded. */
 export function sqsRecord(body: unknown, priority: keyof typeof QUEUE_NAMES = 'normal', receiveCount = 1): SQSRecord {
   n += 1;
-  return {
+  return lambdaSqsRecord({
     messageId: `m-${n}`,
     receiptHandle: `rh-${n}`,
     body: typeof body === 'string' ? body : JSON.stringify(body),
+    receiveCount,
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${QUEUE_NAMES[priority]}`,
+  });
+}
+
+/** An SQS record as the event source hands it to Lambda; `receiveCount` 1 is a first delivery. */
+export function lambdaSqsRecord(m: {
+  messageId: string;
+  receiptHandle: string;
+  body: string;
+  receiveCount: number;
+  eventSourceARN: string;
+}): SQSRecord {
+  return {
+    messageId: m.messageId,
+    receiptHandle: m.receiptHandle,
+    body: m.body,
     attributes: {
-      ApproximateReceiveCount: String(receiveCount),
+      ApproximateReceiveCount: String(m.receiveCount),
       SentTimestamp: '0',
       SenderId: 'test',
       ApproximateFirstReceiveTimestamp: '0',
@@ -71,7 +89,7 @@ export function sqsRecord(body: unknown, priority: keyof typeof QUEUE_NAMES = 'n
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${QUEUE_NAMES[priority]}`,
+    eventSourceARN: m.eventSourceARN,
     awsRegion: 'us-east-1',
   };
 }
@@ -112,5 +130,40 @@ export function apiEvent(
     } as APIGatewayProxyEventV2['requestContext'],
     isBase64Encoded: false,
     ...(o.body === undefined ? {} : { body: o.body }),
+  };
+}
+
+/**
+ * A task that died for good, as stored: `failed` at `now` after three attempts, with `error` as
+ * its last error and its history's one entry; `extra` overrides any field.
+ */
+export function deadTaskRecord(
+  taskId: string,
+  now: number,
+  error: ErrorInfo,
+  extra: Partial<TaskRecord> = {},
+): TaskRecord {
+  const at = new Date(now).toISOString();
+  return {
+    task_id: taskId,
+    type: 'send_email',
+    priority: 'normal',
+    status: 'failed',
+    payload: {},
+    attempts: 3,
+    max_attempts: 5,
+    timeout_seconds: 30,
+    run_at: at,
+    created_at: at,
+    updated_at: at,
+    started_at: at,
+    finished_at: at,
+    last_error: error,
+    history: [{ attempt: 3, outcome: 'failed', finished_at: at, error }],
+    fingerprint: 'f',
+    lease_token: 3,
+    dispatch_id: `d_${taskId}`,
+    crashes: 1,
+    ...extra,
   };
 }

@@ -283,6 +283,33 @@ export async function processNamedTasks(
   return { ...report, ...counts, items };
 }
 
+/** A selected DLQ message: the letter it carries (none for a message that is not Kaj's) and its task's record as first read. */
+export interface SelectedLetter {
+  readonly entry: DeadEntry;
+  readonly letter: DeadLetterRef | undefined;
+  readonly first: TaskRecord | undefined;
+}
+
+/**
+ * A DLQ operation over its whole selection: `onLetter` for every selected DLQ message; then `onRecord` for every task named in `filter.taskIds` that no message stood for,
+ * given its record (see `processNamedTasks`).
+ */
+export async function processSelection<
+  D extends BatchDeps & { readonly store: Pick<TaskStore, 'get'> },
+  O extends BatchOptions,
+>(
+  deps: D,
+  o: O,
+  onLetter: (deps: D, o: O, selected: SelectedLetter) => Promise<ItemResult>,
+  onRecord: (deps: D, o: O, record: TaskRecord | undefined) => Promise<ItemResult>,
+): Promise<BatchReport> {
+  const fromLetters = await processDeadLetters(deps, o, async (entry) => {
+    const letter = letterOf(entry);
+    return onLetter(deps, o, { entry, letter, first: letter === undefined ? undefined : await recordOf(deps, entry) });
+  });
+  return processNamedTasks(deps, o, fromLetters, (_taskId, record) => onRecord(deps, o, record));
+}
+
 /** The task and dispatch a DLQ message stands for, as the domain takes it; none for a message that is not Kaj's. */
 export function letterOf(entry: DeadEntry): DeadLetterRef | undefined {
   if (entry.kind === 'unreadable' || entry.taskId === undefined || entry.dispatchId === undefined) return undefined;

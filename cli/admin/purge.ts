@@ -10,14 +10,13 @@ import {
 import {
   checkNamedTask,
   letterOf,
-  processDeadLetters,
-  processNamedTasks,
-  recordOf,
+  processSelection,
   withReplans,
   type BatchDeps,
   type BatchOptions,
   type BatchReport,
   type ItemResult,
+  type SelectedLetter,
 } from './batch.js';
 import type { DeadEntry } from './dead-letters.js';
 
@@ -52,15 +51,15 @@ export interface PurgeReport extends Omit<BatchReport, 'done'> {
  * when that record says it is dead (`failed`); otherwise it is reported as failed, saying why.
  */
 export async function purgeDeadLetters(deps: PurgeDeps, o: PurgeOptions): Promise<PurgeReport> {
-  const fromLetters = await processDeadLetters(deps, o, (entry) => purgeOne(deps, o, entry));
-  const report = await processNamedTasks(deps, o, fromLetters, (_taskId, record) => purgeFromRecord(deps, o, record));
-  const { done, ...rest } = report;
+  const { done, ...rest } = await processSelection(deps, o, purgeOne, purgeFromRecord);
   return { ...rest, purged: done };
 }
 
-async function purgeOne(deps: PurgeDeps, o: PurgeOptions, entry: DeadEntry): Promise<ItemResult> {
-  const letter = letterOf(entry);
-  const first = letter === undefined ? undefined : await recordOf(deps, entry);
+async function purgeOne(
+  deps: PurgeDeps,
+  o: PurgeOptions,
+  { entry, letter, first }: SelectedLetter,
+): Promise<ItemResult> {
   if (letter === undefined || o.dryRun) {
     const plan = planPurge(entry, first);
     if (plan.action === 'mark' || plan.action === 'cancel') {

@@ -12,15 +12,14 @@ import {
 import {
   checkNamedTask,
   letterOf,
-  processDeadLetters,
-  processNamedTasks,
-  recordOf,
+  processSelection,
   withReplans,
   type BatchDeps,
   type BatchOptions,
   type BatchReport,
   type ItemAction,
   type ItemResult,
+  type SelectedLetter,
 } from './batch.js';
 import type { DeadEntry } from './dead-letters.js';
 
@@ -69,15 +68,15 @@ export interface RedriveReport extends Omit<BatchReport, 'done'> {
  * still is. Otherwise it is reported as failed, saying why — never silently left out.
  */
 export async function redriveDeadLetters(deps: RedriveDeps, o: RedriveOptions): Promise<RedriveReport> {
-  const fromLetters = await processDeadLetters(deps, o, (entry) => redriveOne(deps, o, entry));
-  const report = await processNamedTasks(deps, o, fromLetters, (_taskId, record) => redriveFromRecord(deps, o, record));
-  const { done, ...rest } = report;
+  const { done, ...rest } = await processSelection(deps, o, redriveOne, redriveFromRecord);
   return { ...rest, redriven: done };
 }
 
-async function redriveOne(deps: RedriveDeps, o: RedriveOptions, entry: DeadEntry): Promise<ItemResult> {
-  const letter = letterOf(entry);
-  const first = letter === undefined ? undefined : await recordOf(deps, entry);
+async function redriveOne(
+  deps: RedriveDeps,
+  o: RedriveOptions,
+  { entry, letter, first }: SelectedLetter,
+): Promise<ItemResult> {
   if (letter === undefined || o.dryRun)
     return planResult(planRedrive(entry, first, (r) => deps.lifecycle.outboxes.sendUnconfirmed(r)));
   return withReplans(first, async (record) => {

@@ -1,12 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS, ENV } from '../../shared/config/resources.js';
 import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import { scheduleRule } from './schedule-rule.js';
 import type { ScheduleTable } from './schedule-table.js';
 import type { TaskTable } from './task-table.js';
 
@@ -81,16 +81,12 @@ export class Scheduler extends Construct {
     props.taskTable.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     grantQueues(role, 'SendRuns', ['sqs:SendMessage'], props.queues);
 
-    this.rule = new events.Rule(this, 'Schedule', {
-      description: 'Runs the Kaj scheduler tick',
-      schedule: props.schedule ?? events.Schedule.rate(Duration.seconds(DEFAULTS.scheduleTickSeconds)),
-      targets: [
-        new targets.LambdaFunction(this.handler, {
-          // A missed tick is covered by the next one (misfire grace): don't pile retries up.
-          retryAttempts: 0,
-          maxEventAge: Duration.minutes(1),
-        }),
-      ],
-    });
+    // A missed tick is covered by the next one (misfire grace).
+    this.rule = scheduleRule(
+      this,
+      this.handler,
+      'Runs the Kaj scheduler tick',
+      props.schedule ?? events.Schedule.rate(Duration.seconds(DEFAULTS.scheduleTickSeconds)),
+    );
   }
 }

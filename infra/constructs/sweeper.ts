@@ -1,11 +1,11 @@
 import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import { scheduleRule } from './schedule-rule.js';
 import type { TaskTable } from './task-table.js';
 
 export interface OutboxSweeperProps {
@@ -48,16 +48,12 @@ export class OutboxSweeper extends Construct {
     props.table.grantItems(role, 'TaskTableItems', ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     grantQueues(role, 'SendDue', ['sqs:SendMessage'], [...props.queues, ...props.deadLetterQueues]);
 
-    this.rule = new events.Rule(this, 'Schedule', {
-      description: 'Runs the Kaj outbox sweeper',
-      schedule: props.schedule ?? events.Schedule.rate(Duration.minutes(1)),
-      targets: [
-        new targets.LambdaFunction(this.handler, {
-          // A missed run is covered by the next one a minute later: don't pile retries up.
-          retryAttempts: 0,
-          maxEventAge: Duration.minutes(1),
-        }),
-      ],
-    });
+    // A missed run is covered by the next one a minute later.
+    this.rule = scheduleRule(
+      this,
+      this.handler,
+      'Runs the Kaj outbox sweeper',
+      props.schedule ?? events.Schedule.rate(Duration.minutes(1)),
+    );
   }
 }

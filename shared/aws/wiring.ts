@@ -152,6 +152,39 @@ export interface PrefixedResources extends KajResources {
   readonly prefix: string;
 }
 
+/** A queue as found or made: its URL and ARN. */
+export interface QueueRef {
+  readonly url: string;
+  readonly arn: string;
+}
+
+/** The queues of a prefix as found or made: each priority's main queue and DLQ, and each lane's main queues. */
+export interface PrefixedQueues {
+  readonly queues: Record<Priority, QueueRef>;
+  readonly deadLetterQueues: Record<Priority, QueueRef>;
+  readonly lanes: Record<string, Record<Priority, QueueRef>>;
+}
+
+/** The resources of `prefix`: its table (`resourceNames`), its queues, and the limits table when there is one. */
+export function prefixedResources(prefix: string, q: PrefixedQueues, limitsTableName?: string): PrefixedResources {
+  const urls = (r: Record<Priority, QueueRef>) => perPriorityOf(r, (x) => x.url);
+  const arns = (r: Record<Priority, QueueRef>) => perPriorityOf(r, (x) => x.arn);
+  const lanes = Object.entries(q.lanes).map(([lane, r]) => [lane, { queueUrls: urls(r), queueArns: arns(r) }]);
+  return {
+    prefix,
+    tableName: resourceNames(prefix).table,
+    queueUrls: urls(q.queues),
+    queueArns: arns(q.queues),
+    deadLetterQueueUrls: urls(q.deadLetterQueues),
+    deadLetterQueueArns: arns(q.deadLetterQueues),
+    ...(limitsTableName === undefined ? {} : { limitsTableName }),
+    ...(lanes.length === 0 ? {} : { lanes: Object.fromEntries(lanes) }),
+  };
+}
+
+const perPriorityOf = <T>(r: Record<Priority, T>, f: (x: T) => string): PerPriority =>
+  Object.fromEntries(PRIORITIES.map((p) => [p, f(r[p])])) as Record<Priority, string>;
+
 const perPriority = z.object({ high: z.string(), normal: z.string(), low: z.string() });
 
 /** {@link KajResources} as JSON (e.g. in the state file of `npm start`). */
@@ -206,27 +239,24 @@ export async function findResources(
   lanes: LaneDeclarations = {},
 ): Promise<PrefixedResources> {
   const names = resourceNames(prefix);
-  const queueUrls = {} as Record<Priority, string>;
-  const queueArns = {} as Record<Priority, string>;
-  const deadLetterQueueUrls = {} as Record<Priority, string>;
-  const deadLetterQueueArns = {} as Record<Priority, string>;
+  const queues = {} as Record<Priority, QueueRef>;
+  const deadLetterQueues = {} as Record<Priority, QueueRef>;
   for (const p of PRIORITIES) {
-    queueUrls[p] = await queueUrlOf(clients.sqs, names.queues[p]);
-    deadLetterQueueUrls[p] = await queueUrlOf(clients.sqs, names.deadLetterQueues[p]);
-    queueArns[p] = await queueArnOf(clients.sqs, queueUrls[p]);
-    deadLetterQueueArns[p] = await queueArnOf(clients.sqs, deadLetterQueueUrls[p]);
+    const url = await queueUrlOf(clients.sqs, names.queues[p]);
+    const dlqUrl = await queueUrlOf(clients.sqs, names.deadLetterQueues[p]);
+    queues[p] = { url, arn: await queueArnOf(clients.sqs, url) };
+    deadLetterQueues[p] = { url: dlqUrl, arn: await queueArnOf(clients.sqs, dlqUrl) };
   }
   await clients.dynamodb.send(new DescribeTableCommand({ TableName: names.table }));
-  const laneQueues: Record<string, { queueUrls: PerPriority; queueArns: PerPriority }> = {};
+  const laneQueues: Record<string, Record<Priority, QueueRef>> = {};
   for (const lane of Object.keys(lanes)) {
     const laneNames = laneQueueNames(prefix, lane);
-    const urls = {} as Record<Priority, string>;
-    const arns = {} as Record<Priority, string>;
+    const refs = {} as Record<Priority, QueueRef>;
     for (const p of PRIORITIES) {
-      urls[p] = await queueUrlOf(clients.sqs, laneNames[p]);
-      arns[p] = await queueArnOf(clients.sqs, urls[p]);
+      const url = await queueUrlOf(clients.sqs, laneNames[p]);
+      refs[p] = { url, arn: await queueArnOf(clients.sqs, url) };
     }
-    laneQueues[lane] = { queueUrls: urls, queueArns: arns };
+    laneQueues[lane] = refs;
   }
   let limitsTableName: string | undefined;
   try {
@@ -235,14 +265,5 @@ export async function findResources(
   } catch (err) {
     if (!(err instanceof Error && err.name === 'ResourceNotFoundException')) throw err;
   }
-  return {
-    prefix,
-    tableName: names.table,
-    queueUrls,
-    queueArns,
-    deadLetterQueueUrls,
-    deadLetterQueueArns,
-    ...(limitsTableName === undefined ? {} : { limitsTableName }),
-    ...(Object.keys(laneQueues).length === 0 ? {} : { lanes: laneQueues }),
-  };
+  return prefixedResources(prefix, { queues, deadLetterQueues, lanes: laneQueues }, limitsTableName);
 }

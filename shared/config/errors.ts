@@ -16,3 +16,22 @@ export class MissingEnvironmentError extends ConfigError {
     super(variable, `environment variable ${variable} is not set`);
   }
 }
+
+/** Throws a {@link ConfigError} unless the setting is a number in [min, max]. */
+export function checkRange(setting: string, value: number, min: number, max: number): void {
+  if (!(value >= min && value <= max)) {
+    throw new ConfigError(setting, `${setting} must be in [${min}, ${max}], got ${value}`);
+  }
+}
+
+/** Throws a {@link ConfigError} unless the setting is an integer in [min, max]. */
+export function checkIntegerRange(setting: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(setting, `${setting} must be an integer in [${min}, ${max}], got ${value}`);
+  }
+}
+
+/** Throws a {@link ConfigError} unless the setting is an integer of at least 1. */
+export function checkCount(setting: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new ConfigError(setting, `${setting} must be an integer >= 1`);
+}

@@ -1,5 +1,5 @@
 import { DEFAULTS, ENV, PRIORITIES, type Priority } from './resources.js';
-import { ConfigError, MissingEnvironmentError } from './errors.js';
+import { checkCount, checkIntegerRange, checkRange, ConfigError, MissingEnvironmentError } from './errors.js';
 import { checkLaneName, type LaneQueueUrls } from './lanes.js';
 
 /** Settings of the running consumer/API/sweeper, validated once at start-up. */
@@ -40,24 +40,15 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
     queueVisibilityTimeoutSeconds,
     maxReceiveCount: overrides.maxReceiveCount ?? DEFAULTS.maxReceiveCount,
   };
-  if (!Number.isInteger(s.maxReceiveCount) || s.maxReceiveCount < 1 || s.maxReceiveCount > 1000) {
-    throw new ConfigError(
-      'maxReceiveCount',
-      `maxReceiveCount must be an integer in [1, 1000], got ${s.maxReceiveCount}`,
-    );
-  }
-  if (!Number.isFinite(leaseSeconds) || leaseSeconds < 3 || leaseSeconds > 900) {
-    throw new ConfigError('leaseSeconds', `leaseSeconds must be in [3, 900], got ${leaseSeconds}`);
-  }
+  checkIntegerRange('maxReceiveCount', s.maxReceiveCount, 1, 1000);
+  checkRange('leaseSeconds', leaseSeconds, 3, 900);
   if (leaseSeconds > queueVisibilityTimeoutSeconds) {
     throw new ConfigError('leaseSeconds', 'leaseSeconds must not exceed the queue visibility timeout');
   }
   // No bound from the task timeout: a lazily claimed task's first heartbeat (lease/3, within the
   // visibility timeout) holds its message for a lease. Lambda's own rule (visibility ≥ the
   // consumer function's timeout) is the stack's to keep (infra/config.ts).
-  if (!Number.isInteger(s.retentionDays) || s.retentionDays < 1 || s.retentionDays > 3650) {
-    throw new ConfigError('retentionDays', `retentionDays must be an integer in [1, 3650], got ${s.retentionDays}`);
-  }
+  checkIntegerRange('retentionDays', s.retentionDays, 1, 3650);
   if (!(s.outboxGraceSeconds > 0)) throw new ConfigError('outboxGraceSeconds', 'outboxGraceSeconds must be > 0');
   if (!(s.watchdogSeconds >= s.outboxGraceSeconds)) {
     throw new ConfigError('watchdogSeconds', 'watchdogSeconds must be >= outboxGraceSeconds');
@@ -65,15 +56,9 @@ export function runtimeSettings(overrides: Partial<Omit<RuntimeSettings, 'heartb
   if (!(s.sendFirstWindowSeconds > 0)) {
     throw new ConfigError('sendFirstWindowSeconds', 'sendFirstWindowSeconds must be > 0');
   }
-  if (!Number.isInteger(s.crashLoopReceives) || s.crashLoopReceives < 1) {
-    throw new ConfigError('crashLoopReceives', 'crashLoopReceives must be an integer >= 1');
-  }
-  if (!(s.cancelPollSeconds >= 0 && s.cancelPollSeconds <= 900)) {
-    throw new ConfigError('cancelPollSeconds', `cancelPollSeconds must be in [0, 900], got ${s.cancelPollSeconds}`);
-  }
-  if (!Number.isInteger(s.historyLength) || s.historyLength < 1) {
-    throw new ConfigError('historyLength', 'historyLength must be an integer >= 1');
-  }
+  checkCount('crashLoopReceives', s.crashLoopReceives);
+  checkRange('cancelPollSeconds', s.cancelPollSeconds, 0, 900);
+  checkCount('historyLength', s.historyLength);
   return s;
 }
 

@@ -1,5 +1,5 @@
 import { DEFAULTS } from '../config/resources.js';
-import { ConfigError } from '../config/errors.js';
+import { checkCount, checkIntegerRange, checkRange, ConfigError } from '../config/errors.js';
 
 /** The scheduler's settings (the deployment's; tests and `npm start` shorten the tick). */
 export interface SchedulerSettings {
@@ -31,20 +31,13 @@ export function schedulerSettings(overrides: Partial<SchedulerSettings> = {}): S
     allowSecondsField: overrides.allowSecondsField ?? DEFAULTS.scheduleAllowSecondsField,
     maxPerOwner: overrides.maxPerOwner ?? DEFAULTS.scheduleMaxPerOwner,
   };
-  if (!(s.tickSeconds >= 0.1 && s.tickSeconds <= 900)) {
-    throw new ConfigError('tickSeconds', `tickSeconds must be in [0.1, 900], got ${s.tickSeconds}`);
-  }
+  checkRange('tickSeconds', s.tickSeconds, 0.1, 900);
   if (!(s.misfireGraceSeconds >= s.tickSeconds)) {
     throw new ConfigError('misfireGraceSeconds', 'misfireGraceSeconds must be at least tickSeconds');
   }
-  if (!Number.isInteger(s.minIntervalSeconds) || s.minIntervalSeconds < 1 || s.minIntervalSeconds > 86_400) {
-    throw new ConfigError(
-      'minIntervalSeconds',
-      `minIntervalSeconds must be an integer in [1, 86400], got ${s.minIntervalSeconds}`,
-    );
-  }
+  checkIntegerRange('minIntervalSeconds', s.minIntervalSeconds, 1, 86_400);
   for (const k of ['maxRunsPerTick', 'recentRuns', 'maxBackfill', 'tickConcurrency', 'maxPerOwner'] as const) {
-    if (!Number.isInteger(s[k]) || s[k] < 1) throw new ConfigError(k, `${k} must be an integer >= 1`);
+    checkCount(k, s[k]);
   }
   return s;
 }

@@ -8,8 +8,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
-import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
+import { emulatorClientConfig, startEndpoints } from '../support/emulator-endpoints.js';
 import { targets, type Target } from '../support/targets.js';
 import { uniquePrefix } from '../../testing/wait.js';
 import { describeTaskStoreContract, type TaskStoreContractOptions } from './task-store.contract.js';
@@ -43,20 +43,10 @@ describe.each(targets())('DynamoTaskStore on $name', (target) => {
   let stop: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    const t = await target.start();
-    const embedded = t.endpoints === undefined ? await startEmulators() : undefined;
-    stop = async () => {
-      await embedded?.stop();
-      await t.stop();
-    };
-    const endpoints = t.endpoints ?? { sqs: embedded?.sqsEndpoint ?? '', dynamodb: embedded?.dynamoEndpoint ?? '' };
-    const config = {
-      region: EMULATOR_REGION,
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      maxAttempts: 1,
-    };
-    dynamodb = new DynamoDBClient({ ...config, endpoint: endpoints.dynamodb });
-    sqs = new SQSClient({ ...config, endpoint: endpoints.sqs });
+    const started = await startEndpoints(target);
+    stop = started.stop;
+    dynamodb = new DynamoDBClient(emulatorClientConfig(started.endpoints.dynamodb));
+    sqs = new SQSClient(emulatorClientConfig(started.endpoints.sqs));
     prefix = uniquePrefix('store-contract');
     ({ tableName } = await ensureResources({ sqs, dynamodb }, prefix));
   });

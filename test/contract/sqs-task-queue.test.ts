@@ -10,20 +10,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
-import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { createSqsClient } from '../../shared/aws/clients.js';
 import type { Priority } from '../../shared/config/resources.js';
 import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
 import type { ReceivedAttribute } from '../../testing/memory-task-queue.js';
+import { emulatorClientConfig, startEndpoints } from '../support/emulator-endpoints.js';
 import { targets } from '../support/targets.js';
 import { uniquePrefix } from '../../testing/wait.js';
 import { describeTaskQueueContract } from './task-queue.contract.js';
-
-const CONFIG = {
-  region: EMULATOR_REGION,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-};
 
 /** A local port nothing listens on. */
 const closedPort = freePort;
@@ -35,13 +29,9 @@ describe.each(targets())('SqsTaskQueue on $name', (target) => {
   const clients: { destroy(): void }[] = [];
 
   beforeAll(async () => {
-    const t = await target.start();
-    const embedded = t.endpoints === undefined ? await startEmulators() : undefined;
-    stop = async () => {
-      await embedded?.stop();
-      await t.stop();
-    };
-    endpoints = t.endpoints ?? { sqs: embedded?.sqsEndpoint ?? '', dynamodb: embedded?.dynamoEndpoint ?? '' };
+    const started = await startEndpoints(target);
+    stop = started.stop;
+    endpoints = { ...started.endpoints };
     unreachablePort = await closedPort();
   });
 
@@ -51,8 +41,8 @@ describe.each(targets())('SqsTaskQueue on $name', (target) => {
   });
 
   describeTaskQueueContract(`SqsTaskQueue (${target.name})`, async () => {
-    const sqs = createSqsClient({ ...CONFIG, endpoint: endpoints.sqs });
-    const dynamodb = new DynamoDBClient({ ...CONFIG, endpoint: endpoints.dynamodb });
+    const sqs = createSqsClient(emulatorClientConfig(endpoints.sqs));
+    const dynamodb = new DynamoDBClient(emulatorClientConfig(endpoints.dynamodb));
     clients.push(sqs, dynamodb);
     const prefix = uniquePrefix('queue-contract');
     const resources = await ensureResources({ sqs, dynamodb }, prefix);
@@ -90,7 +80,7 @@ describe.each(targets())('SqsTaskQueue on $name', (target) => {
       },
       elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
       unreachable: () => {
-        const down = createSqsClient({ ...CONFIG, endpoint: `http://127.0.0.1:${unreachablePort}` });
+        const down = createSqsClient(emulatorClientConfig(`http://127.0.0.1:${unreachablePort}`));
         clients.push(down);
         return new SqsTaskQueue(down, urls);
       },

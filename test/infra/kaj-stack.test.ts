@@ -13,13 +13,18 @@ import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { createMetrics } from '../../shared/service/observability.js';
 import { DEVELOPMENT_ID_SECRET } from '../../shared/service/all-in-one.js';
 import { DEFAULTS, ENV, PRIORITIES, TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
+import { type CfnResourceJson, itPassesCfnLint, type SynthesizedKaj, synthKaj } from './synth.js';
 import {
-  CFN_LINT_AVAILABLE,
-  type CfnResourceJson,
-  expectCfnLintClean,
-  type SynthesizedKaj,
-  synthKaj,
-} from './synth.js';
+  acknowledgment,
+  acknowledgments,
+  alarmProps,
+  type EmfLine,
+  expectTlsOnlyQueue,
+  getAtt,
+  ofType,
+  roleStatements,
+  templateText,
+} from './template.js';
 
 const SYNTH_TIMEOUT = 180_000;
 
@@ -56,25 +61,6 @@ afterAll(() => {
   variant?.dispose();
 });
 
-const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
-  Object.entries(s.resources).filter(([, r]) => r.Type === type);
-
-/** Every IAM statement attached to a function's execution role. */
-function roleStatements(
-  s: SynthesizedKaj,
-  functionId: string,
-): { Action: string | string[]; Resource: unknown; Effect: string }[] {
-  const fn = s.resources[functionId];
-  expect(fn?.Type).toBe('AWS::Lambda::Function');
-  const roleId = (fn!.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-  const role = s.resources[roleId];
-  expect(role?.Properties.ManagedPolicyArns, 'no AWS managed policy on the role').toBeUndefined();
-  expect(role?.Properties.Policies, 'no inline policy on the role').toBeUndefined();
-  return ofType(s, 'AWS::IAM::Policy')
-    .filter(([, p]) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
-    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement);
-}
-
 function grantedActions(s: SynthesizedKaj, functionId: string): string[] {
   const actions = roleStatements(s, functionId).flatMap((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]));
   return [...new Set(actions)].sort();
@@ -86,8 +72,6 @@ function resourcesOf(s: SynthesizedKaj, functionId: string, action: string): unk
     .filter((st) => (Array.isArray(st.Action) ? st.Action : [st.Action]).includes(action))
     .flatMap((st) => (Array.isArray(st.Resource) ? st.Resource : [st.Resource]));
 }
-
-const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 
 /** The lanes besides the default one (the stacks use the example deployment's, `tasks/lanes.ts`). */
 const otherLanes = (s: SynthesizedKaj) => Object.keys(s.stack.laneQueues);
@@ -141,17 +125,7 @@ describe('queues', () => {
     expect(queues.length).toBe(PRIORITIES.length * (2 + otherLanes(base).length));
     for (const [id, q] of queues) {
       expect(q.Properties.SqsManagedSseEnabled, id).toBe(true);
-      const policies = ofType(base, 'AWS::SQS::QueuePolicy').filter(([, pol]) =>
-        (pol.Properties.Queues as { Ref: string }[]).some((r) => r.Ref === id),
-      );
-      expect(policies, id).toHaveLength(1);
-      expect(policies[0]![1].Properties.PolicyDocument.Statement).toContainEqual(
-        expect.objectContaining({
-          Effect: 'Deny',
-          Action: 'sqs:*',
-          Condition: { Bool: { 'aws:SecureTransport': 'false' } },
-        }),
-      );
+      expectTlsOnlyQueue(base, id, id);
     }
   });
 
@@ -452,14 +426,7 @@ describe('ID secret', () => {
   const secretId = (s: SynthesizedKaj) => s.logicalId(s.stack.idSecret.secret);
   const envOf = (s: SynthesizedKaj, fn: IConstruct) =>
     s.resources[s.logicalId(fn)]!.Properties.Environment.Variables as Record<string, unknown>;
-  /** A template value with every `{ Ref: id }` written as `<Ref id>`, so that its text can be read. */
-  const text = (v: unknown): string => {
-    if (typeof v === 'string') return v;
-    const o = v as { Ref?: string; 'Fn::Join'?: [string, unknown[]] };
-    if (o.Ref !== undefined) return `<Ref ${o.Ref}>`;
-    if (o['Fn::Join'] !== undefined) return o['Fn::Join'][1].map(text).join(o['Fn::Join'][0]);
-    return JSON.stringify(v);
-  };
+  const text = templateText;
 
   it('one generated secret, <stack>-id-secret, 64 letters and digits (no punctuation, no spaces)', () => {
     for (const [s, name] of [
@@ -538,12 +505,7 @@ describe('ID secret', () => {
   });
 
   it('AwsSolutions-SMG4 (no rotation) is acknowledged on the secret with the reason', () => {
-    const acks = base.stack.idSecret.secret.node
-      .findAll()
-      .flatMap((c) => c.node.metadata)
-      .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-      .map((m) => m.data as Record<string, string>);
-    expect(acks.find((a) => 'Annotation::AwsSolutions-SMG4' in a)?.['Annotation::AwsSolutions-SMG4']).toBe(
+    expect(acknowledgment(base.stack.idSecret.secret, 'AwsSolutions-SMG4')).toBe(
       'rotating the key would give every idempotency key a new task id and break idempotency for keys in flight; see docs/security.md',
     );
   });
@@ -596,12 +558,7 @@ describe('HTTP API', () => {
 });
 
 describe('observability', () => {
-  type AlarmProps = Record<string, any>;
-  const alarm = (s: SynthesizedKaj, key: string): AlarmProps => {
-    const a = s.stack.observability.alarms[key];
-    expect(a, key).toBeDefined();
-    return s.resources[s.logicalId(a!)]!.Properties;
-  };
+  const alarm = alarmProps;
 
   it('an alarm per DLQ when it is not empty', () => {
     for (const p of PRIORITIES) {
@@ -732,18 +689,12 @@ describe('observability', () => {
   });
 
   it("the unencrypted topic's cdk-nag SNS2 finding is acknowledged with the reason; the encrypted one has none", () => {
-    const acks = (s: SynthesizedKaj) =>
-      s.stack.observability.alarmTopic.node
-        .findAll()
-        .flatMap((c) => c.node.metadata)
-        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-        .map((m) => m.data as Record<string, string>);
-    const reason = acks(base).find((a) => 'Annotation::AwsSolutions-SNS2' in a)?.['Annotation::AwsSolutions-SNS2'];
+    const reason = acknowledgment(base.stack.observability.alarmTopic, 'AwsSolutions-SNS2');
     expect(reason).toMatch(/no task data/);
     expect(reason).toMatch(/alarm names and metric values/);
     expect(reason).toMatch(/aws\/sns/);
     expect(reason).toMatch(/encryptAlarmTopic/);
-    expect(acks(variant).filter((a) => 'Annotation::AwsSolutions-SNS2' in a)).toHaveLength(0);
+    expect(acknowledgment(variant.stack.observability.alarmTopic, 'AwsSolutions-SNS2')).toBeUndefined();
   });
 
   it("encryptAlarmTopic: the topic is encrypted with a rotating customer managed key that only this stack's alarms may use", () => {
@@ -823,12 +774,7 @@ describe('observability', () => {
     const emitted = written
       .flatMap((w) => w.split('\n'))
       .filter((l) => l.includes('"_aws"'))
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
-          } & Record<string, unknown>,
-      );
+      .map((l) => JSON.parse(l) as EmfLine);
     for (const [key, name] of [
       ['consumerItemFailures', METRICS.consumerItemFailures],
       ['sweeperItemFailures', METRICS.sweeperItemFailures],
@@ -919,11 +865,7 @@ describe('cdk-nag AwsSolutions', () => {
 
   it('every acknowledgment carries a reason', () => {
     for (const s of [base, variant]) {
-      const acks = s.stack.node
-        .findAll()
-        .flatMap((c) => c.node.metadata)
-        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-        .flatMap((m) => Object.entries(m.data as Record<string, string>));
+      const acks = acknowledgments(s.stack);
       expect(acks.length).toBeGreaterThan(0);
       for (const [id, reason] of acks) expect(reason.length, id).toBeGreaterThan(40);
     }
@@ -931,15 +873,8 @@ describe('cdk-nag AwsSolutions', () => {
 });
 
 describe('cfn-lint', () => {
-  // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
-  it.skipIf(!CFN_LINT_AVAILABLE)(
-    'the synthesized templates pass cfn-lint',
-    () => {
-      expectCfnLintClean([
-        ['default', base],
-        ['variant', variant],
-      ]);
-    },
-    120_000,
-  );
+  itPassesCfnLint('the synthesized templates pass cfn-lint', () => [
+    ['default', base],
+    ['variant', variant],
+  ]);
 });

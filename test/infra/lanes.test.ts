@@ -14,7 +14,6 @@ import * as path from 'node:path';
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -43,9 +42,24 @@ import type { LimitDeclarations } from '../../shared/limit/declaration.js';
 import { createMetrics } from '../../shared/service/observability.js';
 import { lanes as exampleLanes } from '../../tasks/lanes.js';
 import { type CfnResourceJson, REPO_ROOT, type SynthesizedKaj, cdkJsonContext, synthKaj } from './synth.js';
+import {
+  acknowledgment,
+  alarmProps,
+  emfDirectives,
+  expectTlsOnlyQueue,
+  getAtt,
+  NO_BUNDLING,
+  nagFindings,
+  normalized,
+  ofType,
+  policyStatements,
+  roleOf,
+  retainedTable,
+  type Statement,
+  templateText,
+} from './template.js';
 
 const SYNTH_TIMEOUT = 120_000;
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 
 const LANES = {
   io: { memoryMiB: 512, concurrency: { high: 50, normal: 50, low: 10 } },
@@ -101,42 +115,14 @@ afterAll(() => {
   plain?.dispose();
 });
 
-const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
-const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
-  Object.entries(s.resources).filter(([, r]) => r.Type === type);
 const props = (s: SynthesizedKaj, c: IConstruct) => s.resources[s.logicalId(c)]!.Properties;
 const arn = (s: SynthesizedKaj, c: IConstruct) => getAtt(s.logicalId(c));
 
-/** A template value with every `{ Ref: id }` written as `<Ref id>`, so that its text can be read. */
-const text = (v: unknown): string => {
-  if (typeof v === 'string') return v;
-  const o = v as { Ref?: string; 'Fn::Join'?: [string, unknown[]] };
-  if (o.Ref !== undefined) return `<Ref ${o.Ref}>`;
-  if (o['Fn::Join'] !== undefined) return o['Fn::Join'][1].map(text).join(o['Fn::Join'][0]);
-  return JSON.stringify(v);
-};
-
-interface Statement {
-  readonly Sid?: string;
-  readonly Effect: string;
-  readonly Action: string | string[];
-  readonly Resource: unknown;
-}
+const text = templateText;
 
 /** Every IAM statement attached to a function's execution role. */
-function roleStatements(s: SynthesizedKaj, fn: IConstruct): Statement[] {
-  const roleId = (props(s, fn).Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-  return ofType(s, 'AWS::IAM::Policy')
-    .filter(([, p]) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
-    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Statement[]);
-}
-
-/** A statement with its action and resource lists in a fixed order (IAM ignores their order; CDK sorts them). */
-function normalized(st: Statement): Statement {
-  const sorted = (v: unknown) =>
-    Array.isArray(v) ? [...v].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))) : v;
-  return { ...st, Action: sorted(st.Action) as string | string[], Resource: sorted(st.Resource) };
-}
+const roleStatements = (s: SynthesizedKaj, fn: IConstruct): Statement[] =>
+  policyStatements(s, roleOf(s.resources[s.logicalId(fn)]!));
 
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
 const resourcesOf = (s: SynthesizedKaj, fn: IConstruct, action: string): unknown[] =>
@@ -165,17 +151,7 @@ describe('lane queues', () => {
         expect(resource.Properties.SqsManagedSseEnabled).toBe(true);
         expect(resource.Properties.MessageRetentionPeriod).toBe(DEFAULTS.queueRetentionSeconds);
         expect(resource.DeletionPolicy).toBe('Delete');
-        const policies = ofType(laned, 'AWS::SQS::QueuePolicy').filter(([, pol]) =>
-          (pol.Properties.Queues as { Ref: string }[]).some((r) => r.Ref === id),
-        );
-        expect(policies).toHaveLength(1);
-        expect(policies[0]![1].Properties.PolicyDocument.Statement).toContainEqual(
-          expect.objectContaining({
-            Effect: 'Deny',
-            Action: 'sqs:*',
-            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
-          }),
-        );
+        expectTlsOnlyQueue(laned, id);
       }
     }
   });
@@ -390,10 +366,7 @@ describe('environment', () => {
 
 describe('limits table', () => {
   it('named <stack>-limits, key `pk`, on-demand, TTL on expires_at, PITR, SSE with the AWS managed key, deletion protection, retained', () => {
-    const table = laned.resources[laned.logicalId(laned.stack.limitTable.table)]!;
-    expect(table.Type).toBe('AWS::DynamoDB::Table');
-    expect(table.DeletionPolicy).toBe('Retain');
-    expect(table.UpdateReplacePolicy).toBe('Retain');
+    const table = retainedTable(laned, laned.stack.limitTable.table);
     expect(table.Properties).toEqual({
       TableName: resourceNames('kaj').limits,
       KeySchema: [{ AttributeName: LIMIT_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
@@ -464,12 +437,7 @@ describe('limits table', () => {
 });
 
 describe('alarms', () => {
-  type AlarmProps = Record<string, any>;
-  const alarm = (s: SynthesizedKaj, key: string): AlarmProps => {
-    const a = s.stack.observability.alarms[key];
-    expect(a, key).toBeDefined();
-    return s.resources[s.logicalId(a!)]!.Properties;
-  };
+  const alarm = alarmProps;
   const topic = () => [{ Ref: laned.logicalId(laned.stack.observability.alarmTopic) }];
 
   it("per lane: each queue's oldest message age, and the consumer's errors and throttles, named after the lane", () => {
@@ -535,15 +503,7 @@ describe('alarms', () => {
     metrics.count(METRICS.limitDeferrals, 'send-email');
     metrics.count(METRICS.limitDeferrals, undefined);
     metrics.flush();
-    const directives = lines
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
-          } & Record<string, unknown>,
-      )
-      .flatMap((emf) => emf._aws.CloudWatchMetrics.map((d) => ({ d, emf })))
-      .filter(({ d }) => d.Metrics.some((m) => m.Name === 'LimitDeferrals'));
+    const directives = emfDirectives(lines, 'LimitDeferrals');
     expect(directives).toHaveLength(2);
     for (const { d, emf } of directives) {
       // FROM "Kaj/kaj" WHERE service = 'kaj': the namespace, and the service dimension whatever else.
@@ -775,22 +735,12 @@ describe('a stack without lanes', () => {
 describe('cdk-nag AwsSolutions', () => {
   it('no unacknowledged finding with lanes (one on x86_64) and the limits table, nor without lanes', () => {
     for (const s of [laned, plain]) {
-      const report = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s.stack);
-      const found = report.violations.map(
-        (v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
-      );
-      expect(found).toEqual([]);
+      expect(nagFindings(s.stack).found).toEqual([]);
     }
   });
 
   it('the runtime (L1) is acknowledged on every lane consumer with the reason the other functions carry', () => {
-    const ack = (fn: IConstruct) =>
-      fn.node
-        .findAll()
-        .flatMap((c) => c.node.metadata)
-        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-        .map((m) => (m.data as Record<string, string>)['Annotation::AwsSolutions-L1'])
-        .find((r) => r !== undefined);
+    const ack = (fn: IConstruct) => acknowledgment(fn, 'AwsSolutions-L1');
     for (const lane of LANE_NAMES) {
       expect(ack(laned.stack.laneConsumers[lane]!.handler)).toBe(ack(laned.stack.consumer.handler));
     }

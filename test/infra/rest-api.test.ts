@@ -5,23 +5,16 @@
  * (`kaj-stack.test.ts`), cdk-nag clean and cfn-lint clean, with `authMode` `iam` and `none`.
  */
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
-import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCESS_LOG_FORMAT, REST_ACCESS_LOG_FORMAT, REST_STAGE_NAME } from '../../infra/constructs/api.js';
 import { OUTPUT_KEYS } from '../../infra/outputs.js';
 import { API_ROUTES, routeKey } from '../../shared/service/api/routes.js';
 import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
-import {
-  CFN_LINT_AVAILABLE,
-  type CfnResourceJson,
-  expectCfnLintClean,
-  type SynthesizedKaj,
-  synthKaj,
-} from './synth.js';
+import { type CfnResourceJson, itPassesCfnLint, type SynthesizedKaj, synthKaj } from './synth.js';
+import { acknowledgments, nagFindings, NO_BUNDLING, ofType } from './template.js';
 
 const SYNTH_TIMEOUT = 180_000;
 /** The function code is the same in every stack here: skip esbuild bundling (saves seconds). */
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 
 let http: SynthesizedKaj;
 let rest: SynthesizedKaj;
@@ -39,9 +32,6 @@ beforeAll(() => {
 afterAll(() => {
   for (const s of [http, rest, restOpen]) s?.dispose();
 });
-
-const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
-  Object.entries(s.resources).filter(([, r]) => r.Type === type);
 
 /** The full path of an `AWS::ApiGateway::Resource`, from its PathPart and its parents'. */
 function resourcePath(s: SynthesizedKaj, resourceId: string): string {
@@ -228,21 +218,15 @@ describe('cdk-nag AwsSolutions (REST API)', () => {
   for (const which of ['iam', 'none'] as const) {
     it(`no unacknowledged error or warning (authMode ${which})`, () => {
       const s = which === 'iam' ? rest : restOpen;
-      const report = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s.stack);
-      expect(
-        report.violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`),
-      ).toEqual([]);
-      expect(report.success).toBe(true);
+      const { found, success } = nagFindings(s.stack);
+      expect(found).toEqual([]);
+      expect(success).toBe(true);
     });
   }
 
   it('acknowledges exactly the REST-only rules, each with its reason', () => {
     const acks = (s: SynthesizedKaj) =>
-      s.stack.api.node
-        .findAll()
-        .flatMap((c) => c.node.metadata)
-        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-        .flatMap((m) => Object.entries(m.data as Record<string, string>))
+      acknowledgments(s.stack.api)
         .map(([id, reason]) => [id.replace(/^.*(AwsSolutions-[A-Z]+\d+)$/, '$1'), reason] as const)
         // The functions' runtime pin (AwsSolutions-L1) is the stack's, the same for both kinds.
         .filter(([id]) => id !== 'AwsSolutions-L1');
@@ -261,15 +245,8 @@ describe('cdk-nag AwsSolutions (REST API)', () => {
 });
 
 describe('cfn-lint (REST API)', () => {
-  // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
-  it.skipIf(!CFN_LINT_AVAILABLE)(
-    'the REST API templates pass cfn-lint',
-    () => {
-      expectCfnLintClean([
-        ['rest', rest],
-        ['rest-open', restOpen],
-      ]);
-    },
-    120_000,
-  );
+  itPassesCfnLint('the REST API templates pass cfn-lint', () => [
+    ['rest', rest],
+    ['rest-open', restOpen],
+  ]);
 });

@@ -12,7 +12,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScheduleTable } from '../../infra/constructs/schedule-table.js';
 import { Scheduler } from '../../infra/constructs/scheduler.js';
@@ -22,9 +22,20 @@ import { METRICS, metricsNamespace } from '../../shared/config/metrics.js';
 import { ENV, PRIORITIES, SCHEDULE_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
 import { createMetrics } from '../../shared/service/observability.js';
 import { type CfnResourceJson, type SynthesizedKaj, synthKaj } from './synth.js';
+import {
+  acknowledgment,
+  alarmProps,
+  emfDirectives,
+  getAtt,
+  nagFindings,
+  NO_BUNDLING,
+  normalized,
+  ofType,
+  retainedTable,
+  roleStatements,
+} from './template.js';
 
 const SYNTH_TIMEOUT = 120_000;
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 
 let base: SynthesizedKaj;
 let variant: SynthesizedKaj;
@@ -51,46 +62,12 @@ afterAll(() => {
   variant?.dispose();
 });
 
-const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
-const ofType = (s: SynthesizedKaj, type: string): [string, CfnResourceJson][] =>
-  Object.entries(s.resources).filter(([, r]) => r.Type === type);
-
-interface Statement {
-  readonly Sid?: string;
-  readonly Effect: string;
-  readonly Action: string | string[];
-  readonly Resource: unknown;
-}
-
-/** Every IAM statement attached to a function's execution role (no managed or inline policy there). */
-function roleStatements(s: SynthesizedKaj, functionId: string): Statement[] {
-  const fn = s.resources[functionId];
-  expect(fn?.Type).toBe('AWS::Lambda::Function');
-  const roleId = (fn!.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-  const role = s.resources[roleId];
-  expect(role?.Properties.ManagedPolicyArns).toBeUndefined();
-  expect(role?.Properties.Policies).toBeUndefined();
-  return ofType(s, 'AWS::IAM::Policy')
-    .filter(([, p]) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
-    .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Statement[]);
-}
-
-/** A statement with its action and resource lists in a fixed order (IAM ignores their order; CDK sorts them). */
-function normalized(st: Statement): Statement {
-  const sorted = (v: unknown) =>
-    Array.isArray(v) ? [...v].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))) : v;
-  return { ...st, Action: sorted(st.Action) as string | string[], Resource: sorted(st.Resource) };
-}
-
 const envOf = (s: SynthesizedKaj, fn: Parameters<SynthesizedKaj['logicalId']>[0]) =>
   s.resources[s.logicalId(fn)]!.Properties.Environment.Variables as Record<string, unknown>;
 
 describe('schedules table', () => {
   it('named <stack>-schedules, key `name`, on-demand, PITR, SSE with the AWS managed key, deletion protection, retained, no TTL', () => {
-    const table = base.resources[base.logicalId(base.stack.scheduleTable.table)]!;
-    expect(table.Type).toBe('AWS::DynamoDB::Table');
-    expect(table.DeletionPolicy).toBe('Retain');
-    expect(table.UpdateReplacePolicy).toBe('Retain');
+    const table = retainedTable(base, base.stack.scheduleTable.table);
     expect(table.Properties.TableName).toBe(resourceNames('kaj').schedules);
     expect(table.Properties.TableName).toBe('kaj-schedules');
     expect(table.Properties.KeySchema).toEqual([{ AttributeName: 'name', KeyType: 'HASH' }]);
@@ -271,13 +248,7 @@ describe('scheduler function', () => {
   });
 
   it('cdk-nag L1 (runtime) is acknowledged on it with the same reason as the other functions', () => {
-    const ack = (fn: { node: SynthesizedKaj['stack']['node'] }) =>
-      fn.node
-        .findAll()
-        .flatMap((c) => c.node.metadata)
-        .filter((m) => m.type === 'aws:cdk:acknowledged-rules')
-        .map((m) => (m.data as Record<string, string>)['Annotation::AwsSolutions-L1'])
-        .find((r) => r !== undefined);
+    const ack = (fn: IConstruct) => acknowledgment(fn, 'AwsSolutions-L1');
     const reason = ack(base.stack.scheduler.handler);
     expect(reason).toMatch(/nodejs22\.x/);
     expect(reason).toBe(ack(base.stack.sweeper.handler));
@@ -369,12 +340,7 @@ describe('least privilege (schedules)', () => {
 });
 
 describe('scheduler alarms', () => {
-  type AlarmProps = Record<string, any>;
-  const alarm = (s: SynthesizedKaj, key: string): AlarmProps => {
-    const a = s.stack.observability.alarms[key];
-    expect(a, key).toBeDefined();
-    return s.resources[s.logicalId(a!)]!.Properties;
-  };
+  const alarm = alarmProps;
 
   it('a tick that errors: scheduler Errors >= 1 in 2 of 3 one-minute periods, to the alarm topic on ALARM and OK', () => {
     for (const s of [base, variant]) {
@@ -446,15 +412,7 @@ describe('scheduler alarms', () => {
     metrics.count(METRICS.failed, 'send-report');
     metrics.count(METRICS.scheduledRunsFailed, undefined);
     metrics.flush();
-    const directives = lines
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
-          } & Record<string, unknown>,
-      )
-      .flatMap((emf) => emf._aws.CloudWatchMetrics.map((d) => ({ d, emf })))
-      .filter(({ d }) => d.Metrics.some((m) => m.Name === METRICS.scheduledRunsFailed));
+    const directives = emfDirectives(lines, METRICS.scheduledRunsFailed);
     expect(directives).toHaveLength(1);
     const { d, emf } = directives[0]!;
     expect(d.Dimensions).toHaveLength(1);
@@ -521,11 +479,7 @@ describe('outputs', () => {
 describe('cdk-nag AwsSolutions', () => {
   it('no unacknowledged finding on the schedules table, the scheduler or the stack (both configs)', () => {
     for (const s of [base, variant]) {
-      const report = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s.stack);
-      const found = report.violations.map(
-        (v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
-      );
-      expect(found).toEqual([]);
+      expect(nagFindings(s.stack).found).toEqual([]);
     }
   });
 });

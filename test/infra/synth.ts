@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import type { KajConfigInput } from '../../infra/config.js';
 import { KajStack, type KajStackProps } from '../../infra/kaj-stack.js';
 
@@ -88,4 +88,10 @@ export function expectCfnLintClean(templates: readonly (readonly [string, Synthe
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A test that the templates pass cfn-lint (synthesized by then: they are asked for when it runs). */
+export function itPassesCfnLint(title: string, templates: () => readonly (readonly [string, SynthesizedKaj])[]): void {
+  // biome-ignore lint/plugin/no-conditional-skip: needs cfn-lint (pip install cfn-lint); skipped only where it is not installed
+  it.skipIf(!CFN_LINT_AVAILABLE)(title, () => expectCfnLintClean(templates()), 120_000);
 }

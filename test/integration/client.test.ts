@@ -3,29 +3,29 @@
  * submit, read, wait, cancel and batch through the real API; a response lost after the server
  * accepted the task (the client sees a 503) is retried with the same key and makes one task.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { KajApiError, KajClient } from '../../client/index.js';
-import { startOnTarget, targets } from '../support/targets.js';
+import { expectKeyIsTheTask, runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 const registry = testRegistry(probe);
 
 describe.each(targets())('KajClient on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'cli',
+    {
       registry,
-      prefix: uniquePrefix('cli'),
-      port: 0,
       sweepIntervalMs: 500,
       waitTimeSeconds: 1,
-    }));
-  }, 60_000);
-  afterAll(() => stop(), 60_000);
+    },
+    (r) => (runtime = r),
+    60_000,
+  );
 
   it('submits, waits for and reads a task; a bad payload is a KajApiError naming the field', async () => {
     const kaj = new KajClient<typeof registry>({ url: runtime.url });
@@ -53,12 +53,7 @@ describe.each(targets())('KajClient on $name', (target) => {
     await kaj.waitFor(r.task_id, { timeoutMs: 20_000, pollMs: 100 });
     expect(probe.runs(r.task_id)).toBe(1);
     // The key the client generated is the task's: a third submit with it is the same task.
-    const again = await new KajClient<typeof registry>({ url: runtime.url }).submit(
-      'echo',
-      { value: 'once' },
-      { idempotencyKey: r.idempotencyKey },
-    );
-    expect(again).toMatchObject({ task_id: r.task_id, replayed: true });
+    await expectKeyIsTheTask(runtime, r);
   });
 
   it('submitMany through the batch route; cancel a delayed task', async () => {

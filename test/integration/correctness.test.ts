@@ -3,7 +3,7 @@
  * send_email wins, payloads the store would refuse are 422, unstorable results fail once, the
  * store maps DynamoDB's ValidationException to a permanent error, and owners are isolated.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
@@ -12,8 +12,9 @@ import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskView } from '../../shared/task/model.js';
 import { limits } from '../../tasks/limits.js';
 import { sendEmail } from '../../tasks/send-email.js';
-import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix, waitFor } from '../../testing/wait.js';
+import { runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
+import { waitFor } from '../../testing/wait.js';
 
 let runs = 0;
 /** Tasks whose send_email handler has started. */
@@ -42,18 +43,17 @@ const registry = new TaskRegistry(
 
 describe.each(targets())('correctness on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
 
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'fix',
+    {
       registry,
-      prefix: uniquePrefix('fix'),
-      port: 0,
       sweepIntervalMs: 500,
       waitTimeSeconds: 1,
-    }));
-  });
-  afterAll(() => stop());
+    },
+    (r) => (runtime = r),
+  );
 
   async function call(method: string, path: string, body?: unknown, identity?: string) {
     const res = await fetch(`${runtime.url}${path}`, {

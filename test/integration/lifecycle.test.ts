@@ -1,27 +1,26 @@
 import { ReceiveMessageCommand, ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
 import type { TaskView } from '../../shared/task/model.js';
-import { startOnTarget, targets } from '../support/targets.js';
+import { runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix, waitFor } from '../../testing/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 describe.each(targets())('task lifecycle end to end on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
   const probe = new TaskProbe();
 
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'life',
+    {
       registry: testRegistry(probe),
-      prefix: uniquePrefix('life'),
-      port: 0,
       sweepIntervalMs: 500,
       waitTimeSeconds: 2,
-    }));
-  });
-
-  afterAll(() => stop());
+    },
+    (r) => (runtime = r),
+  );
 
   async function post(
     body: unknown,
@@ -243,21 +242,19 @@ describe.each(targets())('task lifecycle end to end on $name', (target) => {
 
 describe.each(targets())('priorities under saturation on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
   const probe = new TaskProbe();
 
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'prio',
+    {
       registry: testRegistry(probe),
-      prefix: uniquePrefix('prio'),
-      port: 0,
       batchSize: 1,
       concurrency: { high: 4, normal: 2, low: 1 },
       waitTimeSeconds: 1,
-    }));
-  });
-
-  afterAll(() => stop());
+    },
+    (r) => (runtime = r),
+  );
 
   it('starts high-priority tasks sooner than low-priority ones submitted before them', async () => {
     // Twelve of each in one request per priority: the lows are out first, the highs one request

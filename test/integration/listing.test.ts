@@ -2,29 +2,30 @@
  * The listing on each emulator, through the local runtime's API: the sparse index (a GSI with an
  * INCLUDE projection, queried newest first with ExclusiveStartKey) as DynamoDB semantics give it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { DEVELOPMENT_ID_SECRET, LOCAL_OWNER } from '../../shared/service/all-in-one.js';
 import { CursorSigner } from '../../shared/task/cursor.js';
-import { startOnTarget, targets } from '../support/targets.js';
+import { runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
-import { uniquePrefix, waitFor } from '../../testing/wait.js';
+import { waitFor } from '../../testing/wait.js';
 
 const probe = new TaskProbe();
 
 describe.each(targets())('task listing on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'list',
+    {
       registry: testRegistry(probe),
-      prefix: uniquePrefix('list'),
-      port: 0,
       sweepIntervalMs: 500,
       waitTimeSeconds: 1,
-    }));
-  }, 60_000);
-  afterAll(() => stop(), 60_000);
+    },
+    (r) => (runtime = r),
+    60_000,
+  );
 
   const submit = async (body: unknown, identity?: string) => {
     const res = await fetch(`${runtime.url}/api/v1/tasks`, {

@@ -4,25 +4,18 @@
  * of 3, the fourth create is 422 `schedule_limit_reached` naming `name` and stores nothing;
  * replacing a schedule at the cap succeeds; a delete frees a slot for the next create.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
-import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix } from '../../testing/wait.js';
+import { callApi, runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
 
 const registry = new TaskRegistry([
   defineTask({ type: 'cap_probe', schema: z.object({}), handler: async () => ({ ok: true }) }),
 ]);
 
-async function call(runtime: LocalRuntime, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${runtime.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = callApi;
 
 const MAX = 3;
 // Far in the future: nothing runs while the test looks.
@@ -30,17 +23,17 @@ const spec = (minute = 0) => ({ cron: `${minute} 0 1 1 *`, type: 'cap_probe' });
 
 describe.each(targets())('schedules per owner on $name', (target) => {
   let runtime: LocalRuntime;
-  let stop: () => Promise<void> = async () => {};
-  beforeAll(async () => {
-    ({ runtime, stop } = await startOnTarget(target, {
+  runtimeForSuite(
+    target,
+    'cap',
+    {
       registry,
-      prefix: uniquePrefix('cap'),
-      port: 0,
       waitTimeSeconds: 1,
       scheduling: { maxPerOwner: MAX },
-    }));
-  }, 60_000);
-  afterAll(() => stop(), 60_000);
+    },
+    (r) => (runtime = r),
+    60_000,
+  );
 
   it('max + 1 creates: the last is 422 schedule_limit_reached naming name; a delete frees a slot', async () => {
     for (let n = 1; n <= MAX; n += 1) {

@@ -5,15 +5,16 @@
  * more; PUT is idempotent and a changed spec takes effect at the next fire; bad specs are 422
  * naming the field.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { DynamoScheduleStore } from '../../shared/aws/dynamo-schedule-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import type { TaskRecord } from '../../shared/task/model.js';
 import { FakeClock } from '../../testing/doubles.js';
-import { startOnTarget, targets } from '../support/targets.js';
-import { uniquePrefix, waitFor } from '../../testing/wait.js';
+import { callApi, runtimeForSuite } from '../support/suite-runtime.js';
+import { targets } from '../support/targets.js';
+import { waitFor } from '../../testing/wait.js';
 
 const seen: { scheduledTime: string | undefined; schedule: string | undefined; at: number }[] = [];
 const registry = new TaskRegistry([
@@ -46,30 +47,23 @@ async function tasksOf(runtime: LocalRuntime, schedule: string): Promise<TaskRec
   return out;
 }
 
-async function call(runtime: LocalRuntime, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${runtime.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = callApi;
 
 describe.each(targets())('scheduler on $name', (target) => {
   describe('live: the real queue and consumer', () => {
     let runtime: LocalRuntime;
-    let stop: () => Promise<void> = async () => {};
-    beforeAll(async () => {
-      ({ runtime, stop } = await startOnTarget(target, {
+    runtimeForSuite(
+      target,
+      'sch',
+      {
         registry,
-        prefix: uniquePrefix('sch'),
-        port: 0,
         waitTimeSeconds: 1,
         // Runs every two seconds: a deployment that allows a seconds field.
         scheduling: { tickSeconds: 1, allowSecondsField: true, minIntervalSeconds: 1 },
-      }));
-    }, 60_000);
-    afterAll(() => stop(), 60_000);
+      },
+      (r) => (runtime = r),
+      60_000,
+    );
 
     it('a schedule fires on time through the real queue; the handler gets its logical date', async () => {
       seen.length = 0;
@@ -169,20 +163,20 @@ describe.each(targets())('scheduler on $name', (target) => {
 
   describe('ticks on a fake clock against the emulator store', () => {
     let runtime: LocalRuntime;
-    let stop: () => Promise<void> = async () => {};
     const clock = new FakeClock(Date.parse('2026-11-30T23:58:00.000Z'));
-    beforeAll(async () => {
-      ({ runtime, stop } = await startOnTarget(target, {
+    runtimeForSuite(
+      target,
+      'scf',
+      {
         registry,
-        prefix: uniquePrefix('scf'),
-        port: 0,
         consumers: false,
         scheduler: false,
         clock,
         scheduling: { tickSeconds: 60, misfireGraceSeconds: 150, allowSecondsField: true, minIntervalSeconds: 1 },
-      }));
-    }, 60_000);
-    afterAll(() => stop(), 60_000);
+      },
+      (r) => (runtime = r),
+      60_000,
+    );
 
     it('8 concurrent ticks create exactly one task per scheduled time', async () => {
       const service = runtime.kaj.schedules;

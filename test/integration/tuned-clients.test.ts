@@ -8,20 +8,15 @@ import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteResources, ensureResources } from '../../local/bootstrap.js';
-import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
 import { createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';
 import type { KajResources } from '../../shared/aws/wiring.js';
 import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
 import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
 import { minimalRecord } from '../contract/task-store.contract.js';
+import { emulatorClientConfig, startEndpoints } from '../support/emulator-endpoints.js';
 import { targets } from '../support/targets.js';
 import { uniquePrefix } from '../../testing/wait.js';
 
-const CONFIG = {
-  region: EMULATOR_REGION,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-};
 const N = 40;
 
 describe.each(targets())('Tuned SDK clients on $name', (target) => {
@@ -32,15 +27,10 @@ describe.each(targets())('Tuned SDK clients on $name', (target) => {
   let stop: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
-    const t = await target.start();
-    const embedded = t.endpoints === undefined ? await startEmulators() : undefined;
-    stop = async () => {
-      await embedded?.stop();
-      await t.stop();
-    };
-    const endpoints = t.endpoints ?? { sqs: embedded?.sqsEndpoint ?? '', dynamodb: embedded?.dynamoEndpoint ?? '' };
-    dynamodb = createDynamoDbClient({ ...CONFIG, endpoint: endpoints.dynamodb });
-    sqs = createSqsClient({ ...CONFIG, endpoint: endpoints.sqs });
+    const { endpoints, stop: stopEndpoints } = await startEndpoints(target);
+    stop = stopEndpoints;
+    dynamodb = createDynamoDbClient(emulatorClientConfig(endpoints.dynamodb));
+    sqs = createSqsClient(emulatorClientConfig(endpoints.sqs));
     prefix = uniquePrefix('tuned-clients');
     resources = await ensureResources({ sqs, dynamodb }, prefix);
   });

@@ -18,6 +18,7 @@
 import { appendFileSync } from 'node:fs';
 import * as z from 'zod';
 import { defineLanes, defineLimits, defineTask, RetryableError, TaskRegistry } from '../../shared/task/define.js';
+import { abortableSleep } from '../../testing/wait.js';
 import { readLogFields } from '../../testing/worker-tasks.js';
 
 /** The limits the types use. */
@@ -59,16 +60,7 @@ export interface LimitTaskOptions {
 
 const fast = { baseSeconds: 0.2, capSeconds: 1 };
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    });
-  });
-}
+const sleep = abortableSleep;
 
 const sleepPayload = z.object({
   ms: z.number().int().min(0).max(120_000),

@@ -6,7 +6,7 @@
  * @module
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EMULATOR_REGION, startEmulators } from '../../local/emulators.js';
+import { emulatorClientConfig, startEndpoints, stopAnd } from './emulator-endpoints.js';
 import type { Target } from './targets.js';
 
 /** A table made by {@link startTableOnTarget}. */
@@ -25,15 +25,8 @@ export interface TableKind {
 }
 
 export async function startTableOnTarget(target: Target, tableName: string, kind: TableKind): Promise<TableOnTarget> {
-  const t = await target.start();
-  const embedded = t.endpoints === undefined ? await startEmulators().catch(stopAnd(t.stop)) : undefined;
-  const endpoint = t.endpoints?.dynamodb ?? embedded?.dynamoEndpoint ?? '';
-  const dynamodb = new DynamoDBClient({
-    region: EMULATOR_REGION,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    endpoint,
-    maxAttempts: 1,
-  });
+  const started = await startEndpoints(target);
+  const dynamodb = new DynamoDBClient(emulatorClientConfig(started.endpoints.dynamodb));
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -41,20 +34,11 @@ export async function startTableOnTarget(target: Target, tableName: string, kind
         await kind.remove(dynamodb, tableName);
       } finally {
         dynamodb.destroy();
-        await embedded?.stop();
-        await t.stop();
+        await started.stop();
       }
     })();
     return stopping;
   };
   await kind.create(dynamodb, tableName).catch(stopAnd(stop));
   return { dynamodb, tableName, stop };
-}
-
-/** A rejection handler that stops what was started, then rethrows. */
-function stopAnd(stop: () => Promise<void>): (err: unknown) => Promise<never> {
-  return async (err) => {
-    await stop().catch(() => undefined);
-    throw err;
-  };
 }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureResources } from '../../../local/bootstrap.js';
 import { motoAvailable } from '../../../local/emulators.js';
 import { startMoto } from '../../support/moto.js';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
 import { DynamoTaskTable, SqsMessageMover } from '../../../cli/admin/aws.js';
 import { NativeMoveUnsupportedError } from '../../../cli/admin/errors.js';
 import { nativeRedrive } from '../../../cli/admin/native.js';
@@ -19,29 +19,20 @@ import { systemClock } from '../../../shared/runtime/clock.js';
 import { startLocalConsole } from '../../../local/console.js';
 import { ThroughputRecorder } from '../../../console/throughput.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
-import { kajRunner, localStateDir, Scenario, untilStatus } from './harness.js';
+import { type CliRuntime, kajRunner, localStateDir, Scenario, startScenarioRuntime, untilStatus } from './harness.js';
 
 const scenario = new Scenario();
 scenario.broken = false;
 let runtime: LocalRuntime;
-let state: { dir: string; remove(): void };
-let kaj: ReturnType<typeof kajRunner>;
+let dir: string;
+let kaj: CliRuntime['kaj'];
+let stop = async () => {};
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    registry: scenario.registry(),
-    prefix: `cli-${process.pid}-${Date.now()}`.slice(0, 40),
-    port: 0,
-    waitTimeSeconds: 1,
-  });
-  state = localStateDir(runtime);
-  kaj = kajRunner(state.dir, { registry: async () => scenario.registry() });
+  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'cli'));
 });
 
-afterAll(async () => {
-  await runtime?.stop(2_000);
-  state?.remove();
-});
+afterAll(() => stop());
 
 describe('kaj usage errors (exit 2, a clear message, nothing on stdout)', () => {
   it.each([
@@ -232,7 +223,7 @@ describe('kaj submit, task show, task cancel, stats', () => {
     const ui = await startLocalConsole(runtime, {
       throughput: new ThroughputRecorder(systemClock),
       logger: silentLogger,
-      cwd: state.dir,
+      cwd: dir,
       context: { registry: async () => scenario.registry(), env: {} },
     });
     try {

@@ -4,15 +4,15 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
 import type { DeadLetterQueues } from '../../../cli/admin/dead-letters.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import {
+  type CliRuntime,
   dlqDepth,
-  kajRunner,
-  localStateDir,
   records,
   Scenario,
+  startCliRuntime,
   submitMany,
   untilDlq,
   untilStatus,
@@ -21,25 +21,17 @@ import {
 
 const scenario = new Scenario();
 let runtime: LocalRuntime;
-let state: { dir: string; remove(): void };
-let kaj: ReturnType<typeof kajRunner>;
+let kaj: CliRuntime['kaj'];
+let stop = async () => {};
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    registry: scenario.registry(),
-    prefix: `cli-dlq-${process.pid}-${Date.now()}`.slice(0, 40),
-    port: 0,
-    waitTimeSeconds: 1,
-    sweepIntervalMs: 1_000,
-  });
-  state = localStateDir(runtime);
-  kaj = kajRunner(state.dir);
+  ({ runtime, kaj, stop } = await startCliRuntime(scenario.registry(), 'cli-dlq', {
+    runtime: { sweepIntervalMs: 1_000 },
+    cli: {},
+  }));
 });
 
-afterAll(async () => {
-  await runtime?.stop(2_000);
-  state?.remove();
-});
+afterAll(() => stop());
 
 describe('kaj dlq (embedded emulators)', () => {
   let fixable: string[];

@@ -6,10 +6,11 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 import { defaultContext, type CliContext } from '../../../cli/context.js';
 import { runCli } from '../../../cli/program.js';
+import { capturedIo } from '../../support/captured-io.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
+import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../../local/runtime.js';
 
 export interface KajResult {
   readonly code: number;
@@ -46,19 +47,26 @@ export interface CliRuntime {
 /**
  * Starts a local runtime (no emulator endpoints given: the embedded ones) with a prefix unique
  * to this process and `tag`, writes its `.kaj/local.json`, and returns a `kaj` runner there.
+ * @param o.runtime more options of the runtime
+ * @param o.cli the context of every `kaj` run @default the runtime's registry
  */
-export async function startCliRuntime(registry: TaskRegistry, tag: string): Promise<CliRuntime> {
+export async function startCliRuntime(
+  registry: TaskRegistry,
+  tag: string,
+  o: { runtime?: LocalRuntimeOptions; cli?: Partial<CliContext> } = {},
+): Promise<CliRuntime> {
   const runtime = await startLocalRuntime({
     registry,
     prefix: `${tag}-${process.pid}-${Date.now()}`.slice(0, 40),
     port: 0,
     waitTimeSeconds: 1,
+    ...o.runtime,
   });
   const state = localStateDir(runtime);
   return {
     runtime,
     dir: state.dir,
-    kaj: kajRunner(state.dir, { registry: async () => registry }),
+    kaj: kajRunner(state.dir, o.cli ?? { registry: async () => registry }),
     stop: async () => {
       await runtime.stop(2_000);
       state.remove();
@@ -66,22 +74,7 @@ export async function startCliRuntime(registry: TaskRegistry, tag: string): Prom
   };
 }
 
-/** The CLI's output captured (no terminal anywhere): `io` for a context, `out()`/`err()` what it wrote. */
-export function capturedIo(): { io: CliContext['io']; out(): string; err(): string } {
-  let out = '';
-  let err = '';
-  return {
-    io: {
-      out: (t) => void (out += t),
-      err: (t) => void (err += t),
-      stdoutIsTTY: false,
-      stderrIsTTY: false,
-      stdinIsTTY: false,
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
+export { capturedIo };
 
 export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
   return async (args: readonly string[], extra: Partial<CliContext> = {}): Promise<KajResult> => {
@@ -190,4 +183,12 @@ export async function untilDlq(runtime: LocalRuntime, p: Priority, n: number): P
     const d = await dlqDepth(runtime, p);
     return d.visible === n && d.inFlight === 0 ? true : undefined;
   });
+}
+
+/**
+ * {@link startCliRuntime} for a scenario: the runtime runs its task types as they are at start,
+ * each `kaj` run reads them anew (a test may fix them meanwhile).
+ */
+export function startScenarioRuntime(scenario: Scenario, tag: string): Promise<CliRuntime> {
+  return startCliRuntime(scenario.registry(), tag, { cli: { registry: async () => scenario.registry() } });
 }

@@ -6,30 +6,29 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
-import { kajRunner, localStateDir, Scenario, untilStatus, waitFor } from './harness.js';
+import type { LocalRuntime } from '../../../local/runtime.js';
+import {
+  type CliRuntime,
+  kajRunner,
+  localStateDir,
+  Scenario,
+  startScenarioRuntime,
+  untilStatus,
+  waitFor,
+} from './harness.js';
 
 const scenario = new Scenario();
 scenario.broken = false;
 let runtime: LocalRuntime;
-let state: { dir: string; remove(): void };
-let kaj: ReturnType<typeof kajRunner>;
+let dir: string;
+let kaj: CliRuntime['kaj'];
+let stop = async () => {};
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    registry: scenario.registry(),
-    prefix: `schcli-${process.pid}-${Date.now()}`.slice(0, 40),
-    port: 0,
-    waitTimeSeconds: 1,
-  });
-  state = localStateDir(runtime);
-  kaj = kajRunner(state.dir, { registry: async () => scenario.registry() });
+  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'schcli'));
 });
 
-afterAll(async () => {
-  await runtime?.stop(2_000);
-  state?.remove();
-});
+afterAll(() => stop());
 
 /** Once a year (1 January, 00:00 UTC): nothing fires by the clock while the suite runs. */
 const YEARLY = { type: 'fixable', cron: '0 0 1 1 *', payload: { n: 1 } };
@@ -43,7 +42,7 @@ describe('kaj schedules on a local runtime', () => {
     expect(created.out).toMatch(
       new RegExp(`^created: schedule ${NAME} \\(active, next fire \\d{4}-01-01T00:00:00.000Z`),
     );
-    writeFileSync(join(state.dir, 'spec.json'), JSON.stringify(YEARLY));
+    writeFileSync(join(dir, 'spec.json'), JSON.stringify(YEARLY));
     const replay = await kaj(['schedules', 'put', NAME, '--local', '--file', 'spec.json', '--json']);
     expect(replay.code).toBe(0);
     const replayed = JSON.parse(replay.out);

@@ -2,30 +2,20 @@
  * `npm start` syncs the schedules declared in code before it serves, and its banner lists each
  * schedule with its next fire time (UTC); `kaj schedules list --local` sees the same.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { localState, sandbox, start, type Started } from './sandbox.js';
+import { describe, expect, it } from 'vitest';
+import { localState, sandboxPerTest, startNpm } from './sandbox.js';
 
-let box: ReturnType<typeof sandbox> | undefined;
-let npm: Started | undefined;
-
-afterEach(() => {
-  npm?.kill();
-  box?.remove();
-  npm = undefined;
-  box = undefined;
-});
+const run = sandboxPerTest();
 
 describe('npm start banner', () => {
   it('lists the schedules declared in code with their next fire times', async () => {
-    box = sandbox();
-    npm = start(box.dir, 'npm', ['start', '--', '--port', '0', '--in-memory']);
-    await npm.waitFor(/Kaj is running locally[\s\S]*Ctrl-C drains/);
+    const npm = await startNpm(run);
     const out = npm.output();
     // tasks/sales-report.ts: 00:30 in Dhaka (UTC+6) is 18:30 UTC the day before.
     expect(out).toMatch(
       /Schedules {2}nightly-sales-report {2}sales_report {2}cron 30 0 \* \* \* \(Asia\/Dhaka\) {2}next \d{4}-\d\d-\d\dT18:30:00\.000Z/,
     );
-    const state = localState(box.dir);
+    const state = localState(npm.dir);
     const res = await fetch(`${state.apiUrl}/api/v1/schedules/nightly-sales-report`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ source: 'code', owner: 'kaj:code', state: 'active' });

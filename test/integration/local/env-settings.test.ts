@@ -5,28 +5,18 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../shared/config/errors.js';
 import { ENV, PRIORITIES } from '../../../shared/config/resources.js';
 import { loadFunctionConfig, settingsFromEnvironment } from '../../../shared/config/settings.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { localState, sandbox, start, until, type Started } from './sandbox.js';
+import { localState, type SandboxRun, sandboxPerTest, until } from './sandbox.js';
 
-let box: ReturnType<typeof sandbox> | undefined;
-let proc: Started | undefined;
-
-afterEach(() => {
-  proc?.kill();
-  box?.remove();
-  proc = undefined;
-  box = undefined;
-});
+const run = sandboxPerTest();
 
 /** local/main.ts itself (what the start script runs), in a sandbox. */
-function startMain(env: Record<string, string>): Started {
-  box = sandbox();
-  proc = start(box.dir, process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--in-memory'], env);
-  return proc;
+function startMain(env: Record<string, string>): SandboxRun {
+  return run(process.execPath, ['--import', 'tsx', 'local/main.ts', '--port', '0', '--in-memory'], env);
 }
 
 describe('settingsFromEnvironment parses as loadFunctionConfig does', () => {
@@ -101,7 +91,7 @@ describe('npm start reads the documented environment variables', () => {
   it('KAJ_LEASE_SECONDS sets the lease of a running task; KAJ_RETENTION_DAYS the expiry of a finished one', async () => {
     const p = startMain({ [ENV.leaseSeconds]: '9', [ENV.retentionDays]: '2' });
     await p.waitFor(/Ctrl-C drains/);
-    const state = localState((box as { dir: string }).dir);
+    const state = localState(p.dir);
     const res = await fetch(`${state.apiUrl}/api/v1/tasks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

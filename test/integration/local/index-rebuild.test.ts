@@ -13,7 +13,6 @@
  *   projection beyond the keys, an UpdateItem that keeps the index key leaves such a copy).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -21,27 +20,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalRuntime, type LocalRuntime } from '../../../local/runtime.js';
 import { TABLE_SCHEMA } from '../../../shared/config/resources.js';
 import { outboxPartitions, type TaskRecord } from '../../../shared/task/model.js';
-
-type Stored = Record<string, Record<string, unknown>>;
-interface Level {
-  open(): Promise<void>;
-  close(): Promise<void>;
-  get(key: string): Promise<unknown>;
-  put(key: string, value: unknown): Promise<void>;
-  del(key: string): Promise<void>;
-  iterator(range: { gte: string; lt: string }): AsyncIterable<[string, unknown]>;
-}
-// dynalite's own LevelDB binding and key function, as its writes use them.
-const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
-const { Level } = fromDynalite('level') as { Level: new (path: string, o: { valueEncoding: 'json' }) => Level };
-const dynaliteDb = fromDynalite('./db/index.js') as {
-  createIndexKey(item: Stored, table: unknown, keySchema: unknown): string;
-};
+import { openSavedIndex, type Stored } from '../../support/dynalite-store.js';
 
 const PREFIX = 'kaj-rebuild';
 const TABLE = `${PREFIX}-tasks`;
 const INDEX = TABLE_SCHEMA.outboxIndex.name;
-const INDEX_PREFIX = `index-global~${TABLE}~${INDEX}~`;
 
 let dir: string | undefined;
 let runtime: LocalRuntime | undefined;
@@ -114,28 +97,20 @@ describe('the saved outbox index after torn writes', () => {
 
     // Tear the store as a SIGKILL between dynalite's writes would.
     const [moved, stale] = [...ids].sort() as [string, string];
-    const db = new Level(dir, { valueEncoding: 'json' });
-    await db.open();
-    const table = await db.get(`table~${TABLE}`);
-    const indexSchema = (
-      table as { GlobalSecondaryIndexes: Array<{ IndexName: string; KeySchema: unknown }> }
-    ).GlobalSecondaryIndexes.find((g) => g.IndexName === INDEX)?.KeySchema;
-    const entries = new Map<string, Stored>();
-    for await (const [key, value] of db.iterator({ gte: INDEX_PREFIX, lt: `${INDEX_PREFIX}\xff` }))
-      entries.set(key, value as Stored);
-    const entryOf = (id: string) => [...entries].find(([, v]) => v.task_id?.S === id) as [string, Stored];
+    const db = await openSavedIndex(dir, TABLE, INDEX);
+    const entryOf = (id: string) => db.entryOf('task_id', id);
     // 1. PutItem of a task that never got its item: an entry for a task that does not exist.
     const ghost: Stored = { ...entryOf(moved)[1], task_id: { S: 't_ghost00000000000000000000000000' } };
-    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(ghost, table, indexSchema), ghost);
+    await db.put(ghost);
     // 2. UpdateItem moving `moved`'s due time: old entry deleted, new one put, item not written.
     const [oldKey, oldValue] = entryOf(moved);
     const due = { N: String(Number(oldValue.outbox_due?.N) + 3_600_000) };
     const movedOn: Stored = { ...oldValue, outbox_due: due };
     await db.del(oldKey);
-    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(movedOn, table, indexSchema), movedOn);
+    await db.put(movedOn);
     // 3. An entry holding more than the projection (keys only) allows: a copy that is not the item's.
     const [staleKey, staleValue] = entryOf(stale);
-    await db.put(staleKey, { ...staleValue, status: { S: 'running' } });
+    await db.putAt(staleKey, { ...staleValue, status: { S: 'running' } });
     await db.close();
 
     runtime = await open(dir);

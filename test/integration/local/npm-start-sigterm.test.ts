@@ -4,25 +4,15 @@
  * Before the fix npm's script shell died at once on SIGTERM, npm exited with it while the
  * runtime, which never got the signal, was still running.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { alive, localState, sandbox, start, type Started } from './sandbox.js';
+import { describe, expect, it } from 'vitest';
+import { alive, localState, sandboxPerTest, type Started, startNpm } from './sandbox.js';
 
-let box: ReturnType<typeof sandbox> | undefined;
-let npm: Started | undefined;
-
-afterEach(() => {
-  npm?.kill();
-  box?.remove();
-  npm = undefined;
-  box = undefined;
-});
+const run = sandboxPerTest();
 
 /** `npm start` in a sandbox, with one slow task running. */
 async function startWithSlowTask(): Promise<{ npm: Started; state: ReturnType<typeof localState>; taskId: string }> {
-  box = sandbox();
-  npm = start(box.dir, 'npm', ['start', '--', '--port', '0', '--in-memory']);
-  await npm.waitFor(/Kaj is running locally[\s\S]*Ctrl-C drains/);
-  const state = localState(box.dir);
+  const npm = await startNpm(run);
+  const state = localState(npm.dir);
   const res = await fetch(`${state.apiUrl}/api/v1/tasks`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { afterEach } from 'vitest';
 import { join, resolve } from 'node:path';
 
 export const REPO = resolve(import.meta.dirname, '../../..');
@@ -141,4 +142,40 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A process started in a fresh sandbox, and the sandbox's directory. */
+export interface SandboxRun extends Started {
+  readonly dir: string;
+}
+
+/**
+ * Starts a command in a fresh sandbox, one per test: registers an `afterEach` that kills what the
+ * test started and removes its sandbox.
+ */
+export function sandboxPerTest(): (
+  command: string,
+  args: readonly string[],
+  env?: Record<string, string>,
+) => SandboxRun {
+  let box: ReturnType<typeof sandbox> | undefined;
+  let proc: Started | undefined;
+  afterEach(() => {
+    proc?.kill();
+    box?.remove();
+    proc = undefined;
+    box = undefined;
+  });
+  return (command, args, env) => {
+    box = sandbox();
+    proc = start(box.dir, command, args, env);
+    return { ...proc, dir: box.dir };
+  };
+}
+
+/** `npm start` on in-memory emulators and a free port, its banner printed. */
+export async function startNpm(run: ReturnType<typeof sandboxPerTest>): Promise<SandboxRun> {
+  const npm = run('npm', ['start', '--', '--port', '0', '--in-memory']);
+  await npm.waitFor(/Kaj is running locally[\s\S]*Ctrl-C drains/);
+  return npm;
 }

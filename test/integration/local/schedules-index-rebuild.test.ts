@@ -12,7 +12,6 @@
  * the rest of the runtime.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -25,27 +24,11 @@ import type { ScheduleRecord } from '../../../shared/schedule/model.js';
 import type { ScheduleDueEntry } from '../../../shared/schedule/schedule-store.js';
 import { DynamoScheduleStore } from '../../../shared/aws/dynamo-schedule-store.js';
 import { fullSchedule } from '../../contract/schedule-store.contract.js';
-
-type Stored = Record<string, Record<string, unknown>>;
-interface Level {
-  open(): Promise<void>;
-  close(): Promise<void>;
-  get(key: string): Promise<unknown>;
-  put(key: string, value: unknown): Promise<void>;
-  del(key: string): Promise<void>;
-  iterator(range: { gte: string; lt: string }): AsyncIterable<[string, unknown]>;
-}
-// dynalite's own LevelDB binding and key function, as its writes use them.
-const fromDynalite = createRequire(createRequire(import.meta.url).resolve('dynalite'));
-const { Level } = fromDynalite('level') as { Level: new (path: string, o: { valueEncoding: 'json' }) => Level };
-const dynaliteDb = fromDynalite('./db/index.js') as {
-  createIndexKey(item: Stored, table: unknown, keySchema: unknown): string;
-};
+import { openSavedIndex, type Stored } from '../../support/dynalite-store.js';
 
 const PREFIX = 'kaj-sched-rebuild';
 const TABLE = resourceNames(PREFIX).schedules;
 const INDEX = SCHEDULE_TABLE_SCHEMA.dueIndex.name;
-const INDEX_PREFIX = `index-global~${TABLE}~${INDEX}~`;
 const PARTITIONS = Array.from({ length: SCHEDULE_TABLE_SCHEMA.dueIndex.shards }, (_, i) => `due#${i}`);
 const T0 = Date.UTC(2030, 0, 1);
 const FAR = T0 + 365 * 86_400_000;
@@ -142,27 +125,19 @@ describe('the saved due index of the schedules table after torn writes', () => {
     runtime = undefined;
 
     // Tear the store as a SIGKILL between dynalite's writes would.
-    const db = new Level(dir, { valueEncoding: 'json' });
-    await db.open();
-    const table = await db.get(`table~${TABLE}`);
-    const indexSchema = (
-      table as { GlobalSecondaryIndexes: Array<{ IndexName: string; KeySchema: unknown }> }
-    ).GlobalSecondaryIndexes.find((g) => g.IndexName === INDEX)?.KeySchema;
-    const entries = new Map<string, Stored>();
-    for await (const [key, value] of db.iterator({ gte: INDEX_PREFIX, lt: `${INDEX_PREFIX}\xff` }))
-      entries.set(key, value as Stored);
-    const entryOf = (name: string) => [...entries].find(([, v]) => v.name?.S === name) as [string, Stored];
+    const db = await openSavedIndex(dir, TABLE, INDEX);
+    const entryOf = (name: string) => db.entryOf('name', name);
     // 1. PutItem of a schedule that never got its item: an entry for a schedule that does not exist.
     const ghost: Stored = { ...entryOf('s-a')[1], name: { S: 's-ghost' } };
-    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(ghost, table, indexSchema), ghost);
+    await db.put(ghost);
     // 2. A tick's put moving `s-b`'s due time: old entry deleted, new one put, item not written.
     const [oldKey, oldValue] = entryOf('s-b');
     const movedOn: Stored = { ...oldValue, due_at: { N: String(T0 + 3_600_000) }, version: { N: '13' } };
     await db.del(oldKey);
-    await db.put(INDEX_PREFIX + dynaliteDb.createIndexKey(movedOn, table, indexSchema), movedOn);
+    await db.put(movedOn);
     // 3. A put that kept `s-c`'s due keys, torn after the index write: the entry is a copy the item never became.
     const [staleKey, staleValue] = entryOf('s-c');
-    await db.put(staleKey, { ...staleValue, state: { S: 'paused' }, version: { N: '99' } });
+    await db.putAt(staleKey, { ...staleValue, state: { S: 'paused' }, version: { N: '99' } });
     await db.close();
 
     runtime = await open(dir);

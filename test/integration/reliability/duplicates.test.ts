@@ -19,6 +19,7 @@ import { RecordingLogger, type Metrics } from '../../../shared/runtime/logger.js
 import { targets } from '../../support/targets.js';
 import { waitFor } from '../../../testing/wait.js';
 import { Bench } from '../../../testing/harness.js';
+import { lambdaSqsRecord } from '../../../testing/fixtures.js';
 import { createRegistry } from '../../../testing/worker-tasks.js';
 import { claimAndStart } from '../../support/claims.js';
 
@@ -76,22 +77,13 @@ describe.each(targets())('duplicate deliveries on $name', (target) => {
 
   /** One copy of `m` as the event source hands it over; `receiveCount` 1 is a first delivery. */
   function record(m: Message, copy: string, receiveCount = 1): SQSRecord {
-    return {
+    return lambdaSqsRecord({
       messageId: `${m.MessageId}-${copy}`,
       receiptHandle: m.ReceiptHandle ?? '',
       body: m.Body ?? '',
-      attributes: {
-        ApproximateReceiveCount: String(receiveCount),
-        SentTimestamp: '0',
-        SenderId: 'test',
-        ApproximateFirstReceiveTimestamp: '0',
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
+      receiveCount,
       eventSourceARN: bench.runtime.resources.queueArns.normal,
-      awsRegion: 'us-east-1',
-    };
+    });
   }
 
   /** Log entries of the consumer with this message. */

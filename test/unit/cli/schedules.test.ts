@@ -32,6 +32,7 @@ import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
 import { unitKaj, type UnitKaj } from '../../../testing/fixtures.js';
 import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
+import { capturedIo } from '../../support/captured-io.js';
 
 const NOW = Date.parse('2026-03-01T10:20:00.000Z');
 
@@ -73,16 +74,9 @@ function harness(): Harness {
     clock,
     service: undefined as unknown as ScheduleService,
     async kaj(args) {
-      let out = '';
-      let err = '';
+      const captured = capturedIo();
       const ctx = defaultContext({
-        io: {
-          out: (t) => void (out += t),
-          err: (t) => void (err += t),
-          stdoutIsTTY: false,
-          stderrIsTTY: false,
-          stdinIsTTY: false,
-        },
+        io: captured.io,
         env: {},
         cwd: dir,
         clock,
@@ -104,11 +98,12 @@ function harness(): Harness {
       registerSchedules(program, ctx, state, open);
       try {
         await program.parseAsync([...args], { from: 'user' });
-        return { code: state.exitCode, out, err };
+        return { code: state.exitCode, out: captured.out(), err: captured.err() };
       } catch (e) {
-        if (e instanceof CommanderError) return { code: e.code === 'commander.helpDisplayed' ? 0 : 2, out, err };
+        if (e instanceof CommanderError)
+          return { code: e.code === 'commander.helpDisplayed' ? 0 : 2, out: captured.out(), err: captured.err() };
         const { message, exitCode } = explain(e);
-        return { code: exitCode, out, err: `${err}kaj: ${message}\n` };
+        return { code: exitCode, out: captured.out(), err: `${captured.err()}kaj: ${message}\n` };
       }
     },
   };

@@ -10,16 +10,19 @@ const specs = resolveLimits({
   bursty: { rate: '10/s', burst: 5 },
 });
 
+/** Every declared limit and kind, in the order of the rows. */
+const DECLARED_ROWS = [
+  'bursty/rate',
+  'database/concurrency',
+  'email_provider/concurrency',
+  'email_provider/rate',
+  'per_tenant/concurrency',
+];
+
 describe('Function: limitStatus', () => {
   it('gives an empty row per declared limit and kind nothing has used yet', () => {
     const rows = limitStatus(specs, [], NOW);
-    expect(rows.map((r) => `${r.limit}/${r.kind}`)).toEqual([
-      'bursty/rate',
-      'database/concurrency',
-      'email_provider/concurrency',
-      'email_provider/rate',
-      'per_tenant/concurrency',
-    ]);
+    expect(rows.map((r) => `${r.limit}/${r.kind}`)).toEqual(DECLARED_ROWS);
     expect(rows.find((r) => r.limit === 'database')).toStrictEqual({
       limit: 'database',
       kind: 'concurrency',
@@ -110,12 +113,6 @@ describe('Function: limitStatus', () => {
       ],
       NOW,
     );
-    expect(rows.map((r) => `${r.limit}/${r.kind}`)).toEqual([
-      'bursty/rate',
-      'database/concurrency',
-      'email_provider/concurrency',
-      'email_provider/rate',
-      'per_tenant/concurrency',
-    ]);
+    expect(rows.map((r) => `${r.limit}/${r.kind}`)).toEqual(DECLARED_ROWS);
   });
 });

@@ -5,15 +5,12 @@ import {
   ScheduleNotFoundError,
   ScheduleValidationError,
 } from '../../../shared/schedule/errors.js';
-import { CODE_OWNER, type ScheduleRecord } from '../../../shared/schedule/model.js';
+import { CODE_OWNER } from '../../../shared/schedule/model.js';
 import type { SchedulerSettings } from '../../../shared/schedule/settings.js';
 import { LEGACY_RUN_MARGIN_MS, legacyRunTaskId, runKeyOf, runTaskId } from '../../../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
-import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
-import { OWNER, unitKaj } from '../../../testing/fixtures.js';
-import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
-import { TaskProbe, testRegistry } from '../../support/test-tasks.js';
+import { OWNER } from '../../../testing/fixtures.js';
+import { scheduleKaj } from '../../support/schedule-kaj.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -26,29 +23,7 @@ const OPERATOR = undefined;
 /** A body every 10 minutes. */
 const body = (o: Record<string, unknown> = {}) => ({ every: '10m', type: 'echo', payload: { value: 1 }, ...o });
 
-function setup(scheduling: Partial<SchedulerSettings> = {}, start = T0 + MINUTE) {
-  const clock = new FakeClock(start);
-  const schedules = new MemoryScheduleStore();
-  const u = unitKaj(testRegistry(new TaskProbe()), sequenceRandom([0.5]), clock, { schedules, scheduling });
-  const service = u.kaj.schedules!;
-  const ticker = u.kaj.ticker!;
-  const stored = (name: string): ScheduleRecord => {
-    const r = schedules.items.get(name);
-    if (r === undefined) throw new Error(`no schedule ${name}`);
-    return r;
-  };
-  const runs = (name: string): TaskRecord[] =>
-    [...u.store.items.values()]
-      .filter((t) => t.schedule === name)
-      .sort((a, b) => (a.scheduled_time ?? '').localeCompare(b.scheduled_time ?? ''));
-  const runTimes = (name: string) => runs(name).map((t) => t.scheduled_time);
-  const finish = (taskId: string): void => {
-    const t = u.store.items.get(taskId);
-    if (t === undefined) throw new Error(`no task ${taskId}`);
-    t.status = 'succeeded';
-  };
-  return { ...u, schedules, service, ticker, stored, runs, runTimes, finish };
-}
+const setup = (scheduling: Partial<SchedulerSettings> = {}, start = T0 + MINUTE) => scheduleKaj(scheduling, start);
 
 async function rejects<E extends Error>(p: Promise<unknown>, type: new (...args: never[]) => E): Promise<E> {
   const err = await p.then(

@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { MisfirePolicy, OverlapPolicy, ScheduleRecord } from '../../../shared/schedule/model.js';
+import type { MisfirePolicy, OverlapPolicy } from '../../../shared/schedule/model.js';
 import type { SchedulerSettings } from '../../../shared/schedule/settings.js';
 import { runKeyOf, runTaskId, type TickReport } from '../../../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../../../shared/schedule/timing.js';
 import { StoreUnavailableError } from '../../../shared/task/store-errors.js';
-import type { TaskRecord } from '../../../shared/task/model.js';
-import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
-import { OWNER, unitKaj } from '../../../testing/fixtures.js';
-import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
-import { TaskProbe, testRegistry } from '../../support/test-tasks.js';
+import { OWNER } from '../../../testing/fixtures.js';
+import { scheduleKaj } from '../../support/schedule-kaj.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -16,32 +13,7 @@ const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const GRACE = 150 * SECOND;
 const iso = (t: number) => new Date(t).toISOString();
 
-function setup(scheduling: Partial<SchedulerSettings> = {}, start = T0) {
-  const clock = new FakeClock(start);
-  const schedules = new MemoryScheduleStore();
-  const u = unitKaj(testRegistry(new TaskProbe()), sequenceRandom([0.5]), clock, { schedules, scheduling });
-  const service = u.kaj.schedules!;
-  const ticker = u.kaj.ticker!;
-  const stored = (name: string): ScheduleRecord => {
-    const r = schedules.items.get(name);
-    if (r === undefined) throw new Error(`no schedule ${name}`);
-    return r;
-  };
-  /** Tasks of runs of `name`, by scheduled time. */
-  const runs = (name: string): TaskRecord[] =>
-    [...u.store.items.values()]
-      .filter((t) => t.schedule === name)
-      .sort((a, b) => (a.scheduled_time ?? '').localeCompare(b.scheduled_time ?? ''));
-  const taskOf = (name: string, time: number): TaskRecord | undefined =>
-    u.store.items.get(runTaskId(stored(name).owner, name, time));
-  /** Ends a run's task as if its worker had finished it. */
-  const finish = (taskId: string): void => {
-    const t = u.store.items.get(taskId);
-    if (t === undefined) throw new Error(`no task ${taskId}`);
-    t.status = 'succeeded';
-  };
-  return { ...u, schedules, service, ticker, stored, runs, taskOf, finish };
-}
+const setup = (scheduling: Partial<SchedulerSettings> = {}, start = T0) => scheduleKaj(scheduling, start);
 
 const sum = (reports: TickReport[], k: keyof TickReport) => reports.reduce((n, r) => n + r[k], 0);
 

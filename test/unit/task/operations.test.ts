@@ -20,6 +20,7 @@ import {
 } from '../../../shared/task/operations.js';
 import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
+import { deadTaskRecord } from '../../../testing/fixtures.js';
 
 /** A deployment whose settings differ from the defaults, to see that the operations use them. */
 const settings = runtimeSettings({ retentionDays: 30 });
@@ -46,31 +47,12 @@ let seq = 0;
 
 /** A task as stored, `failed` (dead, its letter sent) unless told otherwise. */
 async function stored(s: ReturnType<typeof setup>, extra: Partial<TaskRecord> = {}): Promise<TaskRecord> {
-  const at = new Date(s.clock.now()).toISOString();
   const error = { name: 'PermanentError', message: 'rejected', retryable: false };
-  const record: TaskRecord = {
-    task_id: `t_op${(seq += 1)}`,
-    type: 'send_email',
-    priority: 'normal',
-    status: 'failed',
-    payload: {},
-    attempts: 3,
-    max_attempts: 5,
-    timeout_seconds: 30,
-    run_at: at,
-    created_at: at,
-    updated_at: at,
-    started_at: at,
-    finished_at: at,
-    last_error: error,
-    history: [{ attempt: 3, outcome: 'failed', finished_at: at, error }],
-    fingerprint: 'f',
-    lease_token: 3,
+  const record = deadTaskRecord(`t_op${(seq += 1)}`, s.clock.now(), error, {
     dispatch_id: `d_${seq}`,
-    crashes: 1,
     expires_at: Math.floor(s.clock.now() / 1000) + 1000,
     ...extra,
-  };
+  });
   await s.store.create(record);
   return record;
 }

@@ -1,12 +1,14 @@
 /** Hand-made fakes of the contracts the CLI's DLQ work runs on (cli/admin/), and the domain over them. */
-import type { DeadLetterQueues, DlqMessage } from '../../../../cli/admin/dead-letters.js';
+import type { BatchDeps, BatchOptions } from '../../../../cli/admin/batch.js';
+import { parseDeadEntry, type DeadLetterQueues, type DlqMessage } from '../../../../cli/admin/dead-letters.js';
 import type { Sleep } from '../../../../cli/admin/pacer.js';
-import { DEFAULTS, type Priority } from '../../../../shared/config/resources.js';
+import { DEFAULTS, PRIORITIES, type Priority } from '../../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../../shared/config/settings.js';
 import { MESSAGE_ATTRIBUTES as A, type DeadLetter, type TaskMessage } from '../../../../shared/task/message.js';
 import { QueueUnavailableError } from '../../../../shared/task/queue-errors.js';
 import type { FailedSend, OutgoingMessage, TaskQueue } from '../../../../shared/task/task-queue.js';
 import { FakeClock, sequenceRandom } from '../../../../testing/doubles.js';
+import { deadTaskRecord } from '../../../../testing/fixtures.js';
 import { noMetrics, silentLogger } from '../../../../shared/runtime/logger.js';
 import type { RandomSource } from '../../../../shared/runtime/random.js';
 import { TaskLifecycle } from '../../../../shared/task/lifecycle.js';
@@ -197,28 +199,15 @@ export async function deadTask(
     retryable: false,
     code: 'HTTP_400',
   };
-  const record: TaskRecord = {
-    task_id: id,
+  const record = deadTaskRecord(id, now, error, {
     type: o.type ?? 'send_email',
     priority: o.priority ?? 'normal',
-    status: 'failed',
     payload: { to: 'ada@example.com' },
     attempts: o.attempts ?? 3,
-    max_attempts: 5,
-    timeout_seconds: 30,
-    run_at: at,
-    created_at: at,
-    updated_at: at,
-    started_at: at,
-    finished_at: at,
-    last_error: error,
     history: [{ attempt: 1, outcome: 'failed', finished_at: at, error }],
-    fingerprint: 'f',
-    lease_token: 3,
     dispatch_id: `d_${id}_1`,
-    crashes: 1,
     expires_at: Math.floor(now / 1000) + DEFAULTS.dlqRetentionSeconds,
-  };
+  });
   await w.store.create(record);
   w.dlq.putDeadLetter({
     task_id: id,
@@ -232,3 +221,57 @@ export async function deadTask(
   });
   return record;
 }
+
+/** A dead task whose letter is not in the DLQs (lost with an in-memory SQS, or deleted by hand). */
+export async function letterless(w: World, o: Parameters<typeof deadTask>[1] = {}): Promise<TaskRecord> {
+  const dead = await deadTask(w, o);
+  for (const p of PRIORITIES) w.dlq.queues[p].length = 0;
+  return dead;
+}
+
+/** The deps of a DLQ batch over the world, with its domain. */
+export const batchDeps = (w: World): BatchDeps & { lifecycle: TaskLifecycle } => ({
+  dlq: w.dlq,
+  store: w.store,
+  lifecycle: w.lifecycle,
+  clock: w.clock,
+  sleep: w.sleep,
+});
+
+/** A batch over every DLQ, nothing filtered, one empty receive to stop, by operator `ops`. */
+export const BATCH_BASE: BatchOptions & { actor: string } = {
+  queues: PRIORITIES,
+  filter: {},
+  visibilitySeconds: 30,
+  waitSeconds: 0,
+  emptyReceivesToStop: 1,
+  dryRun: false,
+  actor: 'ops',
+};
+
+/** The stored record of a task, which the test knows is there. */
+export const storedRecord = async (w: World, id: string): Promise<TaskRecord> => (await w.store.get(id)) as TaskRecord;
+
+const planEntry = parseDeadEntry('normal', {
+  messageId: 'm',
+  receiptHandle: 'h',
+  attributes: {},
+  body: JSON.stringify({
+    task_id: 't',
+    dispatch_id: 'd1',
+    type: 'x',
+    priority: 'normal',
+    attempts: 1,
+    reason: 'r',
+    failed_at: 'z',
+  }),
+});
+
+const planRecord = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
+  ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+
+/**
+ * For the plan tables: the dead letter of task `t` (dispatch `d1`) as read from the normal DLQ,
+ * and a bare record of task `t` with a status, a dispatch id and what else is given.
+ */
+export const PLAN = { entry: planEntry, record: planRecord };

@@ -1,43 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { planPurge, purgeDeadLetters, type PurgeOptions } from '../../../../cli/admin/purge.js';
-import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
-import { PRIORITIES } from '../../../../shared/config/resources.js';
-import type { TaskRecord } from '../../../../shared/task/model.js';
-import { deadTask, world, type World } from './fakes.js';
+import { BATCH_BASE, batchDeps, deadTask, letterless, PLAN, storedRecord, world, type World } from './fakes.js';
 
-const base: PurgeOptions = {
-  queues: PRIORITIES,
-  filter: {},
-  visibilitySeconds: 30,
-  waitSeconds: 0,
-  emptyReceivesToStop: 1,
-  dryRun: false,
-  actor: 'ops',
-};
-const run = (w: World, o: Partial<PurgeOptions> = {}) =>
-  purgeDeadLetters(
-    { dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep },
-    { ...base, ...o },
-  );
-const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
+const run = (w: World, o: Partial<PurgeOptions> = {}) => purgeDeadLetters(batchDeps(w), { ...BATCH_BASE, ...o });
+const rec = storedRecord;
 
 describe('planPurge', () => {
-  const entry = parseDeadEntry('normal', {
-    messageId: 'm',
-    receiptHandle: 'h',
-    attributes: {},
-    body: JSON.stringify({
-      task_id: 't',
-      dispatch_id: 'd1',
-      type: 'x',
-      priority: 'normal',
-      attempts: 1,
-      reason: 'r',
-      failed_at: 'z',
-    }),
-  });
-  const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
-    ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+  const { entry, record: r } = PLAN;
   it.each([
     ['failed', r('failed'), 'mark'],
     ['failed and discarded already', r('failed', 'd1', { discarded_at: 'x' }), 'delete'],
@@ -106,12 +75,6 @@ describe('purgeDeadLetters', () => {
 });
 
 describe('purgeDeadLetters with --task: a named task whose dead letter is gone', () => {
-  const letterless = async (w: World, o: Parameters<typeof deadTask>[1] = {}) => {
-    const dead = await deadTask(w, o);
-    for (const p of PRIORITIES) w.dlq.queues[p].length = 0;
-    return dead;
-  };
-
   it('is discarded from its record (audited, status stays failed); a re-run counts it done', async () => {
     const w = world();
     const dead = await letterless(w);

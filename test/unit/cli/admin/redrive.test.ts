@@ -2,43 +2,16 @@ import { outboxKey } from '../../../../shared/task/model.js';
 import { describe, expect, it } from 'vitest';
 import { parseDeadEntry } from '../../../../cli/admin/dead-letters.js';
 import { planRedrive, redriveDeadLetters, type RedriveOptions } from '../../../../cli/admin/redrive.js';
-import { PRIORITIES } from '../../../../shared/config/resources.js';
-import type { TaskRecord } from '../../../../shared/task/model.js';
-import { deadTask, world, type World } from './fakes.js';
+import { BATCH_BASE, batchDeps, deadTask, letterless, PLAN, storedRecord, world, type World } from './fakes.js';
 
-const base: RedriveOptions = {
-  queues: PRIORITIES,
-  filter: {},
-  visibilitySeconds: 30,
-  waitSeconds: 0,
-  emptyReceivesToStop: 1,
-  dryRun: false,
-  to: 'original',
-  keepAttempts: false,
-  actor: 'ops',
-};
+const base: RedriveOptions = { ...BATCH_BASE, to: 'original', keepAttempts: false };
 
-const deps = (w: World) => ({ dlq: w.dlq, store: w.store, lifecycle: w.lifecycle, clock: w.clock, sleep: w.sleep });
+const deps = batchDeps;
 const run = (w: World, o: Partial<RedriveOptions> = {}) => redriveDeadLetters(deps(w), { ...base, ...o });
-const rec = async (w: World, id: string) => (await w.store.get(id)) as TaskRecord;
+const rec = storedRecord;
 
 describe('planRedrive', () => {
-  const entry = parseDeadEntry('normal', {
-    messageId: 'm',
-    receiptHandle: 'h',
-    attributes: {},
-    body: JSON.stringify({
-      task_id: 't',
-      dispatch_id: 'd1',
-      type: 'x',
-      priority: 'normal',
-      attempts: 1,
-      reason: 'r',
-      failed_at: 'z',
-    }),
-  });
-  const r = (status: TaskRecord['status'], dispatch_id = 'd1', extra: Partial<TaskRecord> = {}) =>
-    ({ task_id: 't', status, dispatch_id, ...extra }) as TaskRecord;
+  const { entry, record: r } = PLAN;
   it.each([
     ['failed, same dispatch', r('failed'), 'reset'],
     ['queued, same dispatch (SQS moved it)', r('queued'), 'resend'],
@@ -301,13 +274,6 @@ describe('redriveDeadLetters', () => {
 });
 
 describe('redriveDeadLetters with --task: a named task whose dead letter is gone', () => {
-  /** A dead task whose letter is not in the DLQs (lost with an in-memory SQS, or deleted by hand). */
-  const letterless = async (w: World, o: Parameters<typeof deadTask>[1] = {}) => {
-    const dead = await deadTask(w, o);
-    for (const p of PRIORITIES) w.dlq.queues[p].length = 0;
-    return dead;
-  };
-
   it('is redriven from its record: reset, sent, audited; reported without a message id', async () => {
     const w = world();
     const dead = await letterless(w, { priority: 'high' });
