@@ -24,7 +24,8 @@ import { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
 import { taskQueueUrls, type LocalState } from '../shared/aws/wiring.js';
 import { SqsTaskQueue } from '../shared/aws/sqs-task-queue.js';
 import { deadLetterOf } from '../shared/task/lifecycle.js';
-import type { TaskRecord } from '../shared/task/model.js';
+import { capturedIo } from '../testing/captured-io.js';
+import { deadTaskRecord } from '../testing/fixtures.js';
 import { queueDepth } from '../testing/harness.js';
 import { startEmulatorProcess } from './lib/emulator-process.js';
 import { median, num } from './lib/report.js';
@@ -66,7 +67,6 @@ const dlqDepth = (): Promise<number> => queueDepth(runtime.clients.sqs, runtime.
 
 async function fill(run: number): Promise<string[]> {
   const now = Date.now();
-  const at = new Date(now).toISOString();
   const ids = Array.from({ length: n }, (_, i) => `t_bench_${run}_${i}`);
   await pool(ids, 32, async (id) => {
     const error = {
@@ -75,26 +75,15 @@ async function fill(run: number): Promise<string[]> {
       retryable: false,
       code: 'HTTP_400',
     };
-    const record: TaskRecord = {
-      task_id: id,
-      type: 'send_email',
-      priority: 'normal',
-      status: 'failed',
+    // A dead task as the DLQ tests build it, with a real-looking payload and one attempt.
+    const record = deadTaskRecord(id, now, error, {
       payload: { to: 'ada@example.com', subject: 'hi' },
       attempts: 1,
       max_attempts: 6,
-      timeout_seconds: 30,
-      run_at: at,
-      created_at: at,
-      updated_at: at,
-      started_at: at,
-      finished_at: at,
-      last_error: error,
-      history: [{ attempt: 1, outcome: 'failed', finished_at: at, error }],
+      history: [{ attempt: 1, outcome: 'failed', finished_at: new Date(now).toISOString(), error }],
       fingerprint: 'bench',
       lease_token: 1,
-      dispatch_id: `d_${id}`,
-    };
+    });
     await runtime.kaj.store.create(record);
     await queue.sendDead(deadLetterOf(record, now));
   });
@@ -110,27 +99,21 @@ try {
       if (i > 100) throw new Error(`DLQ holds ${await dlqDepth()} messages, expected ${n}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    let out = '';
-    let err = '';
+    const captured = capturedIo();
     const started = performance.now();
     const code = await runCli(
       ['dlq', 'redrive', '--local', '--yes', '--json'],
       defaultContext({
-        io: {
-          out: (t) => void (out += t),
-          err: (t) => void (err += t),
-          stdoutIsTTY: false,
-          stderrIsTTY: false,
-          stdinIsTTY: false,
-        },
+        io: captured.io,
         cwd: dir,
         env: {},
         actor: 'bench',
       }),
     );
     const seconds = (performance.now() - started) / 1000;
-    const report = JSON.parse(out || '{}') as { redriven?: number; failed?: number };
-    if (code !== 0 || report.redriven !== n) throw new Error(`run ${run}: exit ${code}, ${out.slice(0, 300)} ${err}`);
+    const report = JSON.parse(captured.out() || '{}') as { redriven?: number; failed?: number };
+    if (code !== 0 || report.redriven !== n)
+      throw new Error(`run ${run}: exit ${code}, ${captured.out().slice(0, 300)} ${captured.err()}`);
     let left = await dlqDepth();
     for (let i = 0; left !== 0 && i < 100; i += 1) {
       await new Promise((r) => setTimeout(r, 50));

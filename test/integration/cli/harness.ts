@@ -6,7 +6,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 import { defaultContext, type CliContext } from '../../../cli/context.js';
 import { runCli } from '../../../cli/program.js';
-import { capturedIo } from '../../support/captured-io.js';
+import { capturedIo } from '../../../testing/captured-io.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';

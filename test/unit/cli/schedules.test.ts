@@ -32,7 +32,7 @@ import { defineTask, TaskRegistry } from '../../../shared/task/define.js';
 import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
 import { unitKaj, type UnitKaj } from '../../../testing/fixtures.js';
 import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
-import { capturedIo } from '../../support/captured-io.js';
+import { capturedIo } from '../../../testing/captured-io.js';
 
 const NOW = Date.parse('2026-03-01T10:20:00.000Z');
 

@@ -1,5 +1,5 @@
-/** The CLI's output captured in a test, where no terminal is attached. */
-import type { CliContext } from '../../cli/context.js';
+/** The CLI's output captured in a test or a benchmark, where no terminal is attached. */
+import type { CliContext } from '../cli/context.js';
 
 /** The CLI's output captured (no terminal anywhere): `io` for a context, `out()`/`err()` what it wrote. */
 export function capturedIo(): { io: CliContext['io']; out(): string; err(): string } {
