@@ -35,7 +35,7 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     sequence: { sequencer: LongestFirstSequencer },
     // One file more than the cores: the integration files spend most of their time waiting out
-    // leases and visibility timeouts (on 2 cores, 3 files at once keep the CPU about 85% busy).
+    // leases and visibility timeouts (on 2 cores, 3 files at once keep the CPU about 90% busy).
     maxWorkers: Number(process.env.KAJ_TEST_WORKERS ?? availableParallelism() + 1),
     testTimeout: 60_000,
     hookTimeout: 120_000,
