@@ -27,10 +27,11 @@ import { parseArgs } from 'node:util';
 import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics as PowertoolsMetrics } from '@aws-lambda-powertools/metrics';
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
 import * as z from 'zod';
 import { ACCESS_LOG_FORMAT } from '../infra/constructs/api.js';
 import { EMULATOR_REGION } from '../local/emulators.js';
+import { sqsRecordOf } from '../local/event-source.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
 import { createLogger, createMetrics, type InvocationMetrics } from '../shared/service/observability.js';
@@ -340,7 +341,9 @@ async function measure(setup: Setup, rt: Awaited<ReturnType<typeof startLocalRun
     );
     messages.push(...(out.Messages ?? []));
   }
-  const event: SQSEvent = { Records: messages.map((m) => toRecord(m, rt.resources.queueArns.normal)) };
+  const event: SQSEvent = {
+    Records: messages.map((m) => sqsRecordOf(m, rt.resources.queueArns.normal, EMULATOR_REGION)),
+  };
   capture.start();
   let consumer: Written[];
   try {
@@ -365,26 +368,6 @@ async function measure(setup: Setup, rt: Awaited<ReturnType<typeof startLocalRun
     }
   }
   return { api, consumer };
-}
-
-function toRecord(m: Message, queueArn: string): SQSRecord {
-  const a = m.Attributes ?? {};
-  return {
-    messageId: m.MessageId ?? '',
-    receiptHandle: m.ReceiptHandle ?? '',
-    body: m.Body ?? '',
-    attributes: {
-      ApproximateReceiveCount: a.ApproximateReceiveCount ?? '1',
-      SentTimestamp: a.SentTimestamp ?? String(Date.now()),
-      SenderId: a.SenderId ?? 'local',
-      ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-    },
-    messageAttributes: {},
-    md5OfBody: m.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: EMULATOR_REGION,
-  };
 }
 
 /** Per-task rows of one run (bytes, and log events). */

@@ -146,7 +146,7 @@ export class SqsEventSource {
 
   private async invoke(messages: Message[]): Promise<void> {
     const deadline = Date.now() + this.o.functionTimeoutMs;
-    const event: SQSEvent = { Records: messages.map((m) => this.toRecord(m)) };
+    const event: SQSEvent = { Records: messages.map((m) => sqsRecordOf(m, this.o.queueArn, this.o.region)) };
     let failed: Set<string>;
     try {
       const response = await this.o.handler(event, {
@@ -180,33 +180,34 @@ export class SqsEventSource {
       this.o.logger.warn('event source: delete failed; messages will be redelivered', { error: String(err) });
     }
   }
+}
 
-  private toRecord(m: Message): SQSRecord {
-    const a = m.Attributes ?? {};
-    const messageAttributes: SQSRecord['messageAttributes'] = {};
-    for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
-      messageAttributes[k] = {
-        dataType: v.DataType ?? 'String',
-        ...(v.StringValue === undefined ? {} : { stringValue: v.StringValue }),
-        stringListValues: [],
-        binaryListValues: [],
-      };
-    }
-    return {
-      messageId: m.MessageId ?? '',
-      receiptHandle: m.ReceiptHandle ?? '',
-      body: m.Body ?? '',
-      attributes: {
-        ApproximateReceiveCount: a.ApproximateReceiveCount ?? '1',
-        SentTimestamp: a.SentTimestamp ?? String(Date.now()),
-        SenderId: a.SenderId ?? 'local',
-        ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-      },
-      messageAttributes,
-      md5OfBody: m.MD5OfBody ?? '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: this.o.queueArn,
-      awsRegion: this.o.region,
+/** A received SQS message as Lambda's event source mapping hands it to a function (one `SQSEvent` record). */
+export function sqsRecordOf(m: Message, queueArn: string, region: string): SQSRecord {
+  const a = m.Attributes ?? {};
+  const messageAttributes: SQSRecord['messageAttributes'] = {};
+  for (const [k, v] of Object.entries(m.MessageAttributes ?? {})) {
+    messageAttributes[k] = {
+      dataType: v.DataType ?? 'String',
+      ...(v.StringValue === undefined ? {} : { stringValue: v.StringValue }),
+      stringListValues: [],
+      binaryListValues: [],
     };
   }
+  return {
+    messageId: m.MessageId ?? '',
+    receiptHandle: m.ReceiptHandle ?? '',
+    body: m.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: a.ApproximateReceiveCount ?? '1',
+      SentTimestamp: a.SentTimestamp ?? String(Date.now()),
+      SenderId: a.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+    },
+    messageAttributes,
+    md5OfBody: m.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: region,
+  };
 }
