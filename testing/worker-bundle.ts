@@ -2,7 +2,7 @@
  * `local/worker.ts` and the task registries it loads, bundled once with esbuild, so that a spawned
  * worker starts on plain `node`: no TypeScript loader resolving and transforming hundreds of files
  * in each child. A worker started that way needs about a third of the CPU (0.4 s instead of 1.2 s
- * on this repository's 2-core machine) and is ready seconds sooner under load; it also runs code
+ * on a 2-core machine) and is ready seconds sooner under load; it also runs code
  * bundled as a Lambda function's is.
  *
  * The bundle keeps `node_modules` packages external (resolved from the repository, as under tsx)
