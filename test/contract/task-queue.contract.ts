@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { partTest } from './parts.js';
 import type { Priority } from '../../shared/config/resources.js';
 import { MessageGoneError, QueueError, QueueUnavailableError } from '../../shared/task/queue-errors.js';
 import {
@@ -67,11 +68,8 @@ export function describeTaskQueueContract(
   options: TaskQueueContractOptions = {},
 ): void {
   /** A test of a part of the contract the queue may leave out (then skipped, with the reason in its title). */
-  const partCase = (part: QueuePart, title: string, fn: () => Promise<void>): void => {
-    const reason = options.leftOut?.[part];
-    if (reason === undefined) it(title, fn);
-    else it.skip(`${title} [left out here: ${reason}]`, fn);
-  };
+  const partCase = (part: QueuePart, title: string, fn: () => Promise<void>): void =>
+    partTest(options.leftOut?.[part], title, fn);
 
   describe(`Class: TaskQueue contract on ${name}`, () => {
     let subject: TaskQueueUnderTest;

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { partTest } from './parts.js';
 import {
   ConditionFailedError,
   StoreError,
@@ -185,11 +186,8 @@ export function describeTaskStoreContract(
   const knownFailures = options.knownFailures ?? {};
   const leftOut = options.leftOut ?? {};
   /** A test of a part of the contract the store may leave out (then skipped, with the reason in its title). */
-  const partCase = (part: StorePart, title: string, fn: () => Promise<void>): void => {
-    const reason = leftOut[part];
-    if (reason === undefined) it(title, fn);
-    else it.skip(`${title} [left out here: ${reason}]`, fn);
-  };
+  const partCase = (part: StorePart, title: string, fn: () => Promise<void>): void =>
+    partTest(leftOut[part], title, fn);
   /** A test that may be a declared known failure of this store. */
   const contractCase = (key: StoreCase, fn: () => Promise<void>, part?: StorePart): void => {
     const reason = knownFailures[key];
