@@ -20,11 +20,8 @@ function group(spec: TestSpecification): number {
 
 class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    return sorted
-      .map((spec, i) => ({ spec, i, g: group(spec) }))
-      .sort((a, b) => a.g - b.g || a.i - b.i)
-      .map(({ spec }) => spec);
+    // Array.prototype.sort is stable: vitest's order holds within each group.
+    return (await super.sort(files)).sort((a, b) => group(a) - group(b));
   }
 }
 
