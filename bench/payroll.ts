@@ -2,7 +2,7 @@
  * The payroll run on the real local runtime (issue "Flow control", proof (a)).
  *
  *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10] [--workers 2]
- *                            [--time-scale 1] [--jitter MS]
+ *                            [--time-scale 1] [--jitter MS] [--lease 10] [--timeline]
  *
  * `--time-scale N` stretches time N times (provider 40/N per second, email 1.2·N s, render
  * 0.8·N s; concurrencies unchanged, so every ratio holds): the local emulators (dynalite, one
@@ -27,6 +27,8 @@
  * emails (a key the provider accepted twice), replays its idempotency absorbed, failed and lost
  * tasks, deferrals, and AWS requests per slip (every process's SDK calls, counted). `--kills N`
  * adds a run of the `kaj` configuration in which a worker is SIGKILLed N times (and restarted).
+ * `--timeline` prints, after each run, a line a second: emails accepted, the two lanes' queues
+ * (visible/in flight) and the concurrency slots held, with the kills (where a run's time goes).
  *
  * @module
  */
@@ -35,7 +37,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
+import { laneQueueUrlsOf } from '../shared/aws/wiring.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
@@ -44,7 +47,11 @@ import { type ProviderReport, spawnProvider } from './payroll/email-provider.js'
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { median } from './lib/report.js';
 import { uniquePrefix } from '../testing/wait.js';
+import { buildWorkerBundle, WORKER_BUNDLE_ENV } from '../testing/worker-bundle.js';
 import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../testing/worker-process.js';
+
+/** The registry module the workers load (`createRegistry`, configured by the environment). */
+const PAYROLL_REGISTRY_MODULE = 'bench/payroll/tasks.ts';
 
 /** The payroll's real figures; `--time-scale N` divides the rate and multiplies the durations by N. */
 let RATE_PER_SECOND = 40;
@@ -98,6 +105,7 @@ function args() {
       jitter: { type: 'string' },
       lease: { type: 'string', default: '10' },
       json: { type: 'boolean', default: false },
+      timeline: { type: 'boolean', default: false },
     },
   });
   const configs = (values.configs ?? '').split(',').filter((c): c is PayrollConfig => c === 'seed' || c === 'kaj');
@@ -111,6 +119,7 @@ function args() {
     jitter: values.jitter,
     lease: Number(values.lease),
     json: values.json === true,
+    timeline: values.timeline === true,
   };
 }
 
@@ -127,7 +136,7 @@ async function startWorker(o: {
     endpoints: o.rt.endpoints,
     prefix: o.rt.resources.prefix,
     lease: o.lease,
-    registryModule: 'bench/payroll/tasks.ts',
+    registryModule: PAYROLL_REGISTRY_MODULE,
     args: [
       '--registry-export',
       'createRegistry',
@@ -144,6 +153,35 @@ async function startWorker(o: {
   });
   await waitWorkerReady(worker);
   return worker;
+}
+
+/**
+ * One line of `--timeline`: emails accepted so far, then for the normal queues of the io (emails)
+ * and cpu (renders) lanes visible/in-flight messages, and for the two concurrency limits the
+ * slots held (live + lapsed, not yet cleaned up): where the time of a run goes.
+ */
+async function lookAt(rt: Awaited<ReturnType<typeof startLocalRuntime>>, sent: number, atS: number): Promise<string> {
+  const lanes = laneQueueUrlsOf(rt.resources);
+  const depth = async (url: string | undefined) => {
+    const a = await rt.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return `${a.Attributes?.ApproximateNumberOfMessages}/${a.Attributes?.ApproximateNumberOfMessagesNotVisible}`;
+  };
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
+  const slots = async (pk: string) => {
+    const r = await doc.send(new GetCommand({ TableName: rt.resources.limitsTableName, Key: { pk } }));
+    const until = Object.values((r.Item?.holders ?? {}) as Record<string, number>);
+    const now = Date.now();
+    return `${until.filter((t) => t > now).length}+${until.filter((t) => t <= now).length}`;
+  };
+  return (
+    `    +${atS.toFixed(1)} s: sent ${sent} | emails ${await depth(lanes.io?.normal)} renders ${await depth(lanes.cpu?.normal)}` +
+    ` | slots email ${await slots('c#email_provider')} database ${await slots('c#database')}`
+  );
 }
 
 function addCounts(into: RequestCounts, from: RequestCounts): void {
@@ -194,6 +232,7 @@ async function runOnce(
   const workers = await Promise.all(Array.from({ length: o.workers }, () => spawnOne()));
 
   const started = Date.now();
+  const timeline: string[] = [];
   const submitting = (async () => {
     for (let i = 0; i < o.slips; i += 50) {
       await Promise.all(
@@ -223,6 +262,7 @@ async function runOnce(
       w.kill('SIGKILL');
       await w.exited;
       killed += 1;
+      if (o.timeline) timeline.push(`    +${((Date.now() - started) / 1000).toFixed(1)} s: ${w.label} killed`);
       workers[victim] = await spawnOne();
     }
   })();
@@ -230,13 +270,19 @@ async function runOnce(
   await submitting;
   // A kill run waits longer: what matters there is that every slip gets through, and when.
   const limitMs = (kills > 0 ? floorS * 10 + 300 : floorS * 4 + 120) * 1000;
+  let lastLook = 0;
   for (;;) {
     const p = await provider.report();
+    if (o.timeline && Date.now() - lastLook >= 1000) {
+      lastLook = Date.now();
+      timeline.push(await lookAt(rt, p.sent, (lastLook - started) / 1000));
+    }
     if (p.sent >= o.slips && killed >= kills) break;
     if (Date.now() - started > limitMs) break;
     await new Promise((r) => setTimeout(r, 250));
   }
   await killer;
+  if (o.timeline) process.stdout.write(`  timeline (${label}):\n${timeline.join('\n')}\n`);
   const p = await provider.report();
   const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
   // Every email accepted is not every task finished: a task whose worker died after its email
@@ -411,6 +457,20 @@ async function main(): Promise<void> {
   RATE_PER_SECOND = 40 / o.timeScale;
   EMAIL_MS = 1200 * o.timeScale;
   RENDER_MS = 800 * o.timeScale;
+  // Workers (and their restarts in a kill run) start from one esbuild bundle, as a Lambda
+  // function's code is bundled: a restart costs ≈ 0.4 s of CPU instead of tsx's 1.2 s, which the
+  // surviving worker would otherwise lose on a 2-core machine; and the run keeps the code it
+  // started with.
+  const bundle = await buildWorkerBundle([PAYROLL_REGISTRY_MODULE]);
+  process.env[WORKER_BUNDLE_ENV] = bundle.dir;
+  try {
+    await runAll(o);
+  } finally {
+    await bundle.remove();
+  }
+}
+
+async function runAll(o: ReturnType<typeof args>): Promise<void> {
   const results: RunResult[] = [];
   process.stdout.write(
     `payroll: ${o.slips} slips (render ${RENDER_MS} ms on the cpu lane, email ${EMAIL_MS} ms, provider ${RATE_PER_SECOND}/s; time scale ${o.timeScale}), ${o.workers} worker processes, lease ${o.lease} s, ${o.runs} run(s) per configuration\n`,

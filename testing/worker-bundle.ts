@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -41,6 +41,7 @@ export function bundledPath(dir: string, module: string): string {
 export async function buildWorkerBundle(
   registryModules: readonly string[],
 ): Promise<{ dir: string; remove(): Promise<void> }> {
+  await mkdir(join(REPO_ROOT, '.tmp'), { recursive: true });
   const dir = await mkdtemp(join(REPO_ROOT, '.tmp', 'worker-bundle-'));
   await build({
     entryPoints: [WORKER_ENTRY, ...registryModules].map((m) => join(REPO_ROOT, m)),

@@ -32,7 +32,7 @@ import { checkJsonValue } from '../../task/json-value.js';
 import type { TaskLifecycle } from '../../task/lifecycle.js';
 import type { TaskRecord } from '../../task/model.js';
 import { StoreRejectedError } from '../../task/store-errors.js';
-import { type ExclusiveGate, processGate } from './exclusive-gate.js';
+import { type ExclusiveGate, type GateTurn, processGate } from './exclusive-gate.js';
 import type { FlowControl } from './flow-control.js';
 import { Heartbeat } from './heartbeat.js';
 
@@ -65,6 +65,8 @@ export interface AttemptOptions {
   readonly remainingMs: () => number;
   /** What to do when the task is, at the claim's write, no longer the consumer's to run. */
   readonly unclaimed: (claim: Unclaimed) => Promise<Disposition>;
+  /** The message's place in the gate, when its admission took one (given back once the attempt ends). */
+  readonly turn?: GateTurn;
 }
 
 type RunOutcome =
@@ -118,6 +120,7 @@ export async function runAttempt(d: AttemptDeps, claim: Claimed, o: AttemptOptio
   } finally {
     // After the outcome is written (or the attempt ended otherwise): the next task may start.
     await d.flow.release(permit);
+    o.turn?.giveBack();
   }
 }
 
@@ -164,7 +167,7 @@ async function run(
   permit: Claimed['permit'],
   claimed: ClaimWrite,
   { def, policy, payload }: ParsedTask,
-  { priority, remainingMs }: AttemptOptions,
+  { priority, remainingMs, turn }: AttemptOptions,
 ): Promise<Disposition> {
   const fields = { task_id: claimed.record.task_id, type: claimed.record.type, attempt: claimed.record.attempts };
   // The message is held for one lease at a time by the batch's MessageHold (processBatch), so a
@@ -229,7 +232,14 @@ async function run(
   // Until its turn comes, the heartbeat only renews the task's limit slots: no claim is written.
   heartbeat.startWaiting();
   try {
-    return suspect ? await gate.runExclusive(attempt) : await gate.runShared(attempt);
+    if (suspect) {
+      // Found a suspect only at its claim (a reclaim): its shared turn is given back first.
+      turn?.giveBack();
+      return await gate.runExclusive(attempt);
+    }
+    // Its admission took its turn already (before its limits): it holds the gate until settled.
+    if (turn?.held) return await attempt();
+    return await gate.runShared(attempt);
   } finally {
     void heartbeat.stop();
   }

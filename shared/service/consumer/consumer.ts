@@ -11,7 +11,7 @@ import type { LifecycleDeps, TaskLifecycle } from '../../task/lifecycle.js';
 import { DEFAULTS } from '../../config/resources.js';
 import { type AttemptDeps, type Disposition, RECORDING_RESERVE_MS, runAttempt, type Unclaimed } from './attempt.js';
 import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
-import type { ExclusiveGate } from './exclusive-gate.js';
+import { type ExclusiveGate, GateTurn, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
@@ -144,6 +144,8 @@ export class TaskConsumer {
     const held: HeldMessage = { receiptHandle: sqsRecord.receiptHandle, priority, lane };
     const fields = { ...log, task_id: message.task_id, priority };
     const receiveCount = Number(sqsRecord.attributes.ApproximateReceiveCount) || 1;
+    // Its place in the process's gate, taken before its limits (GateTurn), given back at the end.
+    const turn = new GateTurn(this.d.gate ?? processGate);
     try {
       const timeoutMs = (message.timeout_seconds ?? DEFAULTS.maxTaskTimeoutSeconds) * 1000;
       if (context.getRemainingTimeInMillis() < timeoutMs + RECORDING_RESERVE_MS) {
@@ -156,7 +158,7 @@ export class TaskConsumer {
         message.task_id,
         message.dispatch_id,
         { receiveCount, ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }) },
-        this.flow.admissions(),
+        this.flow.admissions(turn),
       );
       // What to do when the task is not (or, at the claim's write, no longer) the consumer's to run.
       const unclaimed = (claim: Unclaimed): Promise<Disposition> =>
@@ -166,11 +168,15 @@ export class TaskConsumer {
           priority,
           remainingMs: () => context.getRemainingTimeInMillis(),
           unclaimed,
+          turn,
         });
       }
+      turn.giveBack();
       return await unclaimed(claim);
     } catch (err) {
       return this.failed(err, { held, hold, receiveCount, fields });
+    } finally {
+      turn.giveBack();
     }
   }
 

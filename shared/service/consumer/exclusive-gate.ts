@@ -15,24 +15,38 @@ export class ExclusiveGate {
 
   /** Runs `fn` beside other shared holders. */
   async runShared<T>(fn: () => Promise<T>): Promise<T> {
-    await this.acquire(false);
+    const leave = await this.enter(false);
     try {
       return await fn();
     } finally {
-      this.shared -= 1;
-      this.next();
+      leave();
     }
   }
 
   /** Runs `fn` with nothing else holding the gate. */
   async runExclusive<T>(fn: () => Promise<T>): Promise<T> {
-    await this.acquire(true);
+    const leave = await this.enter(true);
     try {
       return await fn();
     } finally {
-      this.exclusive = false;
-      this.next();
+      leave();
     }
+  }
+
+  /**
+   * Waits for the gate and holds it (shared or alone) until the returned function is called
+   * (calling it again does nothing): for a holder whose hold spans more than one call.
+   */
+  async enter(exclusive: boolean): Promise<() => void> {
+    await this.acquire(exclusive);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (exclusive) this.exclusive = false;
+      else this.shared -= 1;
+      this.next();
+    };
   }
 
   /** Holders and waiters, for tests and logs. */
@@ -42,7 +56,7 @@ export class ExclusiveGate {
 
   private acquire(exclusive: boolean): Promise<void> {
     if (this.waiting.length === 0 && this.canEnter(exclusive)) {
-      this.enter(exclusive);
+      this.take(exclusive);
       return Promise.resolve();
     }
     return new Promise((resolve) => this.waiting.push({ exclusive, go: resolve }));
@@ -52,7 +66,7 @@ export class ExclusiveGate {
     return exclusive ? !this.exclusive && this.shared === 0 : !this.exclusive;
   }
 
-  private enter(exclusive: boolean): void {
+  private take(exclusive: boolean): void {
     if (exclusive) this.exclusive = true;
     else this.shared += 1;
   }
@@ -63,9 +77,41 @@ export class ExclusiveGate {
       const head = this.waiting[0] as (typeof this.waiting)[number];
       if (!this.canEnter(head.exclusive)) return;
       this.waiting.shift();
-      this.enter(head.exclusive);
+      this.take(head.exclusive);
       head.go();
     }
+  }
+}
+
+/**
+ * One message's place in the gate, taken as a shared holder before its limits are asked for
+ * (`FlowControl.admissions`) and kept until its outcome is written. A task that waits behind one
+ * running alone then waits holding nothing — no concurrency slot, no rate start — so the other
+ * workers use them meanwhile, instead of the slots sitting taken and the starts passing unused
+ * while this worker drains. A suspect takes no turn: it asks for its limits, then waits to run
+ * alone (`runAttempt`); a task found to be a suspect only at its claim (a reclaim after a crash)
+ * gives its turn back and waits to run alone.
+ */
+export class GateTurn {
+  private leave: (() => void) | undefined;
+
+  constructor(readonly gate: ExclusiveGate) {}
+
+  /** True while the turn holds the gate (shared). */
+  get held(): boolean {
+    return this.leave !== undefined;
+  }
+
+  /** Waits for the gate to admit a shared holder and holds it; does nothing when already held. */
+  async take(): Promise<void> {
+    if (this.leave === undefined) this.leave = await this.gate.enter(false);
+  }
+
+  /** Gives the turn back (does nothing when not held). */
+  giveBack(): void {
+    const leave = this.leave;
+    this.leave = undefined;
+    leave?.();
   }
 }
 

@@ -16,6 +16,7 @@ import { METRICS } from '../../../shared/config/metrics.js';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
 import { MissingLimiterError } from '../../../shared/service/consumer/errors.js';
+import { ExclusiveGate } from '../../../shared/service/consumer/exclusive-gate.js';
 import { refreshAtReceive } from '../../../shared/service/consumer/flow-control.js';
 import { Limiter } from '../../../shared/limit/limiter.js';
 import type { LimitUse } from '../../../shared/limit/spec.js';
@@ -53,6 +54,7 @@ const limits = defineLimits({
   one_slot: { concurrency: 1 },
   provider: { rate: '10/s', learnRetryAfter: true },
   keyed: { concurrency: 2 },
+  three_slots: { concurrency: 3 },
 });
 const lanes = defineLanes({ io: {} });
 
@@ -67,6 +69,7 @@ const definitions: AnyTaskDefinition[] = [
     handler: scripted,
   }),
   defineTask({ type: 'quick', schema: z.object({}), timeoutSeconds: 5, uses: ['one_slot'], handler: scripted }),
+  defineTask({ type: 'of_three', schema: z.object({}), timeoutSeconds: 100, uses: ['three_slots'], handler: scripted }),
   defineTask({
     type: 'provider_call',
     schema: z.object({}),
@@ -113,7 +116,10 @@ function otherProcessRandom(): RandomSource {
 function setup() {
   const limitStore = new MemoryLimitStore();
   const metrics = new RecordingMetrics();
+  // A gate of its own: the process's gate is shared by every consumer of this test file.
+  const gate = new ExclusiveGate();
   const u = unitKaj(registry, sequenceRandom([0.5]), new TimerClock(), {
+    gate,
     limits: limitStore,
     metrics,
     settings: runtimeSettings({ leaseSeconds: LEASE_SECONDS, maxReceiveCount: MAX_RECEIVE_COUNT }),
@@ -134,7 +140,7 @@ function setup() {
     if (sent === undefined) throw new Error('nothing sent');
     return { record, message: sent.message, rec: sqsRecord(sent.message, 'normal', receiveCount) };
   };
-  return { ...u, limitStore, metrics, other, usesOf, submit };
+  return { ...u, gate, limitStore, metrics, other, usesOf, submit };
 }
 
 /** The SQS record of `body` as delivered from the io lane's queue of `priority`. */
@@ -366,6 +372,37 @@ describe('a granted task', () => {
   });
 });
 
+describe('a task waiting behind a task that runs alone', () => {
+  it('waits holding no limit: its slot stays free for another worker until the suspect has run, then it takes one and runs', async () => {
+    const u = setup();
+    const x = await u.submit('of_three');
+    const s = await u.submit('of_three');
+    const y = await u.submit('of_three');
+    // s was on two workers that died under other tasks: it runs alone on its worker.
+    u.store.items.set(s.record.task_id, { ...u.store.items.get(s.record.task_id)!, unattributed_crashes: 2 });
+    script.run = async () => new Promise((r) => setTimeout(() => r('ok'), 1_000));
+    const pk = 'c#three_slots';
+    // x runs (a slot); then s takes a slot and waits for x to end; then y arrives behind s.
+    const doneX = u.kaj.processBatch(sqsEvent(x.rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(1);
+    const doneS = u.kaj.processBatch(sqsEvent(s.rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(1);
+    const doneY = u.kaj.processBatch(sqsEvent(y.rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(1);
+    expect(u.gate.state).toEqual({ shared: 1, exclusive: false, waiting: 2 });
+    // y holds nothing while it waits: the third slot is another worker's to take.
+    expect(Object.keys(holders(u.limitStore, pk))).toHaveLength(2);
+    const probe = await u.other.acquire(u.usesOf('of_three'), 'another-workers-task');
+    expect(probe.kind).toBe('granted');
+    if (probe.kind === 'granted') await u.other.release(probe.permit);
+    await vi.advanceTimersByTimeAsync(10_000);
+    for (const done of [doneX, doneS, doneY]) expect((await done).batchItemFailures).toEqual([]);
+    for (const t of [x, s, y]) expect(u.store.items.get(t.record.task_id)).toMatchObject({ status: 'succeeded' });
+    expect(holders(u.limitStore, pk)).toEqual({});
+    expect(u.gate.state).toEqual({ shared: 0, exclusive: false, waiting: 0 });
+  });
+});
+
 describe('a provider that answers 429 with Retry-After', () => {
   it('pauses the learning limit for every worker until then (another limiter is refused as "paused"), and the task is retried as usual', async () => {
     const { kaj, store, queue, other, usesOf, submit, metrics, logger } = setup();
@@ -426,7 +463,7 @@ describe('a provider that answers 429 with Retry-After', () => {
 describe('misconfigurations', () => {
   it('a consumer whose registry uses limits but that has no limiter (no limits store) fails at construction', () => {
     expect(() => unitKaj(registry)).toThrow(MissingLimiterError);
-    expect(() => unitKaj(registry)).toThrow(/bad_key, io_slotted, provider_call, quick, slotted use limits/);
+    expect(() => unitKaj(registry)).toThrow(/bad_key, io_slotted, of_three, provider_call, quick, slotted use limits/);
     // A registry without limit uses needs none.
     const plain = new TaskRegistry([defineTask({ type: 'plain', schema: z.object({}), handler: async () => 1 })]);
     expect(() => unitKaj(plain)).not.toThrow();
