@@ -403,6 +403,43 @@ describe('a task waiting behind a task that runs alone', () => {
   });
 });
 
+describe('a task found to be a suspect only at its reclaim', () => {
+  it('gives back the turn its admission took and runs alone once the task beside it has ended: no deadlock, both succeed', async () => {
+    const u = setup();
+    const x = await u.submit('of_three');
+    const r = await u.submit('of_three', 2);
+    // r's last worker died while it ran among others once before: this reclaim is its second shared crash.
+    u.store.items.set(r.record.task_id, {
+      ...u.store.items.get(r.record.task_id)!,
+      status: 'running',
+      attempts: 1,
+      lease_token: 1,
+      lease_until: T0 - 1,
+      started_at: new Date(T0 - 60_000).toISOString(),
+      unattributed_crashes: 1,
+    });
+    const log: string[] = [];
+    let inFlight = 0;
+    script.run = async () => {
+      inFlight += 1;
+      log.push(`start with ${inFlight} running`);
+      await new Promise((done) => setTimeout(done, 1_000));
+      inFlight -= 1;
+      return 'ok';
+    };
+    const doneX = u.kaj.processBatch(sqsEvent(x.rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(1);
+    const doneR = u.kaj.processBatch(sqsEvent(r.rec), lambdaContext());
+    await vi.advanceTimersByTimeAsync(10_000);
+    for (const done of [doneX, doneR]) expect((await done).batchItemFailures).toEqual([]);
+    expect(u.store.items.get(x.record.task_id)).toMatchObject({ status: 'succeeded' });
+    expect(u.store.items.get(r.record.task_id)).toMatchObject({ status: 'succeeded', unattributed_crashes: 2 });
+    expect(log).toEqual(['start with 1 running', 'start with 1 running']);
+    expect(u.gate.state).toEqual({ shared: 0, exclusive: false, waiting: 0 });
+    expect(holders(u.limitStore, 'c#three_slots')).toEqual({});
+  });
+});
+
 describe('a provider that answers 429 with Retry-After', () => {
   it('pauses the learning limit for every worker until then (another limiter is refused as "paused"), and the task is retried as usual', async () => {
     const { kaj, store, queue, other, usesOf, submit, metrics, logger } = setup();
