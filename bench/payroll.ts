@@ -89,6 +89,10 @@ interface RunResult {
   readonly pauses: number;
   /** Rate starts the workers' limiters forfeited (past their slack when due) and took again. */
   readonly lateStarts: number;
+  /** Worker-seconds during which a worker started no new task: draining for a suspect, then running it alone. */
+  readonly gateClosedS: number;
+  /** Attempts that ran alone (suspects). */
+  readonly ranAlone: number;
   readonly requests: Record<string, number>;
   readonly failedRequests: Record<string, number>;
 }
@@ -311,11 +315,15 @@ async function runOnce(
 
   const counts: RequestCounts = { requests: {}, failed: {}, metrics: {} };
   let lateStarts = 0;
+  let gateClosedMs = 0;
+  let ranAlone = 0;
   for (const f of files) {
     try {
       const saved = JSON.parse(readFileSync(f, 'utf8')) as RequestCounts & { gauges?: Record<string, number> };
       addCounts(counts, saved);
       lateStarts += saved.gauges?.limiterLateStarts ?? 0;
+      gateClosedMs += saved.gauges?.gateClosedMs ?? 0;
+      ranAlone += saved.gauges?.ranAlone ?? 0;
     } catch {
       // A worker killed before its first save: its counts are lost (at most a second's worth).
     }
@@ -394,6 +402,8 @@ async function runOnce(
     deferrals: counts.metrics.LimitDeferrals ?? 0,
     pauses: counts.metrics.LimitPauses ?? 0,
     lateStarts,
+    gateClosedS: gateClosedMs / 1000,
+    ranAlone,
     requests: counts.requests,
     failedRequests: counts.failed,
   };
@@ -430,7 +440,7 @@ function line(r: RunResult, slips: number): string {
     `peak in flight ${pr.peakInFlight}`,
     `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms)`,
     `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
-    `all settled +${r.settledS.toFixed(1)} s, shared crashes ${r.sharedCrashes}, suspects ${r.suspects}`,
+    `all settled +${r.settledS.toFixed(1)} s, shared crashes ${r.sharedCrashes}, suspects ${r.suspects}, ran alone ${r.ranAlone} (workers closed for them ${r.gateClosedS.toFixed(1)} s)`,
     `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}${r.stories.length > 0 ? ` (not succeeded: ${r.stories.join('; ')})` : ''}`,
     `deferrals ${(r.deferrals / slips).toFixed(2)}/slip pauses ${r.pauses}`,
     `per slip: SQS ${q.sqs.toFixed(1)} (CMV ${q.changeVisibility.toFixed(2)}), DDB reads ${q.dynamodbReads.toFixed(2)}, writes ${q.dynamodbWrites.toFixed(2)} (limits table ${q.limitsTableWrites.toFixed(2)}, of which refused ${q.limitsTableRefused.toFixed(2)})`,

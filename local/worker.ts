@@ -19,6 +19,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createKajOnAws } from '../shared/service/all-in-one.js';
+import { processGate } from '../shared/service/consumer/exclusive-gate.js';
 import { laneNames } from '../shared/config/lanes.js';
 import { DEFAULTS } from '../shared/config/resources.js';
 import { runtimeSettings, type FunctionConfig } from '../shared/config/settings.js';
@@ -218,13 +219,17 @@ async function main(): Promise<void> {
     ...(counter === undefined ? {} : { metrics: counter.metrics() }),
   });
   const limiter = kaj.limiter;
-  if (limiter !== undefined) {
-    counter?.track(() => ({
-      limiterLateStarts: limiter.lateStarts,
-      limiterPausedStarts: limiter.pausedStarts,
-      limiterLocalWaits: limiter.localWaits,
-    }));
-  }
+  counter?.track(() => ({
+    ...(limiter === undefined
+      ? {}
+      : {
+          limiterLateStarts: limiter.lateStarts,
+          limiterPausedStarts: limiter.pausedStarts,
+          limiterLocalWaits: limiter.localWaits,
+        }),
+    gateClosedMs: processGate.closed.ms,
+    ranAlone: processGate.closed.alone,
+  }));
 
   const every = (n: number | undefined) => (n === undefined ? undefined : { high: n, normal: n, low: n });
   const concurrency = every(args.concurrency);

@@ -12,6 +12,14 @@ export class ExclusiveGate {
   private shared = 0;
   private exclusive = false;
   private readonly waiting: { readonly exclusive: boolean; readonly go: () => void }[] = [];
+  /** Exclusive holders that have asked (waiting or holding): while > 0, new shared holders wait. */
+  private exclusiveAsked = 0;
+  private closedSince: number | undefined;
+  private closedTotalMs = 0;
+  private alone = 0;
+
+  /** `now` (ms) times how long the gate stays closed to shared holders ({@link closedMs}). */
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** Runs `fn` beside other shared holders. */
   async runShared<T>(fn: () => Promise<T>): Promise<T> {
@@ -38,13 +46,17 @@ export class ExclusiveGate {
    * (calling it again does nothing): for a holder whose hold spans more than one call.
    */
   async enter(exclusive: boolean): Promise<() => void> {
+    if (exclusive) this.askExclusive(1);
     await this.acquire(exclusive);
+    if (exclusive) this.alone += 1;
     let held = true;
     return () => {
       if (!held) return;
       held = false;
-      if (exclusive) this.exclusive = false;
-      else this.shared -= 1;
+      if (exclusive) {
+        this.exclusive = false;
+        this.askExclusive(-1);
+      } else this.shared -= 1;
       this.next();
     };
   }
@@ -52,6 +64,25 @@ export class ExclusiveGate {
   /** Holders and waiters, for tests and logs. */
   get state(): { shared: number; exclusive: boolean; waiting: number } {
     return { shared: this.shared, exclusive: this.exclusive, waiting: this.waiting.length };
+  }
+
+  /**
+   * For benchmarks: milliseconds the gate was closed to new shared holders so far (some attempt
+   * waiting to run alone, or running alone: the worker draining for a suspect, then running it),
+   * and how many attempts ran alone.
+   */
+  get closed(): { readonly ms: number; readonly alone: number } {
+    const open = this.closedSince === undefined ? 0 : this.now() - this.closedSince;
+    return { ms: this.closedTotalMs + open, alone: this.alone };
+  }
+
+  private askExclusive(delta: number): void {
+    this.exclusiveAsked += delta;
+    if (this.exclusiveAsked > 0 && this.closedSince === undefined) this.closedSince = this.now();
+    if (this.exclusiveAsked === 0 && this.closedSince !== undefined) {
+      this.closedTotalMs += this.now() - this.closedSince;
+      this.closedSince = undefined;
+    }
   }
 
   private acquire(exclusive: boolean): Promise<void> {
