@@ -3,8 +3,7 @@
  * share it; an attempt of a task that crashed a worker before takes it alone, so that if the
  * worker dies now, the crash is evidence against that task and no other (see
  * `TaskLifecycle.reclaimAfterCrash`). Waiting exclusive attempts go first: once one waits, new
- * shared attempts queue behind it, so it is never starved; and when one leaves, the next waiting
- * to run alone goes before the shared ones, so one drain serves a burst of them.
+ * shared attempts queue behind it, so it is never starved.
  *
  * On Lambda one instance runs one batch at a time, so the gate spans the batch; the local
  * runtime runs many emulated invocations in one process, so one gate spans them all.
@@ -103,24 +102,13 @@ export class ExclusiveGate {
     else this.shared += 1;
   }
 
-  /**
-   * Lets waiters in as far as the gate allows: an attempt waiting to run alone first — before
-   * shared ones that came earlier, so that the worker drains once for all the attempts waiting to
-   * run alone (each still runs alone, one after the other) rather than once each — then the shared
-   * ones, in arrival order.
-   */
+  /** Lets waiters in, in arrival order, as far as the gate allows. */
   private next(): void {
-    const alone = this.waiting.findIndex((w) => w.exclusive);
-    if (alone >= 0) {
-      if (!this.canEnter(true)) return;
-      const [first] = this.waiting.splice(alone, 1);
-      this.take(true);
-      first?.go();
-      return;
-    }
-    while (this.waiting.length > 0 && this.canEnter(false)) {
-      const head = this.waiting.shift() as (typeof this.waiting)[number];
-      this.take(false);
+    while (this.waiting.length > 0) {
+      const head = this.waiting[0] as (typeof this.waiting)[number];
+      if (!this.canEnter(head.exclusive)) return;
+      this.waiting.shift();
+      this.take(head.exclusive);
       head.go();
     }
   }

@@ -56,27 +56,3 @@ describe('GateTurn', () => {
     expect(turn.held).toBe(false);
   });
 });
-
-describe('attempts waiting to run alone after one another', () => {
-  it('go before shared ones that came earlier: the worker drains once for all of them, each still alone', async () => {
-    const gate = new ExclusiveGate();
-    const order: string[] = [];
-    const leaveShared = await gate.enter(false);
-    const track = (name: string, exclusive: boolean) =>
-      gate.enter(exclusive).then((leave) => {
-        order.push(name);
-        return leave;
-      });
-    const a = track('alone-1', true);
-    const s = track('shared', false);
-    const b = track('alone-2', true);
-    await Promise.resolve();
-    leaveShared();
-    (await a)();
-    (await b)();
-    (await s)();
-    expect(order).toEqual(['alone-1', 'alone-2', 'shared']);
-    expect(gate.closed.alone).toBe(2);
-    expect(gate.state).toEqual({ shared: 0, exclusive: false, waiting: 0 });
-  });
-});
