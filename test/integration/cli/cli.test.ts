@@ -6,11 +6,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureResources } from '../../../local/bootstrap.js';
 import { motoAvailable } from '../../../local/emulators.js';
 import { startMoto } from '../../support/moto.js';
-import type { LocalRuntime } from '../../../local/runtime.js';
 import { DynamoTaskTable, SqsMessageMover } from '../../../cli/admin/aws.js';
 import { NativeMoveUnsupportedError } from '../../../cli/admin/errors.js';
 import { nativeRedrive } from '../../../cli/admin/native.js';
@@ -19,20 +18,10 @@ import { systemClock } from '../../../shared/runtime/clock.js';
 import { startLocalConsole } from '../../../local/console.js';
 import { ThroughputRecorder } from '../../../console/throughput.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
-import { type CliRuntime, kajRunner, localStateDir, Scenario, startScenarioRuntime, untilStatus } from './harness.js';
+import { kajRunner, localStateDir, healthyScenarioSuite, untilStatus } from './harness.js';
 
-const scenario = new Scenario();
-scenario.broken = false;
-let runtime: LocalRuntime;
-let dir: string;
-let kaj: CliRuntime['kaj'];
-let stop = async () => {};
-
-beforeAll(async () => {
-  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'cli'));
-});
-
-afterAll(() => stop());
+const suite = healthyScenarioSuite('cli');
+const { scenario, kaj } = suite;
 
 describe('kaj usage errors (exit 2, a clear message, nothing on stdout)', () => {
   it.each([
@@ -126,11 +115,11 @@ describe('kaj targets', () => {
   });
 
   it('--local with a stale state file: names the dead pid', async () => {
-    const stale = localStateDir(runtime);
+    const stale = localStateDir(suite.runtime);
     const file = join(stale.dir, '.kaj', 'local.json');
     writeFileSync(
       file,
-      JSON.stringify({ pid: 2 ** 22 + 12345, endpoints: runtime.endpoints, resources: runtime.resources }),
+      JSON.stringify({ pid: 2 ** 22 + 12345, endpoints: suite.runtime.endpoints, resources: suite.runtime.resources }),
     );
     const r = await kajRunner(stale.dir)(['stats', '--local']);
     stale.remove();
@@ -152,7 +141,7 @@ describe('kaj submit, task show, task cancel, stats', () => {
     expect(sub.code).toBe(0);
     const { task_id, status, priority, replayed } = JSON.parse(sub.out);
     expect({ status, priority, replayed }).toEqual({ status: 'queued', priority: 'high', replayed: false });
-    await untilStatus(runtime, [task_id], 'succeeded');
+    await untilStatus(suite.runtime, [task_id], 'succeeded');
 
     const shown = await kaj(['task', 'show', task_id, '--local', '--json']);
     expect(JSON.parse(shown.out)).toMatchObject({ task_id, status: 'succeeded', type: 'fixable', payload: { n: 1 } });
@@ -173,7 +162,7 @@ describe('kaj submit, task show, task cancel, stats', () => {
     expect(JSON.parse(cancelled.out)).toEqual({ task_id: sub.task_id, status: 'cancelled', cancel_requested: false });
 
     const done = JSON.parse((await kaj(['submit', 'fixable', '--local', '--json'])).out);
-    await untilStatus(runtime, [done.task_id], 'succeeded');
+    await untilStatus(suite.runtime, [done.task_id], 'succeeded');
     const refused = await kaj(['task', 'cancel', done.task_id, '--local', '--yes']);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/succeeded and can no longer be cancelled/);
@@ -209,7 +198,7 @@ describe('kaj submit, task show, task cancel, stats', () => {
     const sub = await kaj(['submit', 'fixable', '--local', '--delay', '3600', '--priority', 'low', '--json']);
     const { task_id } = JSON.parse(sub.out) as { task_id: string };
     // Beyond SQS's 15 minutes: the task waits in the table (an outbox entry), not in the queue.
-    expect((await runtime.kaj.store.get(task_id))?.outbox_pk).toMatch(/^queue#low/);
+    expect((await suite.runtime.kaj.store.get(task_id))?.outbox_pk).toMatch(/^queue#low/);
 
     const after = await stats();
     expect(after.delayedInTable.byPriority.low?.count).toBe((before.delayedInTable.byPriority.low?.count ?? 0) + 1);
@@ -220,10 +209,10 @@ describe('kaj submit, task show, task cancel, stats', () => {
     );
     expect(text).toContain(`DELAYED (TABLE): ${after.delayedInTable.total.count} task(s) wait in the table`);
 
-    const ui = await startLocalConsole(runtime, {
+    const ui = await startLocalConsole(suite.runtime, {
       throughput: new ThroughputRecorder(systemClock),
       logger: silentLogger,
-      cwd: dir,
+      cwd: suite.dir,
       context: { registry: async () => scenario.registry(), env: {} },
     });
     try {
@@ -270,7 +259,7 @@ describe.skipIf(!motoAvailable())('--native on moto', () => {
         {
           failed: new DynamoTaskTable(dynamodb, r.tableName),
           mover: new SqsMessageMover(sqs, r),
-          lifecycle: runtime.kaj.lifecycle,
+          lifecycle: suite.runtime.kaj.lifecycle,
           clock: systemClock,
           sleep: realSleep,
         },

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll } from 'vitest';
 import * as z from 'zod';
 import { defaultContext, type CliContext } from '../../../cli/context.js';
 import { runCli } from '../../../cli/program.js';
@@ -191,4 +192,43 @@ export async function untilDlq(runtime: LocalRuntime, p: Priority, n: number): P
  */
 export function startScenarioRuntime(scenario: Scenario, tag: string): Promise<CliRuntime> {
   return startCliRuntime(scenario.registry(), tag, { cli: { registry: async () => scenario.registry() } });
+}
+
+/** A test file's runtime for a scenario whose task types are healthy: see {@link healthyScenarioSuite}. */
+export interface HealthyScenarioSuite {
+  readonly scenario: Scenario;
+  /** The runtime, once the file's tests run (before: an error). */
+  readonly runtime: LocalRuntime;
+  /** The directory `kaj --local` runs in. */
+  readonly dir: string;
+  /** Runs `kaj` in `dir`. */
+  readonly kaj: CliRuntime['kaj'];
+}
+
+/**
+ * Starts a runtime for a new {@link Scenario} with its task types healthy (`broken` off) before
+ * the file's tests, and stops it after them.
+ */
+export function healthyScenarioSuite(tag: string): HealthyScenarioSuite {
+  const scenario = new Scenario();
+  scenario.broken = false;
+  let started: CliRuntime | undefined;
+  const current = (): CliRuntime => {
+    if (started === undefined) throw new Error('the runtime starts before the first test');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startScenarioRuntime(scenario, tag);
+  });
+  afterAll(() => started?.stop());
+  return {
+    scenario,
+    get runtime() {
+      return current().runtime;
+    },
+    get dir() {
+      return current().dir;
+    },
+    kaj: (args, ...rest) => current().kaj(args, ...rest),
+  };
 }

@@ -1,34 +1,15 @@
 /**
- * `kaj --local schedules …` against a running local runtime (emulators, consumers, scheduler):
+ * `kaj --local schedules …` against a running local suite.runtime (emulators, consumers, scheduler):
  * put → list → show → pause → resume → trigger → backfill → delete, the --json shapes, and the
  * usage errors (exit 2 naming the spec field).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalRuntime } from '../../../local/runtime.js';
-import {
-  type CliRuntime,
-  kajRunner,
-  localStateDir,
-  Scenario,
-  startScenarioRuntime,
-  untilStatus,
-  waitFor,
-} from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { kajRunner, localStateDir, healthyScenarioSuite, untilStatus, waitFor } from './harness.js';
 
-const scenario = new Scenario();
-scenario.broken = false;
-let runtime: LocalRuntime;
-let dir: string;
-let kaj: CliRuntime['kaj'];
-let stop = async () => {};
-
-beforeAll(async () => {
-  ({ runtime, dir, kaj, stop } = await startScenarioRuntime(scenario, 'schcli'));
-});
-
-afterAll(() => stop());
+const suite = healthyScenarioSuite('schcli');
+const { scenario, kaj } = suite;
 
 /** Once a year (1 January, 00:00 UTC): nothing fires by the clock while the suite runs. */
 const YEARLY = { type: 'fixable', cron: '0 0 1 1 *', payload: { n: 1 } };
@@ -42,7 +23,7 @@ describe('kaj schedules on a local runtime', () => {
     expect(created.out).toMatch(
       new RegExp(`^created: schedule ${NAME} \\(active, next fire \\d{4}-01-01T00:00:00.000Z`),
     );
-    writeFileSync(join(dir, 'spec.json'), JSON.stringify(YEARLY));
+    writeFileSync(join(suite.dir, 'spec.json'), JSON.stringify(YEARLY));
     const replay = await kaj(['schedules', 'put', NAME, '--local', '--file', 'spec.json', '--json']);
     expect(replay.code).toBe(0);
     const replayed = JSON.parse(replay.out);
@@ -104,7 +85,7 @@ describe('kaj schedules on a local runtime', () => {
       task_id: expect.stringMatching(/^t_[0-9a-f]{32}$/),
       created: true,
     });
-    const [task] = await untilStatus(runtime, [run.task_id], 'succeeded');
+    const [task] = await untilStatus(suite.runtime, [run.task_id], 'succeeded');
     expect(task).toMatchObject({ type: 'fixable', payload: { n: 1 } });
     const view = await waitFor('the run to show as succeeded', async () => {
       const v = JSON.parse((await kaj(['schedules', 'show', NAME, '--local', '--json'])).out);
@@ -153,7 +134,7 @@ describe('kaj schedules on a local runtime', () => {
       [`${NAME}@2025-01-01T00:00:00.000Z`, true],
     ]);
     await untilStatus(
-      runtime,
+      suite.runtime,
       runs.map((r: { task_id: string }) => r.task_id),
       'succeeded',
     );
@@ -165,7 +146,7 @@ describe('kaj schedules on a local runtime', () => {
     const gone = await kaj(['schedules', 'show', NAME, '--local']);
     expect(gone).toMatchObject({ code: 1, out: '' });
     expect(gone.err).toMatch(new RegExp(`schedule "${NAME}" not found`));
-    expect((await runtime.kaj.store.get(run.task_id))?.status).toBe('succeeded');
+    expect((await suite.runtime.kaj.store.get(run.task_id))?.status).toBe('succeeded');
     expect(JSON.parse((await kaj(['schedules', 'list', '--local', '--json'])).out).items).toEqual([]);
   });
 
@@ -201,13 +182,13 @@ describe('kaj schedules on a local runtime', () => {
   });
 
   it('a deployment without a schedules table says so (exit 1)', async () => {
-    const old = localStateDir(runtime);
+    const old = localStateDir(suite.runtime);
     writeFileSync(
       join(old.dir, '.kaj', 'local.json'),
       JSON.stringify({
         pid: process.pid,
-        endpoints: runtime.endpoints,
-        resources: { ...runtime.resources, tableName: 'no-schedules-here-tasks' },
+        endpoints: suite.runtime.endpoints,
+        resources: { ...suite.runtime.resources, tableName: 'no-schedules-here-tasks' },
       }),
     );
     const r = await kajRunner(old.dir, { registry: async () => scenario.registry() })(['schedules', 'list', '--local']);
