@@ -438,7 +438,7 @@ function line(r: RunResult, slips: number): string {
     `first email +${r.firstEmailS.toFixed(1)} s, steady ${pr.steadyPerSecond.toFixed(2)}/s`,
     `429s ${pr.tooManyRequests}, arrivals over the limit ${pr.arrivalsOverLimit} (peak arrived/1s ${pr.peakArrivalsPerSecond}), starts forfeited late ${r.lateStarts}`,
     `peak in flight ${pr.peakInFlight}`,
-    `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms)`,
+    `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms; provider's loop delay p99 ${pr.loopDelayMs.p99} ms, max ${pr.loopDelayMs.max} ms)`,
     `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
     `all settled +${r.settledS.toFixed(1)} s, shared crashes ${r.sharedCrashes}, suspects ${r.suspects}, ran alone ${r.ranAlone} (workers closed for them ${r.gateClosedS.toFixed(1)} s)`,
     `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}${r.stories.length > 0 ? ` (not succeeded: ${r.stories.join('; ')})` : ''}`,

@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { REPO_ROOT } from '../../testing/worker-process.js';
 import { maxInWindow } from './sim-provider.js';
 
@@ -47,6 +48,11 @@ export interface ProviderReport {
   readonly peakStartsPerSecond: number;
   /** Delay from a call's start to its arrival here, ms: median and maximum. */
   readonly arrivalDelayMs: { readonly median: number; readonly max: number };
+  /**
+   * This process's own event-loop delay, ms (p99 and maximum): how late it may have stamped an
+   * arrival — on a busy machine part of the arrival delay is the provider's, not the worker's.
+   */
+  readonly loopDelayMs: { readonly p99: number; readonly max: number };
   /** Emails accepted per second between the 10th and the 90th percentile of the run (the pace once filled). */
   readonly steadyPerSecond: number;
   readonly firstAt?: number;
@@ -78,6 +84,7 @@ export class EmailProvider {
   private readonly calls: { start: number; arrival: number }[] = [];
   /** Every call's arrival, stamped or not. */
   private readonly arrivals: number[] = [];
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
   private readonly sentByKey = new Map<string, number>();
   private inFlight = 0;
   private peakInFlight = 0;
@@ -88,6 +95,7 @@ export class EmailProvider {
   constructor(private readonly o: ProviderOptions) {}
 
   async start(): Promise<void> {
+    this.loopDelay.enable();
     this.server = createServer((req, res) => {
       if (req.method === 'GET' && req.url === '/report') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.report()));
@@ -145,6 +153,10 @@ export class EmailProvider {
       arrivalsOverLimit: overLimitInWindow(this.arrivals, 1000, this.o.perSecond),
       peakStartsPerSecond: maxInWindow(starts, 1000),
       arrivalDelayMs: { median: delays[Math.floor(delays.length / 2)] ?? 0, max: delays.at(-1) ?? 0 },
+      loopDelayMs: {
+        p99: Math.round(this.loopDelay.percentile(99) / 1e6),
+        max: Math.round(this.loopDelay.max / 1e6),
+      },
       steadyPerSecond: steadyRate(this.accepted),
       ...(first === undefined ? {} : { firstAt: first }),
       ...(last === undefined ? {} : { lastAt: last }),
@@ -152,6 +164,7 @@ export class EmailProvider {
   }
 
   async stop(): Promise<void> {
+    this.loopDelay.disable();
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
   }
 }
