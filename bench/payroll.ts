@@ -164,7 +164,12 @@ async function startWorker(o: {
  * and cpu (renders) lanes visible/in-flight messages, and for the two concurrency limits the
  * slots held (live + lapsed, not yet cleaned up): where the time of a run goes.
  */
-async function lookAt(rt: Awaited<ReturnType<typeof startLocalRuntime>>, sent: number, atS: number): Promise<string> {
+async function lookAt(
+  rt: Awaited<ReturnType<typeof startLocalRuntime>>,
+  doc: DynamoDBDocumentClient,
+  sent: number,
+  atS: number,
+): Promise<string> {
   const lanes = laneQueueUrlsOf(rt.resources);
   const depth = async (url: string | undefined) => {
     const a = await rt.clients.sqs.send(
@@ -175,7 +180,6 @@ async function lookAt(rt: Awaited<ReturnType<typeof startLocalRuntime>>, sent: n
     );
     return `${a.Attributes?.ApproximateNumberOfMessages}/${a.Attributes?.ApproximateNumberOfMessagesNotVisible}`;
   };
-  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const slots = async (pk: string) => {
     const r = await doc.send(new GetCommand({ TableName: rt.resources.limitsTableName, Key: { pk } }));
     const until = Object.values((r.Item?.holders ?? {}) as Record<string, number>);
@@ -235,6 +239,7 @@ async function runOnce(
   };
   const workers = await Promise.all(Array.from({ length: o.workers }, () => spawnOne()));
 
+  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const started = Date.now();
   const timeline: string[] = [];
   const submitting = (async () => {
@@ -279,7 +284,7 @@ async function runOnce(
     const p = await provider.report();
     if (o.timeline && Date.now() - lastLook >= 1000) {
       lastLook = Date.now();
-      timeline.push(await lookAt(rt, p.sent, (lastLook - started) / 1000));
+      timeline.push(await lookAt(rt, doc, p.sent, (lastLook - started) / 1000));
     }
     if (p.sent >= o.slips && killed >= kills) break;
     if (Date.now() - started > limitMs) break;
@@ -291,7 +296,6 @@ async function runOnce(
   const makespanS = ((p.lastAt ?? Date.now()) + EMAIL_MS - started) / 1000;
   // Every email accepted is not every task finished: a task whose worker died after its email
   // was accepted runs again (the provider absorbs the replay). Wait for the outcomes to land.
-  const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const unfinishedNow = async (): Promise<number> => {
     let n = 0;
     for await (const page of paginateScan(

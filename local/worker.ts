@@ -219,17 +219,20 @@ async function main(): Promise<void> {
     ...(counter === undefined ? {} : { metrics: counter.metrics() }),
   });
   const limiter = kaj.limiter;
-  counter?.track(() => ({
-    ...(limiter === undefined
-      ? {}
-      : {
-          limiterLateStarts: limiter.lateStarts,
-          limiterPausedStarts: limiter.pausedStarts,
-          limiterLocalWaits: limiter.localWaits,
-        }),
-    gateClosedMs: processGate.closed.ms,
-    ranAlone: processGate.closed.alone,
-  }));
+  counter?.track(() => {
+    const gate = processGate.closed;
+    return {
+      ...(limiter === undefined
+        ? {}
+        : {
+            limiterLateStarts: limiter.lateStarts,
+            limiterPausedStarts: limiter.pausedStarts,
+            limiterLocalWaits: limiter.localWaits,
+          }),
+      gateClosedMs: gate.ms,
+      ranAlone: gate.alone,
+    };
+  });
 
   const every = (n: number | undefined) => (n === undefined ? undefined : { high: n, normal: n, low: n });
   const concurrency = every(args.concurrency);

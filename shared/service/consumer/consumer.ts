@@ -158,7 +158,7 @@ export class TaskConsumer {
         message.task_id,
         message.dispatch_id,
         { receiveCount, ...(message.sent_at === undefined ? {} : { sentAt: message.sent_at }) },
-        this.flow.admissions(turn),
+        turn.before(this.flow.admissions()),
       );
       // What to do when the task is not (or, at the claim's write, no longer) the consumer's to run.
       const unclaimed = (claim: Unclaimed): Promise<Disposition> =>
@@ -171,7 +171,6 @@ export class TaskConsumer {
           turn,
         });
       }
-      turn.giveBack();
       return await unclaimed(claim);
     } catch (err) {
       return this.failed(err, { held, hold, receiveCount, fields });

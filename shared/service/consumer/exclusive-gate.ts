@@ -1,3 +1,6 @@
+import type { Admission, Admissions } from '../../task/admission.js';
+import { isSuspect } from '../../task/lease.js';
+
 /**
  * A readers–writer gate over the handlers running in one worker process. Ordinary attempts
  * share it; an attempt of a task that crashed a worker before takes it alone, so that if the
@@ -116,7 +119,7 @@ export class ExclusiveGate {
 
 /**
  * One message's place in the gate, taken as a shared holder before its limits are asked for
- * (`FlowControl.admissions`) and kept until its outcome is written. A task that waits behind one
+ * ({@link GateTurn.before}) and kept until its outcome is written. A task that waits behind one
  * running alone then waits holding nothing — no concurrency slot, no rate start — so the other
  * workers use them meanwhile, instead of the slots sitting taken and the starts passing unused
  * while this worker drains. A suspect takes no turn: it asks for its limits, then waits to run
@@ -143,6 +146,32 @@ export class GateTurn {
     const leave = this.leave;
     this.leave = undefined;
     leave?.();
+  }
+
+  /**
+   * `admissions` with the turn taken first: a task that is not a suspect takes its place in the
+   * gate before its limits are asked for, and gives it back when they refuse it, when their store
+   * fails, or when what they granted is given back (the claim did not happen).
+   */
+  before(admissions: Admissions | undefined): Admissions | undefined {
+    if (admissions === undefined) return undefined;
+    return {
+      admit: async (record) => {
+        if (isSuspect(record)) return admissions.admit(record);
+        await this.take();
+        let admission: Admission | undefined;
+        try {
+          admission = await admissions.admit(record);
+          return admission;
+        } finally {
+          if (admission?.kind !== 'granted') this.giveBack();
+        }
+      },
+      release: async (permit) => {
+        await admissions.release(permit);
+        this.giveBack();
+      },
+    };
   }
 }
 

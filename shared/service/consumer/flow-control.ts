@@ -8,10 +8,8 @@ import type { Clock } from '../../runtime/clock.js';
 import type { Logger, Metrics } from '../../runtime/logger.js';
 import type { RandomSource } from '../../runtime/random.js';
 import type { AnyTaskDefinition, TaskRegistry } from '../../task/define.js';
-import type { Admission, Admissions, Permit, Refusal } from '../../task/admission.js';
-import { isSuspect } from '../../task/lease.js';
+import type { Admissions, Permit, Refusal } from '../../task/admission.js';
 import type { TaskRecord } from '../../task/model.js';
-import type { GateTurn } from './exclusive-gate.js';
 
 export interface FlowControlDeps {
   readonly registry: TaskRegistry;
@@ -75,38 +73,19 @@ export class FlowControl {
     return FlowControl.limitedTypes(registry).length > 0;
   }
 
-  /**
-   * The claim's admission for a task: its limits, asked for once it would otherwise be claimed.
-   * With a `turn`, a task that is not a suspect first takes its place in the process's gate, so
-   * that it holds no limit while it waits behind a task running alone ({@link GateTurn}); the
-   * turn is given back when the limits refuse it (or their store fails).
-   */
-  admissions(turn?: GateTurn): Admissions | undefined {
+  /** The claim's admission for a task: its limits, asked for once it would otherwise be claimed. */
+  admissions(): Admissions | undefined {
     const limiter = this.d.limiter;
     if (limiter === undefined) return undefined;
-    const acquire = async (record: TaskRecord): Promise<Admission> => {
-      const uses = this.usesOf(record);
-      if (uses === undefined || uses.length === 0) return limiter.acquire([], record.task_id);
-      const admission = await limiter.acquire(uses, record.task_id, { waitForStart: false });
-      if (admission.kind === 'granted') for (const u of uses) this.streak.granted(u.spec.name);
-      return admission;
-    };
     return {
       admit: async (record) => {
-        if (turn === undefined || isSuspect(record)) return acquire(record);
-        await turn.take();
-        let admission: Admission | undefined;
-        try {
-          admission = await acquire(record);
-          return admission;
-        } finally {
-          if (admission?.kind !== 'granted') turn.giveBack();
-        }
+        const uses = this.usesOf(record);
+        if (uses === undefined || uses.length === 0) return limiter.acquire([], record.task_id);
+        const admission = await limiter.acquire(uses, record.task_id, { waitForStart: false });
+        if (admission.kind === 'granted') for (const u of uses) this.streak.granted(u.spec.name);
+        return admission;
       },
-      release: async (permit) => {
-        await limiter.release(permit);
-        turn?.giveBack();
-      },
+      release: (permit) => limiter.release(permit),
     };
   }
 
