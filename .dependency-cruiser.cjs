@@ -170,11 +170,13 @@ module.exports = {
     {
       name: 'tasks-only-task-api',
       severity: 'error',
-      comment: 'User task types see the task API (shared/task/define.ts) and each other, nothing else of Kaj.',
+      comment:
+        'User task types see the task and workflow APIs (shared/task/define.ts, shared/workflow/define.ts) ' +
+        'and each other, nothing else of Kaj.',
       from: { path: '^tasks/' },
       to: {
         path: '^(functions|shared|client|console|local|cli|infra|test|bench|scripts|bin)/',
-        pathNot: '^shared/task/define\\.ts$',
+        pathNot: '^shared/(task|workflow)/define\\.ts$',
       },
     },
     {

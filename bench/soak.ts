@@ -149,6 +149,7 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
     queued: 0,
     running: 0,
     retrying: 0,
+    waiting: 0,
     succeeded: 0,
     failed: 0,
     cancelled: 0,

@@ -13,6 +13,7 @@ import type { LimitSpec } from '../shared/limit/spec.js';
 import { DynamoScheduleStore } from '../shared/aws/dynamo-schedule-store.js';
 import type { ScheduleStore } from '../shared/schedule/schedule-store.js';
 import { TaskRegistry } from '../shared/task/define.js';
+import { hasWorkflows } from '../shared/workflow/define.js';
 import type { KajResources } from '../shared/aws/wiring.js';
 import { DynamoTaskTable, SqsDeadLetterQueues, SqsMessageMover, SqsQueueInspector } from './admin/aws.js';
 import type { DeadLetterQueues } from './admin/dead-letters.js';
@@ -72,6 +73,8 @@ export async function openServices(
         // The CLI runs no task, but the domain it shares with the consumer refuses to exist
         // without a limiter when a type uses limits; naming the table makes no request.
         ...(FlowControl.needed(types) ? { limitsTableName: limitsTableOf(target) } : {}),
+        // With a workflow type, `kaj.history` reads the runs' histories (naming the table makes no request).
+        ...(hasWorkflows(types) ? { historyTableName: historyTableOf(target) } : {}),
         settings: target.settings,
       },
       types,
@@ -116,6 +119,11 @@ export function schedulesTableOf(target: Pick<Target, 'label' | 'resources'>): s
 /** The limits table of the target: the one it names, else `<prefix>-limits` next to its task table. */
 export function limitsTableOf(target: Pick<Target, 'label' | 'resources'>): string {
   return target.resources.limitsTableName ?? resourceNames(prefixOf(target, 'limits table')).limits;
+}
+
+/** The history table of the target: the one it names, else `<prefix>-history` next to its task table. */
+export function historyTableOf(target: Pick<Target, 'label' | 'resources'>): string {
+  return target.resources.historyTableName ?? resourceNames(prefixOf(target, 'history table')).history;
 }
 
 /**

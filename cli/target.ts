@@ -202,6 +202,7 @@ async function stackTarget(f: TargetFlags, env: Readonly<Record<string, string |
       queueArns: outputs.queueArns,
       deadLetterQueueUrls: outputs.deadLetterQueueUrls,
       deadLetterQueueArns: outputs.deadLetterQueueArns,
+      ...(outputs.historyTableName === undefined ? {} : { historyTableName: outputs.historyTableName }),
     },
     settings: deploymentSettings(),
     apiUrl: outputs.apiUrl,

@@ -548,6 +548,7 @@ export function largestEnvironmentBytes(stackName: string, laneNames: readonly s
       tableName: names.table,
       schedulesTableName: names.schedules,
       limitsTableName: names.limits,
+      historyTableName: names.history,
       laneQueueUrls: Object.fromEntries(laneNames.map((lane) => [lane, urls(laneQueueNames(stackName, lane))])),
       queueUrls: urls(names.queues),
       deadLetterQueueUrls: urls(names.deadLetterQueues),

@@ -6,12 +6,14 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { lanes as declaredLanes } from '../tasks/lanes.js';
 import { limits as declaredLimits } from '../tasks/limits.js';
+import { registry as declaredRegistry } from '../tasks/index.js';
 import { type LaneDeclarations, type LaneQueueUrls, laneQueueNames } from '../shared/config/lanes.js';
 import { METRICS, metricsNamespace } from '../shared/config/metrics.js';
 import { producerConfig } from '../shared/config/producer.js';
 import { ENV, PRIORITIES, type Priority, resourceNames, type ResourceNames } from '../shared/config/resources.js';
 import { functionEnvironment, scheduleRulesEnvironment } from '../shared/config/settings.js';
 import type { LimitDeclarations } from '../shared/limit/declaration.js';
+import { hasWorkflows } from '../shared/workflow/define.js';
 import {
   checkLanes,
   checkLaneEnvironmentSize,
@@ -25,6 +27,7 @@ import { TaskApi } from './constructs/api.js';
 import { type PriorityMappingSettings, TaskConsumer } from './constructs/consumer.js';
 import { IdSecret } from './constructs/id-secret.js';
 import { LAMBDA_RUNTIME } from './constructs/kaj-function.js';
+import { HistoryTable } from './constructs/history-table.js';
 import { LaneQueues } from './constructs/lane-queues.js';
 import { LimitTable } from './constructs/limit-table.js';
 import { Observability } from './constructs/observability.js';
@@ -56,13 +59,19 @@ export interface KajStackProps extends StackProps {
    * @default - the limits of `tasks/limits.ts`
    */
   readonly limits?: LimitDeclarations;
+  /**
+   * The deployment's task types. The stack reads one thing of them: whether any is a workflow
+   * (`defineWorkflow`), which needs the history table (the consumers append to it, the API reads it).
+   * @default - the registry of `tasks/index.ts`
+   */
+  readonly registry?: Parameters<typeof hasWorkflows>[0];
 }
 
 /**
  * A Kaj deployment: three priority queues with their DLQs, the task table, the schedules table,
  * the limits table, the API, the consumer, the outbox sweeper, the scheduler, and their dashboard
- * and alarms; and per declared lane three more queues (sharing the DLQs) and a consumer of its own.
- * Resource names derive from the stack name.
+ * and alarms; per declared lane three more queues (sharing the DLQs) and a consumer of its own;
+ * and the history table when a task type is a workflow. Resource names derive from the stack name.
  */
 export class KajStack extends Stack {
   /** The configuration the stack was built with, defaults applied. */
@@ -79,6 +88,8 @@ export class KajStack extends Stack {
   public readonly scheduleTable: ScheduleTable;
   /** The shared state of the flow-control limits. */
   public readonly limitTable: LimitTable;
+  /** The histories of workflow runs: present when a task type is a workflow. */
+  public readonly historyTable: HistoryTable | undefined;
   /** The key of task ids derived from idempotency keys (the API function's only). */
   public readonly idSecret: IdSecret;
   public readonly api: TaskApi;
@@ -171,6 +182,15 @@ export class KajStack extends Stack {
       deletionProtection: config.deletionProtection,
       removalPolicy: retain,
     });
+    // Only with a workflow type: a stack without workflows stays exactly as it was. Kept like the
+    // task table: a running workflow's history is the only record of the steps it has done.
+    this.historyTable = hasWorkflows(props.registry ?? declaredRegistry)
+      ? new HistoryTable(this, 'History', {
+          tableName: names.history,
+          deletionProtection: config.deletionProtection,
+          removalPolicy: retain,
+        })
+      : undefined;
     // Retained with the table (retainData): a retained table holds task ids derived under it.
     this.idSecret = new IdSecret(this, 'IdSecret', {
       secretName: `${this.stackName}-id-secret`,
@@ -181,7 +201,8 @@ export class KajStack extends Stack {
     // Every function gets the same environment: the runtime's inverse of loadFunctionConfig(),
     // plus Powertools' settings. The API function alone adds KAJ_ID_SECRET (TaskApi); the API and
     // the scheduler add KAJ_SCHEDULES_TABLE_NAME (TaskApi, Scheduler), the consumer and the
-    // sweeper never touch schedules; the consumers add KAJ_LIMITS_TABLE_NAME (TaskConsumer).
+    // sweeper never touch schedules; the consumers add KAJ_LIMITS_TABLE_NAME (TaskConsumer); with
+    // workflows, the consumers and the API add KAJ_HISTORY_TABLE_NAME (TaskConsumer, TaskApi).
     // KAJ_LANE_QUEUE_URLS (only with lanes) is JSON around the queues' URL tokens.
     const perPriority = (f: (p: Priority) => string) =>
       Object.fromEntries(PRIORITIES.map((p) => [p, f(p)])) as Record<Priority, string>;
@@ -220,6 +241,7 @@ export class KajStack extends Stack {
       table: this.taskTable,
       metricsNamespace: metricsNamespace(this.stackName),
       schedulesTable: this.scheduleTable,
+      ...(this.historyTable === undefined ? {} : { historyTable: this.historyTable }),
       queues: allMainQueues,
       environment: scheduleEnvironment,
       idSecret: this.idSecret.secret,
@@ -235,6 +257,7 @@ export class KajStack extends Stack {
       deadLetterQueues,
       otherLaneQueues: mainQueuesBut(this.taskQueues.allQueues),
       limitsTable: this.limitTable,
+      ...(this.historyTable === undefined ? {} : { historyTable: this.historyTable }),
       mappings: {
         high: this.mappingSettings('high'),
         normal: this.mappingSettings('normal'),
@@ -255,6 +278,7 @@ export class KajStack extends Stack {
         deadLetterQueues,
         otherLaneQueues: mainQueuesBut(laneQueues.allQueues),
         limitsTable: this.limitTable,
+        ...(this.historyTable === undefined ? {} : { historyTable: this.historyTable }),
         mappings: settings.mappings,
         environment,
         timeout: Duration.seconds(settings.timeoutSeconds),
@@ -367,6 +391,13 @@ export class KajStack extends Stack {
       this.limitTable.table.tableName,
       'DynamoDB limits table (the shared state of the flow-control limits)',
     );
+    if (this.historyTable !== undefined) {
+      output(
+        OUTPUT_KEYS.historyTableName,
+        this.historyTable.table.tableName,
+        'DynamoDB history table (the recorded steps of workflow runs)',
+      );
+    }
     output(
       OUTPUT_KEYS.schedulerFunctionName,
       this.scheduler.handler.functionName,

@@ -19,6 +19,7 @@ export const OUTPUT_KEYS = {
   schedulesTableName: 'SchedulesTableName',
   schedulerFunctionName: 'SchedulerFunctionName',
   limitsTableName: 'LimitsTableName',
+  historyTableName: 'HistoryTableName',
   producerConfig: 'ProducerConfig',
 } as const satisfies {
   apiUrl: string;
@@ -31,14 +32,16 @@ export const OUTPUT_KEYS = {
   schedulesTableName: string;
   schedulerFunctionName: string;
   limitsTableName: string;
+  historyTableName: string;
   producerConfig: string;
 };
 
 /**
  * The output keys the admin CLI requires, in a stable order. The stack also emits
  * `OUTPUT_KEYS.alarmTopicArn`, `OUTPUT_KEYS.schedulesTableName`, `OUTPUT_KEYS.schedulerFunctionName`,
- * `OUTPUT_KEYS.limitsTableName` and `OUTPUT_KEYS.producerConfig`; they are read when present but not
- * required, so that the CLI still reads stacks deployed before those outputs existed.
+ * `OUTPUT_KEYS.limitsTableName`, `OUTPUT_KEYS.historyTableName` (only when a task type is a workflow) and
+ * `OUTPUT_KEYS.producerConfig`; they are read when present but not required, so that the CLI still
+ * reads stacks deployed before those outputs existed.
  */
 export const ALL_OUTPUT_KEYS: readonly string[] = [
   OUTPUT_KEYS.apiUrl,
@@ -67,6 +70,8 @@ export interface KajStackOutputs {
   readonly schedulerFunctionName?: string;
   /** Absent on stacks deployed before flow-control limits existed. */
   readonly limitsTableName?: string;
+  /** Absent on stacks without workflows (the history table exists only with a workflow type). */
+  readonly historyTableName?: string;
   /** The direct producers' configuration (JSON, `parseProducerConfig`); absent on stacks deployed before direct submit. */
   readonly producerConfig?: string;
 }
@@ -109,6 +114,7 @@ export function parseStackOutputs(outputs: readonly StackOutputLike[], stackName
       ? { schedulerFunctionName: get(OUTPUT_KEYS.schedulerFunctionName) }
       : {}),
     ...(values.has(OUTPUT_KEYS.limitsTableName) ? { limitsTableName: get(OUTPUT_KEYS.limitsTableName) } : {}),
+    ...(values.has(OUTPUT_KEYS.historyTableName) ? { historyTableName: get(OUTPUT_KEYS.historyTableName) } : {}),
     ...(values.has(OUTPUT_KEYS.producerConfig) ? { producerConfig: get(OUTPUT_KEYS.producerConfig) } : {}),
   };
 }

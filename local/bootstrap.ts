@@ -3,14 +3,14 @@ import { CreateQueueCommand, DeleteQueueCommand, GetQueueUrlCommand, type SQSCli
 import { DEFAULTS, PRIORITIES, TABLE_SCHEMA, resourceNames, type Priority } from '../shared/config/resources.js';
 import { prefixedResources, queueArnOf, type PrefixedResources, type QueueRef } from '../shared/aws/wiring.js';
 import { type LaneDeclarations, laneQueueNames } from '../shared/config/lanes.js';
-import { createKeyedTable, createLimitsTable, createSchedulesTable } from './schedules-table.js';
+import { createHistoryTable, createKeyedTable, createLimitsTable, createSchedulesTable } from './schedules-table.js';
 
 /** The queues and table of one deployment, as created here. */
 export type LocalResources = PrefixedResources;
 
 /**
- * Creates (or finds) Kaj's queues and table on an SQS/DynamoDB endpoint, from the same
- * definitions the CDK stack uses (`shared/config/resources.ts`). Idempotent.
+ * Creates (or finds) Kaj's queues and tables (tasks, schedules, limits, history) on an SQS/DynamoDB
+ * endpoint, from the same definitions the CDK stack uses (`shared/config/resources.ts`). Idempotent.
  */
 export async function ensureResources(
   clients: { sqs: SQSClient; dynamodb: DynamoDBClient },
@@ -48,7 +48,9 @@ export async function ensureResources(
   await createTable(clients.dynamodb, names.table);
   await createSchedulesTable(clients.dynamodb, names.schedules);
   await createLimitsTable(clients.dynamodb, names.limits);
-  return prefixedResources(prefix, { queues, deadLetterQueues, lanes }, names.limits);
+  // Made whatever the task types: a table costs nothing here, and a workflow added later finds it.
+  await createHistoryTable(clients.dynamodb, names.history);
+  return prefixedResources(prefix, { queues, deadLetterQueues, lanes }, names.limits, names.history);
 }
 
 /** Deletes what `ensureResources` made (tests clean up after themselves; `--reset`). */
@@ -69,7 +71,7 @@ export async function deleteResources(
       }
     }
   }
-  for (const table of [names.table, names.schedules, names.limits]) {
+  for (const table of [names.table, names.schedules, names.limits, names.history]) {
     try {
       await clients.dynamodb.send(new DeleteTableCommand({ TableName: table }));
     } catch (err) {

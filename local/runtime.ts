@@ -138,6 +138,7 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     tableName: resources.tableName,
     schedulesTableName: resourceNames(resources.prefix).schedules,
     ...(resources.limitsTableName === undefined ? {} : { limitsTableName: resources.limitsTableName }),
+    ...(resources.historyTableName === undefined ? {} : { historyTableName: resources.historyTableName }),
     queueUrls: resources.queueUrls,
     deadLetterQueueUrls: resources.deadLetterQueueUrls,
     laneQueueUrls: laneQueueUrlsOf(resources),

@@ -13,7 +13,7 @@ import {
   ResourceNotFoundException,
   UpdateTableCommand,
 } from '@aws-sdk/client-dynamodb';
-import { LIMIT_TABLE_SCHEMA, SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
+import { HISTORY_TABLE_SCHEMA, LIMIT_TABLE_SCHEMA, SCHEDULE_TABLE_SCHEMA } from '../shared/config/resources.js';
 
 /** A GSI of a keyed table: a string partition key, a string or number sort key. */
 export interface KeyedIndexSchema {
@@ -26,9 +26,11 @@ export interface KeyedIndexSchema {
   readonly nonKeyAttributes?: readonly string[];
 }
 
-/** A table keyed by one string attribute, with GSIs (or none). */
+/** A table keyed by one string attribute (and a string sort key, or none), with GSIs (or none). */
 export interface KeyedTableSchema {
   readonly partitionKey: string;
+  /** A string sort key. @default - none */
+  readonly sortKey?: string;
   readonly index?: KeyedIndexSchema;
   /** More GSIs besides `index`. */
   readonly moreIndexes?: readonly KeyedIndexSchema[];
@@ -59,7 +61,7 @@ function attributesOf(indexes: readonly KeyedIndexSchema[]) {
  * Creates `tableName` with `schema` (on demand) unless it exists, and waits until it and its
  * indexes are ACTIVE. Idempotent; a table made before an index existed (a persisted local store)
  * gets the missing index added (UpdateTable). Kaj's tables are made by it (the task table in
- * ./bootstrap.ts, the schedules and limits tables below).
+ * ./bootstrap.ts, the schedules, limits and history tables below).
  *
  * @throws if the endpoint refuses, or the table is not ACTIVE after about 5 s.
  */
@@ -68,15 +70,22 @@ export async function createKeyedTable(
   tableName: string,
   schema: KeyedTableSchema,
 ): Promise<void> {
-  const { partitionKey } = schema;
+  const { partitionKey, sortKey } = schema;
   const indexes = [...(schema.index === undefined ? [] : [schema.index]), ...(schema.moreIndexes ?? [])];
   try {
     await dynamodb.send(
       new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }, ...attributesOf(indexes)],
+        KeySchema: [
+          { AttributeName: partitionKey, KeyType: 'HASH' },
+          ...(sortKey === undefined ? [] : [{ AttributeName: sortKey, KeyType: 'RANGE' as const }]),
+        ],
+        AttributeDefinitions: [
+          { AttributeName: partitionKey, AttributeType: 'S' },
+          ...(sortKey === undefined ? [] : [{ AttributeName: sortKey, AttributeType: 'S' as const }]),
+          ...attributesOf(indexes),
+        ],
         ...(indexes.length === 0 ? {} : { GlobalSecondaryIndexes: indexes.map(gsiOf) }),
       }),
     );
@@ -133,6 +142,17 @@ export async function createSchedulesTable(dynamodb: DynamoDBClient, tableName: 
 /** Creates the limits table `tableName` (key `pk`, no index) unless it exists (flow control, `shared/limit/`). */
 export async function createLimitsTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
   await createKeyedTable(dynamodb, tableName, { partitionKey: LIMIT_TABLE_SCHEMA.partitionKey });
+}
+
+/**
+ * Creates the history table `tableName` (key `run_id` + sort key `key`, both strings, no index)
+ * unless it exists (workflow runs' histories, `shared/workflow/history-store.ts`).
+ */
+export async function createHistoryTable(dynamodb: DynamoDBClient, tableName: string): Promise<void> {
+  await createKeyedTable(dynamodb, tableName, {
+    partitionKey: HISTORY_TABLE_SCHEMA.partitionKey,
+    sortKey: HISTORY_TABLE_SCHEMA.sortKey,
+  });
 }
 
 /** Deletes the schedules table `tableName`; nothing if it does not exist. */

@@ -199,6 +199,7 @@ async function main(): Promise<void> {
   const config: FunctionConfig = {
     tableName: resources.tableName,
     ...(resources.limitsTableName === undefined ? {} : { limitsTableName: resources.limitsTableName }),
+    ...(resources.historyTableName === undefined ? {} : { historyTableName: resources.historyTableName }),
     queueUrls: resources.queueUrls,
     deadLetterQueueUrls: resources.deadLetterQueueUrls,
     laneQueueUrls: laneQueueUrlsOf(resources),

@@ -52,6 +52,7 @@ import { laneQueueNames } from '../shared/config/lanes.js';
 import {
   DEFAULTS,
   ENV,
+  HISTORY_TABLE_SCHEMA,
   LIMIT_TABLE_SCHEMA,
   PRIORITIES,
   type Priority,
@@ -68,6 +69,9 @@ import {
 } from '../shared/aws/wiring.js';
 // The stack deploys the example deployment's lanes (`cpu`): the checks read what it declares.
 import { lanes as LANES } from '../tasks/lanes.js';
+// And its task types: with a workflow among them, the stack has the history table.
+import { registry as REGISTRY } from '../tasks/index.js';
+import { hasWorkflows } from '../shared/workflow/define.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ACCOUNT = EMULATOR_ACCOUNT_ID;
@@ -79,6 +83,8 @@ const NAMES = resourceNames(STACK);
 /** The lanes besides the default one, in the stack's order (by name), with their queue names. */
 const LANE_NAMES = Object.keys(LANES).sort();
 const LANE_QUEUES = Object.fromEntries(LANE_NAMES.map((lane) => [lane, laneQueueNames(STACK, lane)]));
+/** Whether the example deployment has a workflow type, and so the stack a history table. */
+const WORKFLOWS = hasWorkflows(REGISTRY);
 /**
  * The update changes these settings, so that the second deploy really updates resources (and
  * turns `encryptAlarmTopic` on: the KMS key is added to a deployed stack).
@@ -427,6 +433,11 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   check('TableName output', outputs.tableName === NAMES.table, outputs.tableName);
   check('SchedulesTableName output', outputs.schedulesTableName === NAMES.schedules, outputs.schedulesTableName);
   check('LimitsTableName output', outputs.limitsTableName === NAMES.limits, outputs.limitsTableName);
+  if (WORKFLOWS) {
+    check('HistoryTableName output', outputs.historyTableName === NAMES.history, outputs.historyTableName);
+  } else {
+    check('no HistoryTableName output (no workflow type)', outputs.historyTableName === undefined);
+  }
   // Each lane as the stack sizes it under the configuration deployed (lanes/settings in infra/config.ts).
   const laneExpected = Object.fromEntries(
     LANE_NAMES.map((lane) => [
@@ -673,6 +684,7 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   const limitsPitr = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: limitsName })))
     .ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
   checkIfEmulated('limits table: point-in-time recovery', limitsPitr === 'ENABLED', true, limitsPitr);
+  await checkHistoryTable(c, outputs);
 
   // Event source mappings (Lambda API).
   const mappingIds = resources
@@ -793,6 +805,14 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
     } else {
       check(`${short}: no ${ENV.limitsTableName} (the consumers only)`, limitsEnv === undefined);
     }
+    const historyEnv = env[ENV.historyTableName];
+    if (!WORKFLOWS) {
+      check(`${short}: no ${ENV.historyTableName} (no workflow type)`, historyEnv === undefined);
+    } else if (short.startsWith('Consumer') || short === 'Api') {
+      check(`${short}: ${ENV.historyTableName} is the history table`, historyEnv === NAMES.history, historyEnv);
+    } else {
+      check(`${short}: no ${ENV.historyTableName} (the consumers and the API only)`, historyEnv === undefined);
+    }
     const schedulesEnv = env[ENV.schedulesTableName];
     if (short === 'Api' || short === 'Scheduler') {
       check(
@@ -868,6 +888,51 @@ async function checkDeployed(c: Clients, templateFile: string, expected: Expecte
   }
 }
 
+/**
+ * The history table, made only when a task type is a workflow (follows the task table's deletion
+ * protection and retention); without one, that the stack made none.
+ */
+async function checkHistoryTable(c: Clients, outputs: KajStackOutputs): Promise<void> {
+  if (!WORKFLOWS) {
+    check('no history table (no workflow type)', !(await tableExists(c, NAMES.history)));
+    return;
+  }
+  const name = outputs.historyTableName ?? NAMES.history;
+  const history = (await c.ddb.send(new DescribeTableCommand({ TableName: name }))).Table;
+  const { partitionKey, sortKey, ttlAttribute } = HISTORY_TABLE_SCHEMA;
+  const type = (attribute: string) =>
+    history?.AttributeDefinitions?.find((a) => a.AttributeName === attribute)?.AttributeType;
+  check(
+    `history table: partition key ${partitionKey} (S), sort key ${sortKey} (S), no index`,
+    history?.KeySchema?.length === 2 &&
+      history.KeySchema[0]?.AttributeName === partitionKey &&
+      history.KeySchema[0]?.KeyType === 'HASH' &&
+      history.KeySchema[1]?.AttributeName === sortKey &&
+      history.KeySchema[1]?.KeyType === 'RANGE' &&
+      type(partitionKey) === 'S' &&
+      type(sortKey) === 'S' &&
+      (history.GlobalSecondaryIndexes ?? []).length === 0 &&
+      (history.LocalSecondaryIndexes ?? []).length === 0,
+    JSON.stringify(history?.KeySchema),
+  );
+  check('history table: on-demand', history?.BillingModeSummary?.BillingMode === 'PAY_PER_REQUEST');
+  check('history table: deletion protection', history?.DeletionProtectionEnabled === true);
+  checkIfEmulated(
+    'history table: SSE with the AWS managed key',
+    history?.SSEDescription !== undefined,
+    history?.SSEDescription?.SSEType === 'KMS',
+  );
+  const ttl = (await c.ddb.send(new DescribeTimeToLiveCommand({ TableName: name }))).TimeToLiveDescription;
+  checkIfEmulated(
+    `history table: TTL on ${ttlAttribute}`,
+    ttl?.TimeToLiveStatus === 'ENABLED' || ttl?.AttributeName !== undefined,
+    ttl?.AttributeName === ttlAttribute,
+  );
+  const pitr = (await c.ddb.send(new DescribeContinuousBackupsCommand({ TableName: name })))
+    .ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
+  checkIfEmulated('history table: point-in-time recovery', pitr === 'ENABLED', true, pitr);
+}
+
 async function checkDestroyed(c: Clients): Promise<void> {
   let gone = false;
   try {
@@ -890,6 +955,7 @@ async function checkDestroyed(c: Clients): Promise<void> {
   check('task table retained', await tableExists(c, NAMES.table));
   check('schedules table retained', await tableExists(c, NAMES.schedules));
   check('limits table retained', await tableExists(c, NAMES.limits));
+  if (WORKFLOWS) check('history table retained', await tableExists(c, NAMES.history));
   if (idSecretEmulated) {
     const secret = await secretsManager(c, 'DescribeSecret', { SecretId: ID_SECRET_NAME });
     check('ID secret retained (retainData, like the table)', secret !== undefined && secret.DeletedDate === undefined);
@@ -909,7 +975,7 @@ async function checkDestroyed(c: Clients): Promise<void> {
 
 /** The teardown documented in docs/deploy.md: delete what `cdk destroy` keeps. */
 async function deleteRetained(c: Clients): Promise<void> {
-  for (const table of [NAMES.table, NAMES.schedules, NAMES.limits]) {
+  for (const table of [NAMES.table, NAMES.schedules, NAMES.limits, ...(WORKFLOWS ? [NAMES.history] : [])]) {
     await c.ddb.send(new UpdateTableCommand({ TableName: table, DeletionProtectionEnabled: false }));
     await c.ddb.send(new DeleteTableCommand({ TableName: table }));
   }
@@ -920,6 +986,9 @@ async function deleteRetained(c: Clients): Promise<void> {
   check('table deleted after turning deletion protection off', !(await tableExists(c, NAMES.table)));
   check('schedules table deleted after turning deletion protection off', !(await tableExists(c, NAMES.schedules)));
   check('limits table deleted after turning deletion protection off', !(await tableExists(c, NAMES.limits)));
+  if (WORKFLOWS) {
+    check('history table deleted after turning deletion protection off', !(await tableExists(c, NAMES.history)));
+  }
   for (const p of PRIORITIES) check(`${p} DLQ deleted`, !(await queueExists(c, NAMES.deadLetterQueues[p])));
   if (idSecretEmulated) {
     await secretsManager(c, 'DeleteSecret', { SecretId: ID_SECRET_NAME, ForceDeleteWithoutRecovery: true });

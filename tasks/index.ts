@@ -2,12 +2,13 @@ import { TaskRegistry } from '../shared/task/define.js';
 import { lanes } from './lanes.js';
 import { limits } from './limits.js';
 import { makeThumbnails } from './make-thumbnails.js';
+import { order } from './order.js';
 import { salesReport } from './sales-report.js';
 import { sendEmail } from './send-email.js';
 
 /**
  * Every task type this deployment runs, with its lanes (`tasks/lanes.ts`) and limits
- * (`tasks/limits.ts`). To add a type: write `tasks/<name>.ts` with `defineTask({...})` and add it
- * to this list.
+ * (`tasks/limits.ts`). To add a type: write `tasks/<name>.ts` with `defineTask({...})` (or
+ * `defineWorkflow({...})`, docs/workflows.md) and add it to this list.
  */
-export const registry = new TaskRegistry([sendEmail, makeThumbnails, salesReport], { lanes, limits });
+export const registry = new TaskRegistry([sendEmail, makeThumbnails, salesReport, order], { lanes, limits });

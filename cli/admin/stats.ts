@@ -60,7 +60,7 @@ export class StatusTallier {
       this.total += 1;
       if (it.status in this.counts) this.counts[it.status] += 1;
       if (it.discarded_at !== undefined) this.discarded += 1;
-      if ((it.status === 'queued' || it.status === 'retrying') && it.run_at !== undefined) {
+      if ((it.status === 'queued' || it.status === 'retrying' || it.status === 'waiting') && it.run_at !== undefined) {
         const at = Date.parse(it.run_at);
         if (at <= this.now && (this.oldest === undefined || at < this.oldest.at)) {
           this.oldest = { task_id: it.task_id, run_at: it.run_at, at };

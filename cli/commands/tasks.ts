@@ -28,7 +28,7 @@ const listOptions = commonOptions.extend({
 });
 
 const cancelOptions = commonOptions.extend({
-  status: z.enum(['retrying', 'running', 'delayed']),
+  status: z.enum(['retrying', 'waiting', 'running', 'delayed']),
   type: z.string().optional(),
   owner: z.string().optional(),
   max: z.number().optional(),
@@ -90,9 +90,9 @@ export function registerTasks(program: Command, ctx: CliContext, state: RunState
     .addOption(
       new Option(
         '--status <status>',
-        'retrying or delayed (cancelled at once), or running (a cancel request its worker acts on)',
+        'retrying, waiting or delayed (cancelled at once), or running (a cancel request its worker acts on)',
       )
-        .choices(['retrying', 'running', 'delayed'])
+        .choices(['retrying', 'waiting', 'running', 'delayed'])
         .makeOptionMandatory(),
     )
     .option('--type <type>', 'only this task type')

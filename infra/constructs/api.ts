@@ -13,6 +13,7 @@ import { ENV } from '../../shared/config/resources.js';
 import type { ApiKind, AuthMode } from '../config.js';
 import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import type { HistoryTable } from './history-table.js';
 import type { ScheduleTable } from './schedule-table.js';
 import type { TaskTable } from './task-table.js';
 
@@ -74,6 +75,12 @@ export interface TaskApiProps {
    * @default - no schedules: no permission on a schedules table and no `KAJ_SCHEDULES_TABLE_NAME`
    */
   readonly schedulesTable?: ScheduleTable;
+  /**
+   * The history table: the function reads a workflow run's history to show its steps (Query only,
+   * `HistoryTable.grantReader`), and gets its name as `KAJ_HISTORY_TABLE_NAME`.
+   * @default - no workflows: no permission on a history table and no `KAJ_HISTORY_TABLE_NAME`
+   */
+  readonly historyTable?: HistoryTable;
   /**
    * The namespace of the submissions metric (counted from the access log): the stack's
    * (`metricsNamespace(stackName)`), where its alarms and dashboard read.
@@ -169,6 +176,7 @@ export class TaskApi extends Construct {
         ...(props.schedulesTable !== undefined
           ? { [ENV.schedulesTableName]: props.schedulesTable.table.tableName }
           : {}),
+        ...(props.historyTable !== undefined ? { [ENV.historyTableName]: props.historyTable.table.tableName } : {}),
       },
       logRetention: props.logRetention,
     });
@@ -186,6 +194,7 @@ export class TaskApi extends Construct {
       'dynamodb:Scan',
     ]);
     grantQueues(role, 'SubmitToQueues', ['sqs:SendMessage'], props.queues);
+    props.historyTable?.grantReader(role);
 
     this.accessLogGroup =
       props.accessLogs === false

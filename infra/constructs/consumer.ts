@@ -6,6 +6,7 @@ import { Construct } from 'constructs';
 import { DEFAULTS, ENV, PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import { grantQueues } from './grants.js';
 import { KajFunction } from './kaj-function.js';
+import type { HistoryTable } from './history-table.js';
 import type { LimitTable } from './limit-table.js';
 import type { TaskTable } from './task-table.js';
 
@@ -40,6 +41,12 @@ export interface TaskConsumerProps {
    * @default - no limits: no permission on a limits table and no `KAJ_LIMITS_TABLE_NAME`
    */
   readonly limitsTable?: LimitTable;
+  /**
+   * The history table: the consumer reads and appends workflow runs' histories there
+   * (`HistoryTable.grantConsumer`) and gets its name as `KAJ_HISTORY_TABLE_NAME`.
+   * @default - no workflows: no permission on a history table and no `KAJ_HISTORY_TABLE_NAME`
+   */
+  readonly historyTable?: HistoryTable;
   /**
    * The lane this consumer runs, named in the function's description.
    * @default - the default lane
@@ -92,6 +99,7 @@ export class TaskConsumer extends Construct {
       environment: {
         ...props.environment,
         ...(props.limitsTable !== undefined ? { [ENV.limitsTableName]: props.limitsTable.table.tableName } : {}),
+        ...(props.historyTable !== undefined ? { [ENV.historyTableName]: props.historyTable.table.tableName } : {}),
       },
       logRetention: props.logRetention,
     });
@@ -109,6 +117,7 @@ export class TaskConsumer extends Construct {
     );
     grantQueues(role, 'PollQueues', ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], own);
     props.limitsTable?.grantConsumer(role);
+    props.historyTable?.grantConsumer(role);
 
     const mappings = {} as Record<Priority, EventSourceMapping>;
     for (const p of PRIORITIES) {

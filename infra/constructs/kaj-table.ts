@@ -19,16 +19,18 @@ export interface KajTableProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** What differs between the Kaj tables' keys: the partition key, and the TTL attribute if any. */
+/** What differs between the Kaj tables' keys: the partition key, the sort key and the TTL attribute if any. */
 export interface KajTableKey {
   readonly partitionKey: string;
+  /** A string sort key. @default - none */
+  readonly sortKey?: string;
   /** @default - no TTL */
   readonly ttlAttribute?: string;
 }
 
 /**
  * What every Kaj table is, and the grants on it: on-demand billing, point-in-time recovery, a
- * string partition key, deletion protection and retention unless told otherwise (the stack passes
+ * string partition key (and a string sort key where the table has one), deletion protection and retention unless told otherwise (the stack passes
  * `deletionProtection` and `retainData` to every table alike).
  *
  * Encryption uses the AWS managed key `aws/dynamodb` rather than the default AWS owned key: no key
@@ -47,6 +49,7 @@ export abstract class KajTable extends Construct {
     this.table = new dynamodb.Table(this, 'Table', {
       tableName: props.tableName,
       partitionKey: { name: props.partitionKey, type: dynamodb.AttributeType.STRING },
+      ...(props.sortKey !== undefined ? { sortKey: { name: props.sortKey, type: dynamodb.AttributeType.STRING } } : {}),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       ...(props.ttlAttribute !== undefined ? { timeToLiveAttribute: props.ttlAttribute } : {}),

@@ -138,6 +138,8 @@ export interface KajResources {
   readonly deadLetterQueueArns: PerPriority;
   /** The limits table (flow control), when the deployment has one. */
   readonly limitsTableName?: string;
+  /** The history table (workflow runs' histories), when the deployment has one. */
+  readonly historyTableName?: string;
   /** The queues of the lanes other than the default one (`tasks/lanes.ts`), by lane. */
   readonly lanes?: Readonly<Record<string, { readonly queueUrls: PerPriority; readonly queueArns: PerPriority }>>;
 }
@@ -165,8 +167,16 @@ export interface PrefixedQueues {
   readonly lanes: Record<string, Record<Priority, QueueRef>>;
 }
 
-/** The resources of `prefix`: its table (`resourceNames`), its queues, and the limits table when there is one. */
-export function prefixedResources(prefix: string, q: PrefixedQueues, limitsTableName?: string): PrefixedResources {
+/**
+ * The resources of `prefix`: its table (`resourceNames`), its queues, and the limits and history
+ * tables when there are.
+ */
+export function prefixedResources(
+  prefix: string,
+  q: PrefixedQueues,
+  limitsTableName?: string,
+  historyTableName?: string,
+): PrefixedResources {
   const urls = (r: Record<Priority, QueueRef>) => perPriorityOf(r, (x) => x.url);
   const arns = (r: Record<Priority, QueueRef>) => perPriorityOf(r, (x) => x.arn);
   const lanes = Object.entries(q.lanes).map(([lane, r]) => [lane, { queueUrls: urls(r), queueArns: arns(r) }]);
@@ -178,6 +188,7 @@ export function prefixedResources(prefix: string, q: PrefixedQueues, limitsTable
     deadLetterQueueUrls: urls(q.deadLetterQueues),
     deadLetterQueueArns: arns(q.deadLetterQueues),
     ...(limitsTableName === undefined ? {} : { limitsTableName }),
+    ...(historyTableName === undefined ? {} : { historyTableName }),
     ...(lanes.length === 0 ? {} : { lanes: Object.fromEntries(lanes) }),
   };
 }
@@ -195,6 +206,7 @@ export const kajResourcesSchema = z.object({
   deadLetterQueueUrls: perPriority,
   deadLetterQueueArns: perPriority,
   limitsTableName: z.string().optional(),
+  historyTableName: z.string().optional(),
   lanes: z.record(z.string(), z.object({ queueUrls: perPriority, queueArns: perPriority })).optional(),
 });
 
@@ -230,7 +242,8 @@ export async function queueArnOf(sqs: SQSClient, url: string): Promise<string> {
 }
 
 /**
- * Finds the queues and table of `prefix` by their names; never creates anything.
+ * Finds the queues and table of `prefix` by their names, and the limits and history tables when
+ * they exist; never creates anything.
  * @throws if a queue or the table does not exist
  */
 export async function findResources(
@@ -258,12 +271,18 @@ export async function findResources(
     }
     laneQueues[lane] = refs;
   }
-  let limitsTableName: string | undefined;
+  const limitsTableName = await existingTable(clients.dynamodb, names.limits);
+  const historyTableName = await existingTable(clients.dynamodb, names.history);
+  return prefixedResources(prefix, { queues, deadLetterQueues, lanes: laneQueues }, limitsTableName, historyTableName);
+}
+
+/** `tableName` when the table exists, else undefined (a deployment without it). */
+async function existingTable(dynamodb: DynamoDBClient, tableName: string): Promise<string | undefined> {
   try {
-    await clients.dynamodb.send(new DescribeTableCommand({ TableName: names.limits }));
-    limitsTableName = names.limits;
+    await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    return tableName;
   } catch (err) {
     if (!(err instanceof Error && err.name === 'ResourceNotFoundException')) throw err;
+    return undefined;
   }
-  return prefixedResources(prefix, { queues, deadLetterQueues, lanes: laneQueues }, limitsTableName);
 }

@@ -103,6 +103,20 @@ export const LIMIT_TABLE_SCHEMA = {
   ttlAttribute: 'expires_at',
 } as const;
 
+/**
+ * Key schema of the history table (`<prefix>-history`): the histories of workflow runs
+ * (`shared/workflow/history-store.ts`), one partition per run (`run_id`, the workflow task's id),
+ * one small immutable item per entry, sorted by the entry's `key` (`step#…`, `fail#…`, `sleep#…`),
+ * so that a resume reads the whole history back in one strongly consistent Query. The stack makes
+ * the table only when a task type is a workflow (`defineWorkflow`). An entry that carries
+ * `expires_at` (epoch seconds, TTL) is deleted by DynamoDB after that time.
+ */
+export const HISTORY_TABLE_SCHEMA = {
+  partitionKey: 'run_id',
+  sortKey: 'key',
+  ttlAttribute: 'expires_at',
+} as const;
+
 /** Settings shared by every deployment unless overridden. Times are in seconds. */
 export const DEFAULTS = {
   /** Visibility a consumer holds on a claimed message; heartbeats extend it every lease/3. */
@@ -158,6 +172,12 @@ export const DEFAULTS = {
   /** Payload / result size limits (bytes of serialized JSON). */
   maxPayloadBytes: 32 * 1024,
   maxResultBytes: 32 * 1024,
+  /** History entries a workflow run may record unless its type says otherwise (`defineWorkflow`). */
+  maxHistoryEntries: 10_000,
+  /** The largest `maxHistoryEntries` a workflow type may declare. */
+  maxHistoryEntriesLimit: 100_000,
+  /** The longest durable sleep of a workflow: 365 days. */
+  maxSleepMs: 365 * 86_400_000,
   maxRequestBytes: 64 * 1024,
   /** A batch submit's body (up to 100 tasks): 1 MiB, well under API Gateway's 10 MB and Lambda's 6 MB. */
   maxBatchRequestBytes: 1024 * 1024,
@@ -232,6 +252,8 @@ export interface ResourceNames {
   readonly schedules: string;
   /** The limits table (flow control). */
   readonly limits: string;
+  /** The history table (workflow runs' histories). */
+  readonly history: string;
   readonly queues: Readonly<Record<Priority, string>>;
   readonly deadLetterQueues: Readonly<Record<Priority, string>>;
 }
@@ -254,6 +276,7 @@ export function resourceNames(prefix: string): ResourceNames {
     table: `${prefix}-tasks`,
     schedules: `${prefix}-schedules`,
     limits: `${prefix}-limits`,
+    history: `${prefix}-history`,
     queues,
     deadLetterQueues,
   };
@@ -269,6 +292,8 @@ export const ENV = {
   schedulesTableName: 'KAJ_SCHEDULES_TABLE_NAME',
   /** The limits table (set for the consumers, which enforce the limits). */
   limitsTableName: 'KAJ_LIMITS_TABLE_NAME',
+  /** The history table (set for the consumers, which run workflows, and the API, which shows a run's steps). */
+  historyTableName: 'KAJ_HISTORY_TABLE_NAME',
   /** JSON `{ lane: { high: url, normal: url, low: url } }`: the queues of every non-default lane. */
   laneQueueUrls: 'KAJ_LANE_QUEUE_URLS',
   queueUrl: (p: Priority) => `KAJ_QUEUE_URL_${p.toUpperCase()}`,

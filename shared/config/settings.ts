@@ -74,6 +74,8 @@ export interface FunctionConfig {
   readonly schedulesTableName?: string;
   /** KAJ_LIMITS_TABLE_NAME: present for the consumers, which enforce the flow-control limits. */
   readonly limitsTableName?: string;
+  /** KAJ_HISTORY_TABLE_NAME: present for the consumers (which run workflows) and the API, when a type is a workflow. */
+  readonly historyTableName?: string;
   /** KAJ_LANE_QUEUE_URLS: the queues of every lane but the default one (`{}` without lanes). */
   readonly laneQueueUrls?: LaneQueueUrls;
   /** KAJ_SCHEDULE_*: the deployment's schedule rules, those set (the scheduler's settings check them). */
@@ -145,6 +147,7 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
   const idSecret = env[ENV.idSecret];
   const schedulesTableName = env[ENV.schedulesTableName];
   const limitsTableName = env[ENV.limitsTableName];
+  const historyTableName = env[ENV.historyTableName];
   const lanes = env[ENV.laneQueueUrls];
   const scheduleRules = scheduleRulesFromEnvironment(env);
   return {
@@ -155,6 +158,7 @@ export function loadFunctionConfig(env: Readonly<Record<string, string | undefin
     ...(idSecret === undefined || idSecret === '' ? {} : { idSecret }),
     ...(schedulesTableName === undefined || schedulesTableName === '' ? {} : { schedulesTableName }),
     ...(limitsTableName === undefined || limitsTableName === '' ? {} : { limitsTableName }),
+    ...(historyTableName === undefined || historyTableName === '' ? {} : { historyTableName }),
     ...(lanes === undefined || lanes === '' ? {} : { laneQueueUrls: parseLaneQueueUrls(lanes) }),
     ...(Object.keys(scheduleRules).length === 0 ? {} : { scheduleRules }),
   };
@@ -190,6 +194,7 @@ export function functionEnvironment(c: {
   tableName: string;
   schedulesTableName?: string;
   limitsTableName?: string;
+  historyTableName?: string;
   /** Queue URLs of the non-default lanes (CDK tokens are fine: they stay inside the JSON string). */
   laneQueueUrls?: LaneQueueUrls;
   queueUrls: Readonly<Record<Priority, string>>;
@@ -201,6 +206,7 @@ export function functionEnvironment(c: {
   const env: Record<string, string> = { [ENV.tableName]: c.tableName };
   if (c.schedulesTableName !== undefined) env[ENV.schedulesTableName] = c.schedulesTableName;
   if (c.limitsTableName !== undefined) env[ENV.limitsTableName] = c.limitsTableName;
+  if (c.historyTableName !== undefined) env[ENV.historyTableName] = c.historyTableName;
   if (c.laneQueueUrls !== undefined && Object.keys(c.laneQueueUrls).length > 0) {
     env[ENV.laneQueueUrls] = JSON.stringify(c.laneQueueUrls);
   }

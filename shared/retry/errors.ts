@@ -10,7 +10,7 @@ import { KajError } from '../errors.js';
 export class PermanentError extends KajError {
   readonly retryable = false;
   readonly code: string | undefined;
-  constructor(message: string, options: { cause?: unknown; code?: string } = {}) {
+  constructor(message: string, options: { cause?: unknown; code?: string; taskId?: string } = {}) {
     super(message, options);
     this.code = options.code;
   }

@@ -8,6 +8,8 @@ import type { ExclusiveGate } from './consumer/exclusive-gate.js';
 import { Limiter } from '../limit/limiter.js';
 import type { LimitStore } from '../limit/limit-store.js';
 import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
+import { DynamoHistoryStore } from '../aws/dynamo-history-store.js';
+import type { HistoryStore } from '../workflow/history-store.js';
 import type { TaskQueue } from '../task/task-queue.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
@@ -46,6 +48,8 @@ export interface KajDeps {
   readonly scheduling?: Partial<SchedulerSettings>;
   /** The limits store: with it, the consumer enforces the limits its types use (needed when any does). */
   readonly limits?: LimitStore;
+  /** The history store of workflow runs (the history table): present when the deployment has one. */
+  readonly history?: HistoryStore;
   /** The queue names of the other lanes (see `ConsumerDeps.laneQueueNames`). */
   readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
 }
@@ -69,6 +73,8 @@ export interface Kaj {
   readonly store: TaskStore;
   /** The process's limiter (present with a limits store). */
   readonly limiter?: Limiter;
+  /** The history store of workflow runs, as given (`KajDeps.history`). */
+  readonly history?: HistoryStore;
   /** Present when the deployment has a schedules store. */
   readonly schedules?: ScheduleService;
   readonly ticker?: ScheduleTicker;
@@ -101,7 +107,14 @@ export function createKaj(deps: KajDeps): Kaj {
           logger: d.logger,
           leaseSeconds: d.settings.leaseSeconds,
         });
-  const consumer = new TaskConsumer({ ...d, ...(limiter === undefined ? {} : { limiter }) }, lifecycle);
+  const consumer = new TaskConsumer(
+    {
+      ...d,
+      ...(limiter === undefined ? {} : { limiter }),
+      ...(deps.history === undefined ? {} : { history: deps.history }),
+    },
+    lifecycle,
+  );
   const sweeper = new OutboxSweeper(d, lifecycle);
   const sd =
     deps.schedules === undefined
@@ -118,6 +131,7 @@ export function createKaj(deps: KajDeps): Kaj {
     sweeper,
     store: d.store,
     ...(limiter === undefined ? {} : { limiter }),
+    ...(deps.history === undefined ? {} : { history: deps.history }),
     ...(schedules === undefined ? {} : { schedules }),
     ...(ticker === undefined ? {} : { ticker }),
     handleHttp: (event) =>
@@ -127,7 +141,9 @@ export function createKaj(deps: KajDeps): Kaj {
         lifecycle,
         logger: d.logger,
         defaultOwner: deps.defaultOwner ?? 'anonymous',
+        now: () => d.clock.now(),
         ...(schedules === undefined ? {} : { schedules }),
+        ...(deps.history === undefined ? {} : { history: deps.history }),
         ...listed,
       }),
     processBatch: (event, context) => consumer.processBatch(event, context),
@@ -156,6 +172,9 @@ export function createKajOnAws(
     ...(config.limitsTableName === undefined
       ? {}
       : { limits: new DynamoLimitStore(clients.dynamodb, config.limitsTableName) }),
+    ...(config.historyTableName === undefined
+      ? {}
+      : { history: new DynamoHistoryStore(clients.dynamodb, config.historyTableName) }),
     registry,
     settings: config.settings,
     queueNames: queueNamesOf(config.queueUrls),

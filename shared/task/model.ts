@@ -4,16 +4,20 @@ import { PRIORITIES, type Priority, TABLE_SCHEMA } from '../config/resources.js'
 /** A task id as Kaj makes them: `t_` and 32 lowercase hex digits (random, or an HMAC of an idempotency key). */
 export const TASK_ID_PATTERN = /^t_[0-9a-f]{32}$/;
 
-export const TASK_STATUSES = ['queued', 'running', 'retrying', 'succeeded', 'failed', 'cancelled'] as const;
+/**
+ * `waiting`: a workflow run suspended until a timer (a durable sleep, a step's retry) wakes it;
+ * no worker holds it meanwhile (docs/workflows.md).
+ */
+export const TASK_STATUSES = ['queued', 'running', 'retrying', 'waiting', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
  * The statuses the listing index holds (`GET /api/v1/tasks?status=…`). `queued` tasks wait in
  * SQS (their count is the queue depth) and `succeeded` ones are the ordinary case: indexing
  * either would cost a write per task. `running` holds the tasks running past their first
- * heartbeat (lease/3), whose claim write puts them there.
+ * heartbeat (lease/3), whose claim write puts them there; `waiting` the suspended workflow runs.
  */
-export const LISTED_STATUSES = ['retrying', 'failed', 'cancelled', 'running'] as const;
+export const LISTED_STATUSES = ['retrying', 'failed', 'cancelled', 'running', 'waiting'] as const;
 export type ListedStatus = (typeof LISTED_STATUSES)[number];
 
 /**

@@ -175,7 +175,7 @@ export type RecoveryOutcome =
     };
 
 /** Statuses of a task that still waits for its message to run it. */
-export const WAITING: readonly TaskStatus[] = ['queued', 'retrying', 'running'];
+export const WAITING: readonly TaskStatus[] = ['queued', 'retrying', 'waiting', 'running'];
 
 /** The queue a redrive sends to. */
 export function redriveTarget(to: RedriveRequest['to'], diedOn: Priority): Priority {
@@ -202,7 +202,10 @@ export function planLetterRedrive(
     if (WAITING.includes(record.status)) return { action: 'resend' };
     return { action: 'discard_letter', reason: 'finished', status: record.status };
   }
-  if ((record.status === 'queued' || record.status === 'retrying') && sendUnconfirmed(record))
+  if (
+    (record.status === 'queued' || record.status === 'retrying' || record.status === 'waiting') &&
+    sendUnconfirmed(record)
+  )
     return { action: 'resume' };
   if (record.status === 'failed') return { action: 'discard_letter', reason: 'superseded', status: record.status };
   return { action: 'discard_letter', reason: 'already_redriven', status: record.status };
@@ -224,6 +227,7 @@ export function planLetterPurge(letter: Pick<DeadLetterRef, 'dispatchId'>, recor
       return record.discarded_at === undefined ? { action: 'mark' } : { action: 'delete', reason: 'already_discarded' };
     case 'queued':
     case 'retrying':
+    case 'waiting':
       return { action: 'cancel' };
     case 'running':
       return { action: 'leave', reason: 'running' };

@@ -128,7 +128,7 @@ export class TaskOutbox {
   /** Sends a queued task's owed message and removes its entry. */
   private async sendQueued(record: TaskRecord, priority: Priority, runAt: number): Promise<'sent' | 'deferred'> {
     if ((await this.resend(record, { priority, runAtMs: runAt })) === 'deferred') return 'deferred';
-    await this.confirmSent(record, ['queued', 'retrying', 'running']);
+    await this.confirmSent(record, ['queued', 'retrying', 'waiting', 'running']);
     return 'sent';
   }
 

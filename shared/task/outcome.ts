@@ -121,6 +121,36 @@ export class AttemptOutcomes {
   }
 
   /**
+   * Suspends a workflow run until `wakeAtMs` (a durable sleep, a step's retry): status `waiting`,
+   * its next message sent first with the delay (the outbox holds it beyond SQS's 15 minutes), as
+   * a retry's is. Not a failure: no history entry, and `attempts` starts again from 0 — for a
+   * workflow it counts the invocations since the run last made progress. Returns the task as stored
+   * (ended `cancelled` instead when a cancel request came first).
+   */
+  async suspend(record: TaskRecord, wakeAtMs: number, durationMs: number): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const next: TaskRecord = {
+      ...record,
+      status: transition('running', 'suspend', record.task_id),
+      run_at: iso(Math.max(now, wakeAtMs)),
+      dispatch_id: nextDispatchId(this.d.random, record.dispatch_id),
+    };
+    const owed = await this.outbox.sendAhead(next);
+    return this.settle(record, durationMs, {
+      set: {
+        ...lazyClaimFields(record),
+        status: next.status,
+        run_at: next.run_at,
+        updated_at: iso(now),
+        dispatch_id: next.dispatch_id,
+        attempts: 0,
+        ...owed,
+      },
+      remove: ['lease_until', 'solo'],
+    });
+  }
+
+  /**
    * Ends a running attempt whose task was cancelled meanwhile; any result is discarded. For a
    * lazy claim DELETE has usually ended the task `cancelled` already: the write adds the attempt
    * it cut short to the history, so the record still shows that the handler ran.

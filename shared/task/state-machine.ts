@@ -8,7 +8,8 @@ export type TaskEvent =
   | 'retry' // a retryable failure with attempts left
   | 'fail' // permanent failure, attempts exhausted, crash loop: dead-lettered
   | 'cancel' // DELETE before start, or a running task acknowledging a cancel request
-  | 'redrive'; // an operator replays a dead task
+  | 'redrive' // an operator replays a dead task
+  | 'suspend'; // a workflow run waits for a timer; its message comes back then
 
 /**
  * The whole lifecycle in one table. Every status change in Kaj goes through `transition`,
@@ -17,7 +18,15 @@ export type TaskEvent =
 export const TRANSITIONS: Readonly<Record<TaskStatus, Readonly<Partial<Record<TaskEvent, TaskStatus>>>>> = {
   queued: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
   retrying: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
-  running: { claim: 'running', succeed: 'succeeded', retry: 'retrying', fail: 'failed', cancel: 'cancelled' },
+  running: {
+    claim: 'running',
+    succeed: 'succeeded',
+    retry: 'retrying',
+    suspend: 'waiting',
+    fail: 'failed',
+    cancel: 'cancelled',
+  },
+  waiting: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
   succeeded: {},
   failed: { redrive: 'queued' },
   cancelled: {},

@@ -265,13 +265,17 @@ describe('least privilege', () => {
     expect(JSON.stringify(roleStatements(base, id))).not.toContain(base.logicalId(base.stack.limitTable.table));
   });
 
-  it('the consumer can update tasks, lease/requeue/poll its queues, dead-letter and enforce limits, but not PutItem a task', () => {
+  it('the consumer can update tasks, lease/requeue/poll its queues, dead-letter and enforce limits (and, with a workflow type, read and append histories), but not PutItem a task', () => {
     const id = base.logicalId(base.stack.consumer.handler);
+    // The history table exists when tasks/index.ts declares a workflow (test/infra/history-table.test.ts).
+    const history = base.stack.historyTable;
+    const historyArns = history === undefined ? [] : [getAtt(base.logicalId(history.table))];
     expect(grantedActions(base, id)).toEqual(
       [
         ...LOGS,
         'dynamodb:GetItem',
         'dynamodb:PutItem',
+        ...(history === undefined ? [] : ['dynamodb:Query']),
         'dynamodb:UpdateItem',
         'sqs:ChangeMessageVisibility',
         'sqs:DeleteMessage',
@@ -282,7 +286,8 @@ describe('least privilege', () => {
     );
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
     const limitsArn = getAtt(base.logicalId(base.stack.limitTable.table));
-    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([limitsArn]);
+    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([limitsArn, ...historyArns]);
+    expect(resourcesOf(base, id, 'dynamodb:Query')).toEqual(historyArns);
     expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn, limitsArn]);
     const dlqArns = PRIORITIES.map((p) => getAtt(base.logicalId(base.stack.taskQueues.deadLetterQueues[p])));
     expect(resourcesOf(base, id, 'sqs:SendMessage')).toEqual(expect.arrayContaining(dlqArns));
@@ -310,11 +315,13 @@ describe('least privilege', () => {
     );
   });
 
-  it('the API can Query the listing and outbox indexes only (not the table); only the API and the scheduler can Scan, and only the schedules table', () => {
+  it('the API can Query the listing and outbox indexes only (not the task table; with a workflow type, the history table); only the API and the scheduler can Scan, and only the schedules table', () => {
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
+    const history = base.stack.historyTable;
     expect(resourcesOf(base, base.logicalId(base.stack.api.handler), 'dynamodb:Query')).toEqual([
       { 'Fn::Join': ['', [tableArn, `/index/${TABLE_SCHEMA.listIndex.name}`]] },
       { 'Fn::Join': ['', [tableArn, `/index/${TABLE_SCHEMA.outboxIndex.name}`]] },
+      ...(history === undefined ? [] : [getAtt(base.logicalId(history.table))]),
     ]);
     for (const fn of [...consumers(base).map((c) => c.handler), base.stack.sweeper.handler]) {
       expect(grantedActions(base, base.logicalId(fn))).not.toContain('dynamodb:Scan');

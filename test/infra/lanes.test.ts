@@ -39,6 +39,7 @@ import {
   TABLE_SCHEMA,
 } from '../../shared/config/resources.js';
 import type { LimitDeclarations } from '../../shared/limit/declaration.js';
+import { TaskRegistry } from '../../shared/task/define.js';
 import { createMetrics } from '../../shared/service/observability.js';
 import { lanes as exampleLanes } from '../../tasks/lanes.js';
 import { type CfnResourceJson, REPO_ROOT, type SynthesizedKaj, cdkJsonContext, synthKaj } from './synth.js';
@@ -67,6 +68,11 @@ const LANES = {
 } as const satisfies LaneDeclarations;
 /** Declared here rather than read from tasks/limits.ts: the stack only needs to know there is one. */
 const LIMITS: LimitDeclarations = { email_provider: { rate: '50/s', concurrency: 20, learnRetryAfter: true } };
+/**
+ * Task types without a workflow, whatever tasks/index.ts declares: these stacks have no history
+ * table (test/infra/history-table.test.ts has one).
+ */
+const NO_WORKFLOWS = new TaskRegistry([]);
 /** The lanes in the stack's order: by name. */
 const LANE_NAMES = ['cpu', 'io'] as const;
 
@@ -106,8 +112,8 @@ let laned: SynthesizedKaj;
 let plain: SynthesizedKaj;
 
 beforeAll(() => {
-  laned = synthKaj(undefined, NO_BUNDLING, { lanes: LANES, limits: LIMITS });
-  plain = synthKaj(undefined, NO_BUNDLING, { lanes: {}, limits: {} });
+  laned = synthKaj(undefined, NO_BUNDLING, { lanes: LANES, limits: LIMITS, registry: NO_WORKFLOWS });
+  plain = synthKaj(undefined, NO_BUNDLING, { lanes: {}, limits: {}, registry: NO_WORKFLOWS });
 }, SYNTH_TIMEOUT);
 
 afterAll(() => {

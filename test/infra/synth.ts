@@ -44,12 +44,12 @@ export interface CfnResourceJson {
 /**
  * Builds and synthesizes a stack (bundling the functions with esbuild: a few seconds).
  * Call once per test file, in `beforeAll`.
- * @param props lanes and limits @default those of `tasks/lanes.ts` and `tasks/limits.ts`
+ * @param props lanes, limits and task types @default those of `tasks/lanes.ts`, `tasks/limits.ts` and `tasks/index.ts`
  */
 export function synthKaj(
   config?: KajConfigInput,
   extraContext: Record<string, unknown> = {},
-  props: Pick<KajStackProps, 'lanes' | 'limits'> = {},
+  props: Pick<KajStackProps, 'lanes' | 'limits' | 'registry'> = {},
 ): SynthesizedKaj {
   const app = new App({ context: { ...cdkJsonContext(), ...extraContext } });
   const stack = new KajStack(app, 'KajTest', config === undefined ? props : { ...props, config });

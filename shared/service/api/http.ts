@@ -24,6 +24,9 @@ import type { TaskListing } from '../../task/listing.js';
 import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
+import { isWorkflow } from '../../workflow/define.js';
+import type { HistoryStore } from '../../workflow/history-store.js';
+import { stepsView } from '../../workflow/view.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
@@ -37,6 +40,10 @@ export interface ApiDeps {
   readonly logger: Logger;
   /** The owner of requests that carry no IAM identity: the local identity, or `anonymous` with auth off. */
   readonly defaultOwner: string;
+  /** Workflow histories: `GET` of a run shows its steps. Absent where the deployment has no workflows. */
+  readonly history?: HistoryStore;
+  /** @default Date.now */
+  readonly now?: () => number;
 }
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & {
@@ -73,7 +80,7 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
       case 'list':
         return json(200, await listRoute(event, d.listing, caller));
       case 'get':
-        return json(200, toView(await find(d.lifecycle, id, caller)));
+        return json(200, await taskView(await find(d.lifecycle, id, caller), d));
       case 'cancel':
         return await cancel(id, d, caller);
       case 'schedule_put':
@@ -313,4 +320,13 @@ export function problemOf(err: unknown, logger: Logger, fields: Record<string, u
 export function errorResponse(err: unknown, logger: Logger, fields: Record<string, unknown> = {}): HttpResult {
   const p = problemOf(err, logger, fields);
   return json(p.status, { error: p.error }, p.headers);
+}
+
+/** A task as GET shows it; a workflow run with its steps (one Query of its history). */
+async function taskView(record: TaskRecord, d: ApiDeps): Promise<Record<string, unknown>> {
+  const view: Record<string, unknown> = { ...toView(record) };
+  if (d.history === undefined || !d.registry.has(record.type) || !isWorkflow(d.registry.get(record.type))) return view;
+  view.steps = stepsView(await d.history.read(record.task_id), (d.now ?? Date.now)());
+  if (record.status === 'waiting') view.waiting_for = { timer: record.run_at };
+  return view;
 }

@@ -69,6 +69,24 @@ export const taskViewSchema = z.object({
       error: errorInfoSchema.optional(),
     }),
   ),
+  steps: z
+    .array(
+      z.object({
+        name: z.string(),
+        kind: z.enum(['step', 'sleep']),
+        status: z.enum(['succeeded', 'failed', 'retrying', 'sleeping', 'done']),
+        attempts: z.number().int().optional(),
+        started_at: iso.optional(),
+        ended_at: iso.optional(),
+        result_bytes: z.number().int().optional(),
+        error: errorInfoSchema.optional(),
+        next_attempt_at: iso.optional(),
+        until: iso.optional(),
+      }),
+    )
+    .optional()
+    .describe('a workflow run: its steps and sleeps in the order they started (docs/workflows.md)'),
+  waiting_for: z.object({ timer: iso }).optional().describe('a waiting workflow run: what wakes it'),
 });
 
 export const cancelResultSchema = z.object({
@@ -92,7 +110,7 @@ export const batchResultSchema = z.object({
 export const taskPageSchema = z.object({
   // A list row: the task's view without result and history, as the index last saw it.
   items: z.array(
-    taskViewSchema.omit({ result: true, history: true }).extend({
+    taskViewSchema.omit({ result: true, history: true, steps: true, waiting_for: true }).extend({
       status: z.enum(TASK_STATUSES).describe('as the index last saw it: GET the task for the current record'),
       cancel_requested: z.boolean().optional(),
       listed_at: iso.describe(

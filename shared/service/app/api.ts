@@ -1,6 +1,8 @@
 /**
  * The API function's composition root: the submitter and the task requests (GET, DELETE) behind
- * the HTTP router, on DynamoDB and SQS. Imports neither the consumer nor the sweeper.
+ * the HTTP router, on DynamoDB and SQS, and the history store of workflow runs (read only: a run's
+ * steps) when the stack names a history table (`KAJ_HISTORY_TABLE_NAME`). Imports neither the
+ * consumer nor the sweeper.
  *
  * @module
  */
@@ -11,6 +13,8 @@ import type { FunctionConfig } from '../../config/settings.js';
 import { ScheduleService } from '../../schedule/service.js';
 import { schedulerSettings } from '../../schedule/settings.js';
 import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
+import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
+import type { HistoryStore } from '../../workflow/history-store.js';
 import type { TaskRegistry } from '../../task/define.js';
 import { listingField } from '../../task/listing.js';
 import type { FunctionOptions } from './on-aws.js';
@@ -23,6 +27,8 @@ export interface ApiFunction {
    * (1.0, answered in the 1.0 result shape), through the same {@link handleHttp}.
    */
   handle(event: ApiGatewayEvent): Promise<HttpResult | APIGatewayProxyResult>;
+  /** The history store of workflow runs, when the configuration names a history table (its role may only Query it). */
+  readonly history?: HistoryStore;
 }
 
 /**
@@ -46,15 +52,21 @@ export function createApiFunction(
           schedules: new DynamoScheduleStore(d.clients.dynamodb, config.schedulesTableName),
           scheduling: schedulerSettings(config.scheduleRules),
         });
+  const history =
+    config.historyTableName === undefined
+      ? undefined
+      : new DynamoHistoryStore(d.clients.dynamodb, config.historyTableName);
   const api = {
     submitter,
     registry,
     lifecycle,
     logger: d.logger,
     defaultOwner: options.defaultOwner ?? 'anonymous',
+    now: () => d.clock.now(),
     ...(schedules === undefined ? {} : { schedules }),
+    ...(history === undefined ? {} : { history }),
     ...listingField(d.store, config.idSecret),
   };
   const serve = (event: APIGatewayProxyEventV2) => handleHttp(event, api);
-  return { handleHttp: serve, handle: servingBothFormats(serve) };
+  return { handleHttp: serve, handle: servingBothFormats(serve), ...(history === undefined ? {} : { history }) };
 }

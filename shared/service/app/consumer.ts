@@ -1,7 +1,9 @@
 /**
  * The consumer function's composition root: the batch runner on DynamoDB and SQS, with the
  * process's limiter on the limits table when the stack gives one (`KAJ_LIMITS_TABLE_NAME`: every
- * lane's consumer has it). Imports neither the API nor the sweeper.
+ * lane's consumer has it), and the history store of workflow runs on the history table when the
+ * stack gives one (`KAJ_HISTORY_TABLE_NAME`: when a type is a workflow). Imports neither the API
+ * nor the sweeper.
  *
  * @module
  */
@@ -10,6 +12,8 @@ import type { FunctionConfig } from '../../config/settings.js';
 import { type InvocationContext, TaskConsumer } from '../consumer/consumer.js';
 import { Limiter } from '../../limit/limiter.js';
 import { DynamoLimitStore } from '../../aws/dynamo-limit-store.js';
+import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
+import type { HistoryStore } from '../../workflow/history-store.js';
 import type { TaskRegistry } from '../../task/define.js';
 import { TaskLifecycle } from '../../task/lifecycle.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
@@ -18,6 +22,8 @@ export interface ConsumerFunction {
   processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
   /** The process's limiter (one per Lambda instance: its invocations share it), when limits are configured. */
   readonly limiter?: Limiter;
+  /** The history store of workflow runs, when the configuration names a history table. */
+  readonly history?: HistoryStore;
 }
 
 /**
@@ -40,9 +46,17 @@ export function createConsumerFunction(
           logger: d.logger,
           leaseSeconds: d.settings.leaseSeconds,
         });
-  const consumer = new TaskConsumer({ ...d, ...(limiter === undefined ? {} : { limiter }) }, new TaskLifecycle(d));
+  const history =
+    config.historyTableName === undefined
+      ? undefined
+      : new DynamoHistoryStore(d.clients.dynamodb, config.historyTableName);
+  const consumer = new TaskConsumer(
+    { ...d, ...(limiter === undefined ? {} : { limiter }), ...(history === undefined ? {} : { history }) },
+    new TaskLifecycle(d),
+  );
   return {
     processBatch: (event, context) => consumer.processBatch(event, context),
     ...(limiter === undefined ? {} : { limiter }),
+    ...(history === undefined ? {} : { history }),
   };
 }

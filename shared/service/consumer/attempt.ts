@@ -20,24 +20,20 @@ import { PermanentError, TaskTimeoutError } from '../../retry/errors.js';
 import type { Clock } from '../../runtime/clock.js';
 import type { Logger, Metrics } from '../../runtime/logger.js';
 import type { ClaimOutcome } from '../../task/claim.js';
-import {
-  resolvePolicy,
-  type AnyTaskDefinition,
-  type ResolvedPolicy,
-  type TaskContext,
-  type TaskRegistry,
-} from '../../task/define.js';
-import type { LeaseLostError } from '../../task/errors.js';
+import { resolvePolicy, type AnyTaskDefinition, type ResolvedPolicy, type TaskRegistry } from '../../task/define.js';
 import { checkJsonValue } from '../../task/json-value.js';
 import type { TaskLifecycle } from '../../task/lifecycle.js';
 import type { TaskRecord } from '../../task/model.js';
 import { StoreRejectedError } from '../../task/store-errors.js';
+import type { RunnerDeps } from '../../workflow/runner.js';
 import { type ExclusiveGate, type GateTurn, processGate } from './exclusive-gate.js';
 import type { FlowControl } from './flow-control.js';
 import { Heartbeat } from './heartbeat.js';
+import type { RunOutcome } from './run-outcome.js';
 
-/** Time kept in reserve after a task's timeout, to record its outcome before the invocation ends. */
-export const RECORDING_RESERVE_MS = 5_000;
+import { execute, RECORDING_RESERVE_MS } from './execute.js';
+
+export { RECORDING_RESERVE_MS };
 
 /** What happens to one SQS record: deleted by the caller (`ack`) or left on the queue (`retry`). */
 export type Disposition = 'ack' | 'retry';
@@ -56,6 +52,8 @@ export interface AttemptDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly clock: Clock;
+  /** What workflow runs need (their history): present when the registry has workflows. */
+  readonly workflows?: RunnerDeps;
 }
 
 export interface AttemptOptions {
@@ -68,12 +66,6 @@ export interface AttemptOptions {
   /** The message's place in the gate, when its admission took one (given back once the attempt ends). */
   readonly turn?: GateTurn;
 }
-
-type RunOutcome =
-  | { readonly kind: 'ok'; readonly value: unknown }
-  | { readonly kind: 'error'; readonly error: unknown }
-  | { readonly kind: 'timeout' }
-  | { readonly kind: 'lease_lost'; readonly error: LeaseLostError };
 
 /** The claim as the attempt sees it: the task's latest record, and the claim's write still to make. */
 interface ClaimWrite {
@@ -211,7 +203,16 @@ async function run(
       heartbeat.starting();
       await d.flow.waitForStart(permit);
       const started = d.clock.now();
-      outcome = await execute(d, def, payload, claimed.record, priority, controller, heartbeat, fields);
+      outcome = await execute(
+        d,
+        def,
+        payload,
+        claimed.record,
+        { priority, remainingMs },
+        controller,
+        heartbeat,
+        fields,
+      );
       durationMs = d.clock.now() - started;
       // The handler may have settled first (rejecting on its aborted signal) after the lease was
       // lost: the lease decides, so nothing is recorded or sent for this attempt.
@@ -245,48 +246,6 @@ async function run(
   }
 }
 
-/** Calls the handler, racing its timeout and the loss of the lease. */
-async function execute(
-  d: AttemptDeps,
-  def: AnyTaskDefinition,
-  payload: unknown,
-  claimed: TaskRecord,
-  priority: Priority,
-  controller: AbortController,
-  heartbeat: Heartbeat,
-  fields: Record<string, unknown>,
-): Promise<RunOutcome> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<RunOutcome>((resolve) => {
-    timer = setTimeout(() => {
-      controller.abort(new TaskTimeoutError(claimed.task_id, claimed.timeout_seconds));
-      resolve({ kind: 'timeout' });
-    }, claimed.timeout_seconds * 1000);
-  });
-  const leaseLost = heartbeat.leaseLost.then((error): RunOutcome => ({ kind: 'lease_lost', error }));
-  const ctx: TaskContext = {
-    taskId: claimed.task_id,
-    attempt: claimed.attempts,
-    maxAttempts: claimed.max_attempts,
-    priority,
-    signal: controller.signal,
-    logger: boundLogger(d.logger, fields),
-    ...(claimed.scheduled_time === undefined ? {} : { scheduledTime: new Date(claimed.scheduled_time) }),
-    ...(claimed.schedule === undefined ? {} : { schedule: claimed.schedule }),
-  };
-  try {
-    const running = Promise.resolve()
-      .then(() => def.handler(payload, ctx))
-      .then(
-        (value): RunOutcome => ({ kind: 'ok', value }),
-        (error: unknown): RunOutcome => ({ kind: 'error', error }),
-      );
-    return await Promise.race([running, timedOut, leaseLost]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * Settle: records what the attempt came to. `record` is the latest view (the heartbeat extends
  * the lease). A lost lease is thrown: the consumer leaves the message to the new owner.
@@ -310,6 +269,11 @@ async function settle(
     d.logger.debug('task cancelled while running', o.fields);
     return 'ack';
   }
+  if (outcome.kind === 'suspend') {
+    const after = await d.lifecycle.outcomes.suspend(record, outcome.wakeAt, o.durationMs);
+    d.logger.debug(`workflow run ${after.status}`, { ...o.fields, wake_at: after.run_at });
+    return 'ack';
+  }
   try {
     await recordOutcome(d, record, outcome, o.def, o.policy, o.durationMs, o.fields);
   } catch (err) {
@@ -329,7 +293,7 @@ async function settle(
 async function recordOutcome(
   d: AttemptDeps,
   record: TaskRecord,
-  outcome: Exclude<RunOutcome, { kind: 'lease_lost' }>,
+  outcome: Exclude<RunOutcome, { kind: 'lease_lost' } | { kind: 'suspend' }>,
   def: AnyTaskDefinition,
   policy: ResolvedPolicy,
   durationMs: number,
@@ -368,13 +332,4 @@ async function recordOutcome(
 function permanent(err: unknown): Classification {
   const e = err instanceof Error ? err : new Error(String(err));
   return classifyError(new PermanentError(`${e.name}: ${e.message}`, { cause: err }));
-}
-
-function boundLogger(logger: Logger, fields: Record<string, unknown>): Logger {
-  return {
-    debug: (m, f) => logger.debug(m, { ...fields, ...f }),
-    info: (m, f) => logger.info(m, { ...fields, ...f }),
-    warn: (m, f) => logger.warn(m, { ...fields, ...f }),
-    error: (m, f) => logger.error(m, { ...fields, ...f }),
-  };
 }

@@ -10,9 +10,11 @@ import { LeaseLostError } from '../../task/errors.js';
 import type { LifecycleDeps, TaskLifecycle } from '../../task/lifecycle.js';
 import { DEFAULTS } from '../../config/resources.js';
 import { type AttemptDeps, type Disposition, RECORDING_RESERVE_MS, runAttempt, type Unclaimed } from './attempt.js';
-import { MissingLimiterError, UnprocessableMessageError } from './errors.js';
+import { MissingHistoryStoreError, MissingLimiterError, UnprocessableMessageError } from './errors.js';
 import { type ExclusiveGate, GateTurn, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
+import type { HistoryStore } from '../../workflow/history-store.js';
+import { hasWorkflows, isWorkflow } from '../../workflow/define.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -25,6 +27,8 @@ export interface ConsumerDeps extends LifecycleDeps {
   readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
   /** The process's limiter (one per process: its tasks share it). Needed when a type `uses` a limit. */
   readonly limiter?: Limiter;
+  /** Workflow histories (the history table). Needed when a type is a workflow. */
+  readonly history?: HistoryStore;
 }
 
 /** Where a record came from: the queue of a lane and priority. */
@@ -69,6 +73,9 @@ export class TaskConsumer {
     if (d.limiter === undefined && FlowControl.needed(d.registry)) {
       throw new MissingLimiterError(FlowControl.limitedTypes(d.registry));
     }
+    if (d.history === undefined && hasWorkflows(d.registry)) {
+      throw new MissingHistoryStoreError(d.registry.types().filter((t) => isWorkflow(d.registry.get(t))));
+    }
     this.flow = new FlowControl({
       registry: d.registry,
       ...(d.limiter === undefined ? {} : { limiter: d.limiter }),
@@ -88,6 +95,17 @@ export class TaskConsumer {
       logger: d.logger,
       metrics: d.metrics,
       clock: d.clock,
+      ...(d.history === undefined
+        ? {}
+        : {
+            workflows: {
+              history: d.history,
+              clock: d.clock,
+              random: d.random,
+              // An entry outlives the longest sleep, then is kept as long as a finished task.
+              historyRetentionDays: d.settings.retentionDays + Math.ceil(DEFAULTS.maxSleepMs / 86_400_000),
+            },
+          }),
     };
   }
 

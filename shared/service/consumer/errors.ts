@@ -24,3 +24,12 @@ export class MissingLimiterError extends ConsumerError {
     );
   }
 }
+
+/** A task type is a workflow, but the consumer was built without a history store (no history table configured). */
+export class MissingHistoryStoreError extends ConsumerError {
+  constructor(workflows: readonly string[]) {
+    super(
+      `task types ${workflows.join(', ')} are workflows, but this consumer has no history store: set KAJ_HISTORY_TABLE_NAME (the stack does)`,
+    );
+  }
+}

@@ -68,7 +68,7 @@ describe('GET /api/v1/tasks', () => {
     [{}, 'status', /required/],
     [{ status: 'queued' }, 'status', /queue depth.*status=delayed/],
     [{ status: 'succeeded' }, 'status', /not listed/],
-    [{ status: 'weird' }, 'status', /one of retrying, failed, cancelled, running, delayed/],
+    [{ status: 'weird' }, 'status', /one of retrying, failed, cancelled, running, waiting, delayed/],
     [{ status: 'failed', limit: '0' }, 'limit', /1 to 100/],
     [{ status: 'failed', limit: '101' }, 'limit', /1 to 100/],
     [{ status: 'failed', limit: 'ten' }, 'limit', /1 to 100/],

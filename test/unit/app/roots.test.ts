@@ -20,6 +20,7 @@ import { createApiFunction } from '../../../shared/service/app/api.js';
 import { createConsumerFunction } from '../../../shared/service/app/consumer.js';
 import { queueNameOf, queueNamesOf } from '../../../shared/service/app/on-aws.js';
 import { createSweeperFunction } from '../../../shared/service/app/sweeper.js';
+import { createKajOnAws } from '../../../shared/service/all-in-one.js';
 import { MissingEnvironmentError } from '../../../shared/config/errors.js';
 import { FUNCTION_ENTRIES } from '../../../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../../../shared/config/settings.js';
@@ -179,6 +180,46 @@ describe('Module: composition roots', () => {
         .filter((i) => i.TableName === 'kaj-unit-limits');
       expect(onLimits.map((i) => i.UpdateExpression?.split(' ')[0])).toEqual(['SET', 'REMOVE']);
       expect(onLimits.map((i) => i.Key?.pk?.S)).toEqual(['c#pool', 'c#pool']);
+    });
+  });
+
+  describe('The history store of workflow runs (KAJ_HISTORY_TABLE_NAME)', () => {
+    const HISTORY = 'kaj-unit-history';
+    const withHistory = { ...CONFIG, historyTableName: HISTORY };
+
+    it('each root that runs or shows workflows builds it on the table the stack names: the consumer, the API, the all-in-one root', async () => {
+      ddb.on(QueryCommand).resolves({
+        Items: [
+          {
+            run_id: { S: 'r1' },
+            key: { S: 'step#a' },
+            kind: { S: 'step' },
+            at: { N: '1' },
+            lease_token: { N: '1' },
+            value_json: { S: '{"ok":true}' },
+          },
+        ],
+      });
+      const stores = [
+        createConsumerFunction(withHistory, registry, clients).history,
+        createApiFunction(withHistory, registry, clients).history,
+        createKajOnAws(withHistory, registry, clients).history,
+      ];
+      for (const history of stores) {
+        expect(history).toBeDefined();
+        expect(await history?.read('r1')).toEqual([
+          { run_id: 'r1', key: 'step#a', kind: 'step', at: 1, lease_token: 1, value: { ok: true } },
+        ]);
+      }
+      const queries = ddb.commandCalls(QueryCommand).map((c) => c.args[0].input);
+      expect(queries).toHaveLength(3);
+      for (const q of queries) expect(q).toMatchObject({ TableName: HISTORY, ConsistentRead: true });
+    });
+
+    it('none without a history table', () => {
+      expect(createConsumerFunction(CONFIG, registry, clients)).not.toHaveProperty('history');
+      expect(createApiFunction(CONFIG, registry, clients)).not.toHaveProperty('history');
+      expect(createKajOnAws(CONFIG, registry, clients)).not.toHaveProperty('history');
     });
   });
 

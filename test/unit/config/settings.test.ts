@@ -187,6 +187,19 @@ describe('Function: loadFunctionConfig', () => {
     expect(loadFunctionConfig({ ...ENVIRONMENT, KAJ_ID_SECRET: '' })).not.toHaveProperty('idSecret');
   });
 
+  it('takes the limits and history tables when set and not empty (each optional)', () => {
+    const config = loadFunctionConfig({
+      ...ENVIRONMENT,
+      [ENV.limitsTableName]: 'kaj-limits',
+      [ENV.historyTableName]: 'kaj-history',
+    });
+    expect(config).toMatchObject({ limitsTableName: 'kaj-limits', historyTableName: 'kaj-history' });
+    const unset = loadFunctionConfig({ ...ENVIRONMENT, [ENV.historyTableName]: '' });
+    expect(unset).not.toHaveProperty('historyTableName');
+    expect(unset).not.toHaveProperty('limitsTableName');
+    expect(ENV.historyTableName).toBe('KAJ_HISTORY_TABLE_NAME');
+  });
+
   it('reads process.env by default', () => {
     for (const [k, v] of Object.entries(ENVIRONMENT)) vi.stubEnv(k, v);
     vi.stubEnv('KAJ_TABLE_NAME', 'from-process-env');
@@ -274,6 +287,8 @@ describe('Function: functionEnvironment', () => {
       deadLetterQueueUrls: DLQS,
       settings: runtimeSettings({ leaseSeconds: 90, retentionDays: 3 }),
     });
+    const tables = { schedulesTableName: 's', limitsTableName: 'l', historyTableName: 'h' };
+    expect(loadFunctionConfig(functionEnvironment({ ...c, ...tables }))).toMatchObject(tables);
     const plain = loadFunctionConfig(
       functionEnvironment({ tableName: 't', queueUrls: QUEUES, deadLetterQueueUrls: DLQS }),
     );

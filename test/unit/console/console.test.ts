@@ -256,7 +256,7 @@ describe('ConsoleApp', () => {
   });
 
   it.each([
-    ['/tasks?status=exploded', 'status: one of retrying, failed, cancelled, running, delayed'],
+    ['/tasks?status=exploded', 'status: one of retrying, failed, cancelled, running, waiting, delayed'],
     ['/tasks?status=delayed&since=1h', 'since: not with status=delayed'],
     ['/tasks?priority=urgent', 'priority: high, normal or low'],
     ['/tasks?limit=0', 'limit: an integer from 1 to 100'],

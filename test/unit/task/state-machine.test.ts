@@ -3,13 +3,21 @@ import { IllegalTransitionError } from '../../../shared/task/errors.js';
 import { TASK_STATUSES, type TaskStatus } from '../../../shared/task/model.js';
 import { isFinished, statusesAllowing, transition, type TaskEvent } from '../../../shared/task/state-machine.js';
 
-const EVENTS: TaskEvent[] = ['claim', 'succeed', 'retry', 'fail', 'cancel', 'redrive'];
+const EVENTS: TaskEvent[] = ['claim', 'succeed', 'retry', 'suspend', 'fail', 'cancel', 'redrive'];
 
 // The whole lifecycle, written out independently of the implementation's table.
 const EXPECTED: Record<TaskStatus, Partial<Record<TaskEvent, TaskStatus>>> = {
   queued: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
   retrying: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
-  running: { claim: 'running', succeed: 'succeeded', retry: 'retrying', fail: 'failed', cancel: 'cancelled' },
+  running: {
+    claim: 'running',
+    succeed: 'succeeded',
+    retry: 'retrying',
+    suspend: 'waiting',
+    fail: 'failed',
+    cancel: 'cancelled',
+  },
+  waiting: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
   succeeded: {},
   failed: { redrive: 'queued' },
   cancelled: {},
@@ -35,7 +43,7 @@ describe('Function: transition', () => {
 
 describe('Function: statusesAllowing', () => {
   it('derives the claimable statuses from the table', () => {
-    expect(statusesAllowing('claim')).toEqual(['queued', 'running', 'retrying']);
+    expect(statusesAllowing('claim')).toEqual(['queued', 'running', 'retrying', 'waiting']);
     expect(statusesAllowing('redrive')).toEqual(['failed']);
   });
 });

@@ -40,7 +40,7 @@ describe('stats', () => {
       { task_id: 'e', status: 'succeeded' },
     ]);
     const t = tallier.result();
-    expect(t.counts).toEqual({ queued: 2, running: 0, retrying: 1, succeeded: 1, failed: 1, cancelled: 0 });
+    expect(t.counts).toEqual({ queued: 2, running: 0, retrying: 1, waiting: 0, succeeded: 1, failed: 1, cancelled: 0 });
     expect(t).toMatchObject({ total: 5, discarded: 1, oldestWaiting: { task_id: 'b', age_seconds: 1200 } });
   });
 

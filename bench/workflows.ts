@@ -1,0 +1,153 @@
+/**
+ * What a workflow step costs: the history writes and reads per step, sleep and wake (write units
+ * by DynamoDB's item-size rules, on the items the history table's adapter writes), the increments
+ * in dollars per million, and the CPU of replaying a run's recorded steps.
+ *
+ *   npm run bench:workflows [-- --runs 3 --steps 100]
+ *
+ * The runs execute Kaj's workflow runner (`shared/workflow/runner.ts`) over the contract-tested
+ * in-memory history (`testing/memory-history-store.ts`); an invocation's task-table and SQS
+ * requests are those of a task (`npm run bench:cost`) plus what this bench prints.
+ *
+ * @module
+ */
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { parseArgs } from 'node:util';
+import * as z from 'zod';
+import { historyItemOf } from '../shared/aws/dynamo-history-store.js';
+import { silentLogger } from '../shared/runtime/logger.js';
+import { defineWorkflow, type WorkflowContext } from '../shared/workflow/define.js';
+import type { AppendResult, HistoryEntry, HistoryStore } from '../shared/workflow/history-store.js';
+import { runWorkflow, type WorkflowOutcome } from '../shared/workflow/runner.js';
+import { MemoryHistoryStore } from '../testing/memory-history-store.js';
+import { itemSize, readUnits, writeUnits } from './lib/dynamo-accounting.js';
+import { fmt, median, num, printTable, repeat, usd } from './lib/report.js';
+import { PRICES } from './prices.js';
+
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '3' }, steps: { type: 'string', default: '100' } },
+});
+const RUNS = num(values.runs, 'runs', true, 1);
+const STEPS = num(values.steps, 'steps', true, 1);
+const T0 = Date.UTC(2026, 10, 28, 9, 0, 0);
+
+/** The history store with the write and read units of what it stores and reads. */
+class MeteredHistory implements HistoryStore {
+  readonly inner = new MemoryHistoryStore();
+  writeUnits = 0;
+  writes = 0;
+  queries = 0;
+  readUnits = 0;
+  async read(runId: string): Promise<HistoryEntry[]> {
+    const entries = await this.inner.read(runId);
+    this.queries += 1;
+    this.readUnits += readUnits(
+      entries.reduce((n, e) => n + bytesOf(e), 0),
+      true,
+    );
+    return entries;
+  }
+  async append(entry: HistoryEntry): Promise<AppendResult> {
+    const result = await this.inner.append(entry);
+    this.writes += 1;
+    this.writeUnits += writeUnits(bytesOf(entry)); // a refused conditional put is billed as a write too
+    return result;
+  }
+}
+
+function bytesOf(entry: HistoryEntry): number {
+  return itemSize(unmarshall(historyItemOf(entry)));
+}
+
+/** Invokes `run` until it completes, advancing the clock to each wake; counts invocations. */
+async function complete(
+  history: HistoryStore,
+  run: (input: unknown, wf: WorkflowContext) => Promise<unknown>,
+  runId: string,
+): Promise<{ invocations: number; outcome: WorkflowOutcome }> {
+  const def = defineWorkflow({ type: 'bench_flow', schema: z.unknown(), timeoutSeconds: 10, run });
+  let now = T0;
+  for (let invocations = 1; ; invocations += 1) {
+    const outcome = await runWorkflow(
+      { history, clock: { now: () => now }, random: { next: () => 0.5, id: () => 'x' }, historyRetentionDays: 395 },
+      {
+        def,
+        input: {},
+        runId,
+        createdAt: T0,
+        attempt: 1,
+        leaseToken: () => 1,
+        signal: new AbortController().signal,
+        logger: silentLogger,
+        deadline: now + 300_000,
+      },
+    );
+    if (outcome.kind !== 'suspended') return { invocations, outcome };
+    now = Math.max(now, outcome.wakeAt);
+  }
+}
+
+/** A result of about 100 bytes, as a step returning an id and a few fields would. */
+const result = (i: number) => ({ id: `res-${i}-0123456789abcdef`, status: 'ok', amount: 1234.5, at: T0 + i });
+
+const order = async (_: unknown, wf: WorkflowContext) => {
+  for (const s of ['reserve_stock', 'charge_payment', 'make_invoice', 'send_email'])
+    await wf.step(s, async () => result(s.length));
+  return 'done';
+};
+const orderWithSleep = async (_: unknown, wf: WorkflowContext) => {
+  await wf.step('reserve_stock', async () => result(1));
+  await wf.sleep('cool_off', '1h');
+  await wf.step('send_email', async () => result(2));
+  return 'done';
+};
+
+console.log(`Workflow history costs (AWS's write/read unit rules on the adapter's items; runs: ${RUNS})\n`);
+const shapes = [
+  { name: 'order: 4 steps', run: order },
+  { name: 'order: 2 steps + 1 sleep', run: orderWithSleep },
+];
+const rows: string[][] = [];
+for (const shape of shapes) {
+  const h = new MeteredHistory();
+  const { invocations } = await complete(h, shape.run, 't_00000000000000000000000000000001');
+  const usdPerMillion =
+    (h.writeUnits * PRICES.dynamodb.writeRequestUnit.usd) / (PRICES.dynamodb.writeRequestUnit.per / 1_000_000) +
+    (h.readUnits * PRICES.dynamodb.readRequestUnit.usd) / (PRICES.dynamodb.readRequestUnit.per / 1_000_000);
+  rows.push([
+    shape.name,
+    String(invocations),
+    String(h.writes),
+    fmt(h.writeUnits),
+    String(h.queries),
+    fmt(h.readUnits),
+    usd(usdPerMillion),
+  ]);
+}
+printTable(
+  ['run', 'invocations', 'history writes', 'history WRU', 'queries', 'RRU', '$ history / M runs'],
+  rows,
+  [26, 12, 15, 13, 8, 6, 19],
+);
+
+console.log(`\nReplay CPU: one invocation of a run whose ${STEPS} steps are all recorded (medians of ${RUNS} runs)\n`);
+const replay = await repeat(RUNS, async (r) => {
+  const h = new MemoryHistoryStore();
+  const flow = async (_: unknown, wf: WorkflowContext) => {
+    for (let i = 0; i < STEPS; i += 1) await wf.step(`step_${i}`, async () => result(i));
+    return 'done';
+  };
+  const runId = `t_${String(r).padStart(32, '0')}`;
+  await complete(h, flow, runId); // records every step
+  const rounds = 50;
+  await complete(h, flow, runId); // warm
+  const start = process.cpuUsage();
+  for (let i = 0; i < rounds; i += 1) await complete(h, flow, runId);
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000 / rounds;
+});
+printTable(
+  ['replayed steps', 'CPU ms per replay', 'runs'],
+  [[String(STEPS), fmt(median(replay), 3), replay.map((v) => fmt(v, 3)).join(', ')]],
+  [16, 18, 30],
+);

@@ -1,0 +1,143 @@
+/**
+ * Declaring a workflow: a task type whose work is an ordinary async function made of named steps,
+ * durable timers and (later) signals and children. It is registered, submitted, scheduled,
+ * limited and listed exactly as a task type (`defineTask`); the consumer runs it through the
+ * workflow runner (`runner.ts`), which replays it over its recorded history.
+ *
+ * @module
+ */
+import type * as z from 'zod';
+import { DEFAULTS } from '../config/resources.js';
+import type { Logger } from '../runtime/logger.js';
+import { type AnyTaskDefinition, defineTask, type TaskDefinition } from '../task/define.js';
+import { WorkflowDefinitionError, WorkflowRunnerMissingError } from './errors.js';
+
+export { StepFailedError, NonDeterminismError } from './errors.js';
+
+/** A step's own retry policy; each field defaults to the workflow type's. */
+export interface StepOptions {
+  /** Attempts of this step, the first included. @default the workflow's maxAttempts */
+  readonly maxAttempts?: number;
+  /** Full-jitter backoff between its attempts. @default the workflow's backoff */
+  readonly backoff?: { readonly baseSeconds?: number; readonly capSeconds?: number };
+  /** One attempt's time limit; its `signal` aborts then. @default the workflow's timeoutSeconds */
+  readonly timeoutSeconds?: number;
+}
+
+/** What a step's function gets. */
+export interface StepContext {
+  /** `wf.stepKey(name)`: stable for the run and step — pass it downstream as an idempotency key. */
+  readonly key: string;
+  /** 1 on the step's first attempt. */
+  readonly attempt: number;
+  /** Aborted on the step's timeout, a cancel request, or when the worker loses the run. */
+  readonly signal: AbortSignal;
+}
+
+/** A duration: milliseconds, or text such as `90s`, `15m`, `1h30m`, `2d`. */
+export type Duration = number | string;
+
+/** What a workflow's code gets besides its input. */
+export interface WorkflowContext {
+  /** The run's id: the workflow task's id. */
+  readonly runId: string;
+  /** The run's invocation since it last made progress (1 after each wake). */
+  readonly attempt: number;
+  readonly logger: Logger;
+  /** Aborted on a cancel request or when the worker loses the run. */
+  readonly signal: AbortSignal;
+  /** The logical date of a scheduled run (see `TaskContext.scheduledTime`). */
+  readonly scheduledTime?: Date;
+  /**
+   * Runs `fn` once for the run and records its result; a replay returns the recorded result
+   * without running it. `name` is unique in the run (loops name their steps: `charge_${i}`).
+   * A step runs at least once: make its effect idempotent with `stepKey(name)`.
+   * @throws StepFailedError once the step has run out of attempts (catchable)
+   */
+  step<T>(name: string, fn: (step: StepContext) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  /** `<runId>/<name>`: an idempotency key that is the same on every attempt and replay of the step. */
+  stepKey(name: string): string;
+  /**
+   * Suspends the run for `duration` (recorded when first reached: a replay waits only what is
+   * left). The run is `waiting` meanwhile: no worker holds it, nothing is billed.
+   */
+  sleep(name: string, duration: Duration): Promise<void>;
+  /** Suspends the run until `at` (recorded when first reached). */
+  sleepUntil(name: string, at: Date): Promise<void>;
+  /**
+   * The run's time: the time of the latest history entry the code has reached (the run's start
+   * before any). The same on every replay; use it instead of `Date.now()`.
+   */
+  now(): Date;
+  /** A number in [0, 1), the same on every replay (derived from the run id and the call's order). */
+  random(): number;
+  /** A UUID, the same on every replay (derived from the run id and the call's order). */
+  uuid(): string;
+}
+
+export interface WorkflowOptions<S extends z.ZodType, R, T extends string>
+  extends Omit<TaskDefinition<S, R, T>, 'handler'> {
+  /** The process: replayed from the start on every invocation, recorded steps returning their results. */
+  readonly run: (input: z.infer<S>, wf: WorkflowContext) => Promise<R>;
+  /** History entries (steps, failed attempts, sleeps) one run may record. @default DEFAULTS.maxHistoryEntries (10,000) */
+  readonly maxHistoryEntries?: number;
+}
+
+/** A workflow type: a task type (registered and submitted as one) with its `run`. */
+export interface WorkflowDefinition<S extends z.ZodType = z.ZodType, R = unknown, T extends string = string>
+  extends TaskDefinition<S, R, T> {
+  readonly kind: 'workflow';
+  readonly run: (input: z.infer<S>, wf: WorkflowContext) => Promise<R>;
+  readonly maxHistoryEntries: number;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds every input schema; runs get parsed inputs
+export type AnyWorkflowDefinition = WorkflowDefinition<any, unknown>;
+
+/**
+ * Declares a workflow type. Options are checked here, at start-up, as `defineTask` checks them.
+ *
+ * @example
+ * export const order = defineWorkflow({
+ *   type: 'order',
+ *   schema: z.object({ sku: z.string(), qty: z.number().int().positive() }),
+ *   run: async (input, wf) => {
+ *     const hold = await wf.step('reserve_stock', (s) => stock.reserve(input, s.key));
+ *     const charge = await wf.step('charge_payment', (s) => payments.charge(input, s.key));
+ *     return { hold, charge };
+ *   },
+ * });
+ */
+export function defineWorkflow<S extends z.ZodType, R, const T extends string = string>(
+  options: WorkflowOptions<S, R, T>,
+): WorkflowDefinition<S, R, T> {
+  const where = `workflow type "${options.type}"`;
+  if (typeof options.run !== 'function') throw new WorkflowDefinitionError(`${where}: run must be a function`);
+  const max = options.maxHistoryEntries ?? DEFAULTS.maxHistoryEntries;
+  if (!Number.isInteger(max) || max < 1 || max > DEFAULTS.maxHistoryEntriesLimit) {
+    throw new WorkflowDefinitionError(
+      `${where}: maxHistoryEntries must be an integer in [1, ${DEFAULTS.maxHistoryEntriesLimit}], got ${max}`,
+    );
+  }
+  const { run, maxHistoryEntries: _, ...rest } = options;
+  const task = defineTask<S, R, T>({
+    ...rest,
+    handler: async () => {
+      throw new WorkflowRunnerMissingError(options.type);
+    },
+  });
+  return { ...task, kind: 'workflow', run, maxHistoryEntries: max };
+}
+
+/** True for a type declared with `defineWorkflow`. */
+export function isWorkflow(def: AnyTaskDefinition): def is AnyWorkflowDefinition {
+  return (
+    (def as Partial<AnyWorkflowDefinition>).kind === 'workflow' &&
+    typeof (def as AnyWorkflowDefinition).run === 'function'
+  );
+}
+
+/** True when some type of the registry is a workflow: the deployment needs a history table. */
+export function hasWorkflows(registry: { types(): string[]; get(type: string): AnyTaskDefinition }): boolean {
+  return registry.types().some((type) => isWorkflow(registry.get(type)));
+}

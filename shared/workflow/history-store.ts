@@ -1,0 +1,64 @@
+import type { ErrorInfo } from '../task/model.js';
+
+/**
+ * What an entry of a workflow run's history records:
+ * - `step`: a step's result (`value`), recorded once the step succeeded, or its failure (`error`)
+ *   once it ran out of attempts;
+ * - `step_failure`: one failed attempt of a step that will be tried again (`error`, `attempt`);
+ * - `sleep`: a durable timer (`until`), recorded when the run first reached it.
+ */
+export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep';
+
+/**
+ * One entry of a run's history. Entries are immutable: the first write of a key is the one
+ * every replay sees (`HistoryStore.append`). The run's own record stays in the task table.
+ */
+export interface HistoryEntry {
+  /** The run: the workflow task's id. */
+  readonly run_id: string;
+  /** Unique in the run, named by the code (`step#verify_documents`, `fail#charge#2`, `sleep#cool_off`). */
+  readonly key: string;
+  readonly kind: HistoryEntryKind;
+  /** Epoch ms at which it was recorded (a step: when it ended). */
+  readonly at: number;
+  /** The fencing token of the attempt that wrote it (the run's `lease_token` then). */
+  readonly lease_token: number;
+  /** A step's result: storable JSON (≤ 32 KiB), `null` for a step that returned nothing. */
+  readonly value?: unknown;
+  /** Why a step (or one of its attempts) failed. */
+  readonly error?: ErrorInfo;
+  /** A step: epoch ms its recorded attempt started. */
+  readonly started_at?: number;
+  /** A step: how many attempts it took (`step`), or which attempt failed (`step_failure`). */
+  readonly attempt?: number;
+  /** A sleep: epoch ms at which the run may go on. */
+  readonly until?: number;
+  /** TTL, epoch seconds: when DynamoDB may delete the entry. */
+  readonly expires_at?: number;
+}
+
+/** The answer of `append`: the entry stored under the key, and whether this call wrote it. */
+export interface AppendResult {
+  readonly written: boolean;
+  /** This call's entry if it wrote it, else the one found under the key. */
+  readonly entry: HistoryEntry;
+}
+
+/**
+ * The storage contract of workflow histories: one partition per run, one small item per entry
+ * (a step with a result under 1 KB costs one write unit), read back in one Query on a resume.
+ * On AWS it is the history table (`<prefix>-history`, key `run_id` + `key`).
+ */
+export interface HistoryStore {
+  /**
+   * Every entry of the run, strongly consistent, in key order (all pages).
+   * @throws StoreUnavailableError
+   */
+  read(runId: string): Promise<HistoryEntry[]>;
+  /**
+   * Writes the entry unless the run already has one under its key (a conditional put): the first
+   * write wins and is never overwritten. Returns the entry stored under the key.
+   * @throws StoreRejectedError (the entry can never be stored: too large, a value DynamoDB refuses), StoreUnavailableError
+   */
+  append(entry: HistoryEntry): Promise<AppendResult>;
+}

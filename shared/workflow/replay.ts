@@ -1,0 +1,360 @@
+/**
+ * One replay of a workflow run: the context (`wf`) its code is given over the history read at the
+ * invocation's start — recorded steps and sleeps answered from it, the others run and recorded —
+ * and the moment the run can be suspended (its code waits only for times to come, nothing runs).
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { DEFAULTS } from '../config/resources.js';
+import { classifyError, type Classification } from '../retry/classify.js';
+import { afterFailure } from '../retry/decide.js';
+import { PermanentError } from '../retry/errors.js';
+import { parseDuration } from '../runtime/duration.js';
+import { resolvePolicy } from '../task/define.js';
+import { LeaseLostError } from '../task/errors.js';
+import { checkJsonValue } from '../task/json-value.js';
+import type { Duration, StepContext, StepOptions, WorkflowContext } from './define.js';
+import {
+  DuplicateStepError,
+  HistoryLimitError,
+  InvalidStepNameError,
+  NonDeterminismError,
+  StepFailedError,
+  StepTimeoutError,
+  WorkflowError,
+} from './errors.js';
+import type { HistoryEntry, HistoryEntryKind } from './history-store.js';
+
+import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
+
+const MAX_NAME_LENGTH = 200;
+
+/** One replay of a run: the context its code is given, over the history read at the start. */
+export class Replay {
+  readonly context: WorkflowContext;
+  /** Resolves once the code waits only for times to come and nothing runs. */
+  readonly suspended: Promise<WorkflowOutcome>;
+  private resolveSuspended!: (o: WorkflowOutcome) => void;
+  private readonly used = new Set<string>();
+  /** Wake times the code waits for. */
+  private readonly waits: number[] = [];
+  /** Steps and writes in progress. */
+  private inflight = 0;
+  private closed = false;
+  private logicalNow: number;
+  private draws = 0;
+  private replayed = 0;
+  private ran = 0;
+  private recorded = 0;
+
+  constructor(
+    private readonly d: RunnerDeps,
+    private readonly run: RunInvocation,
+    private readonly entries: Map<string, HistoryEntry>,
+  ) {
+    this.logicalNow = run.createdAt;
+    this.suspended = new Promise((resolve) => {
+      this.resolveSuspended = resolve;
+    });
+    const ctx: WorkflowContext = {
+      runId: run.runId,
+      attempt: run.attempt,
+      logger: run.logger,
+      signal: run.signal,
+      ...(run.scheduledTime === undefined ? {} : { scheduledTime: run.scheduledTime }),
+      step: (name, fn, options) => this.step(name, fn, options),
+      stepKey: (name) => `${run.runId}/${checkName(name, run.runId)}`,
+      sleep: (name, duration) => this.sleep(name, durationMs(duration, name, run.runId)),
+      sleepUntil: (name, at) => this.sleepUntil(name, at),
+      now: () => new Date(this.logicalNow),
+      random: () => this.draw().readUIntBE(0, 6) / 2 ** 48,
+      uuid: () => uuidOf(this.draw()),
+    };
+    this.context = ctx;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  counts(): StepCounts {
+    return { replayed: this.replayed, ran: this.ran, recorded: this.recorded };
+  }
+
+  private async step<T>(name: string, fn: (s: StepContext) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
+    const key = `step#${this.claim(name)}`;
+    const recorded = this.recordedEntry(key, 'step', name);
+    if (recorded !== undefined) return this.stepResult(name, recorded) as T;
+    const def = this.run.def;
+    const policy = resolvePolicy({
+      maxAttempts: options.maxAttempts ?? def.maxAttempts,
+      timeoutSeconds: options.timeoutSeconds ?? def.timeoutSeconds,
+      backoff: { ...def.backoff, ...options.backoff },
+    });
+    const failures = this.failuresOf(name);
+    const last = failures.at(-1);
+    if (last?.until !== undefined && last.until > this.d.clock.now()) return this.waitUntil(last.until);
+    if (last !== undefined) this.advance(last.until ?? last.at);
+    if (this.closed) return never();
+    this.throwIfAborted();
+    const timeoutMs = policy.timeoutSeconds * 1000;
+    // A step that might not finish before the invocation must end continues in the next one.
+    if (this.d.clock.now() + timeoutMs > this.run.deadline) return this.waitUntil(this.d.clock.now());
+    const attempt = failures.length + 1;
+    this.inflight += 1;
+    try {
+      const started = this.d.clock.now();
+      this.ran += 1;
+      let failure: Classification;
+      try {
+        const value = await this.attemptStep(name, fn, attempt, timeoutMs);
+        const checked = checkJsonValue(value, `step "${name}" result`, DEFAULTS.maxResultBytes);
+        if (checked.ok) {
+          const entry = await this.append({
+            key,
+            kind: 'step',
+            value: checked.value === undefined ? null : checked.value,
+            started_at: started,
+            attempt,
+          });
+          return this.stepResult(name, entry) as T;
+        }
+        failure = classifyError(
+          new PermanentError(`${checked.path}: ${checked.reason} (store large data elsewhere and return its key)`, {
+            code: 'UNSTORABLE_RESULT',
+          }),
+        );
+      } catch (err) {
+        if (err instanceof LeaseLostError || err instanceof WorkflowError || this.run.signal.aborted) throw err;
+        failure = classifyError(err);
+      }
+      const next = afterFailure(attempt, policy.maxAttempts, failure, policy.backoff, this.d.random);
+      if (next.kind === 'retry') {
+        const now = this.d.clock.now();
+        const entry = await this.append({
+          key: `fail#${name}#${attempt}`,
+          kind: 'step_failure',
+          error: failure.info,
+          started_at: started,
+          attempt,
+          until: now + next.delayMs,
+        });
+        this.run.logger.warn('workflow step attempt failed; retried', {
+          step: name,
+          attempt,
+          error: failure.info.name,
+          retryable: failure.retryable,
+        });
+        return this.waitUntil(entry.until ?? now);
+      }
+      const entry = await this.append({ key, kind: 'step', error: failure.info, started_at: started, attempt });
+      return this.stepResult(name, entry) as T;
+    } finally {
+      this.settled();
+    }
+  }
+
+  /** One attempt of a step's function, under its timeout and the run's signal. */
+  private async attemptStep<T>(
+    name: string,
+    fn: (s: StepContext) => Promise<T> | T,
+    attempt: number,
+    timeoutMs: number,
+  ): Promise<T> {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(this.run.signal.reason);
+    this.run.signal.addEventListener('abort', onAbort, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new StepTimeoutError(name, timeoutMs / 1000, { taskId: this.run.runId });
+        controller.abort(err);
+        reject(err);
+      }, timeoutMs);
+    });
+    try {
+      const ctx: StepContext = { key: `${this.run.runId}/${name}`, attempt, signal: controller.signal };
+      return await Promise.race([Promise.resolve().then(() => fn(ctx)), timedOut]);
+    } finally {
+      clearTimeout(timer);
+      this.run.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private stepResult(name: string, entry: HistoryEntry): unknown {
+    this.advance(entry.at);
+    if (entry.error !== undefined) throw new StepFailedError(name, entry.error, { taskId: this.run.runId });
+    return entry.value ?? null;
+  }
+
+  private async sleep(name: string, ms: number): Promise<void> {
+    const key = `sleep#${this.claim(name)}`;
+    const recorded = this.recordedEntry(key, 'sleep', name);
+    if (recorded !== undefined) return this.sleepOver(recorded);
+    if (this.closed) return never();
+    this.inflight += 1;
+    try {
+      return this.sleepOver(await this.append({ key, kind: 'sleep', until: this.d.clock.now() + ms }));
+    } finally {
+      this.settled();
+    }
+  }
+
+  private async sleepUntil(name: string, at: Date): Promise<void> {
+    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
+      throw new PermanentError(`sleepUntil "${String(name)}": not a valid Date`, { code: 'INVALID_SLEEP' });
+    }
+    const key = `sleep#${this.claim(name)}`;
+    const recorded = this.recordedEntry(key, 'sleep', name);
+    if (recorded !== undefined) return this.sleepOver(recorded);
+    if (this.closed) return never();
+    this.inflight += 1;
+    try {
+      return this.sleepOver(await this.append({ key, kind: 'sleep', until: at.getTime() }));
+    } finally {
+      this.settled();
+    }
+  }
+
+  private sleepOver(entry: HistoryEntry): Promise<void> {
+    const until = entry.until ?? entry.at;
+    if (until > this.d.clock.now()) return this.waitUntil(until);
+    this.advance(until);
+    return Promise.resolve();
+  }
+
+  /** The name checked and taken for this replay. */
+  private claim(name: string): string {
+    const checked = checkName(name, this.run.runId);
+    if (this.used.has(checked)) throw new DuplicateStepError(checked, { taskId: this.run.runId });
+    this.used.add(checked);
+    return checked;
+  }
+
+  /**
+   * The entry recorded under `key`, if any. Steps and sleeps share one namespace of names: a name
+   * recorded as the other kind means the history no longer fits the code.
+   */
+  private recordedEntry(key: string, kind: HistoryEntryKind, name: string): HistoryEntry | undefined {
+    const other = kind === 'sleep' ? [`step#${name}`, `fail#${name}#1`] : [`sleep#${name}`];
+    const found = other.map((k) => this.entries.get(k)).find((e) => e !== undefined);
+    if (found !== undefined) {
+      throw new NonDeterminismError(
+        name,
+        `recorded as a ${found.kind === 'sleep' ? 'sleep' : 'step'}, asked for as a ${kind}`,
+        {
+          taskId: this.run.runId,
+        },
+      );
+    }
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    this.replayed += 1;
+    return entry;
+  }
+
+  /** The recorded failed attempts of a step, in attempt order. */
+  private failuresOf(name: string): HistoryEntry[] {
+    const prefix = `fail#${name}#`;
+    const out: HistoryEntry[] = [];
+    for (const [key, entry] of this.entries) {
+      if (key.startsWith(prefix) && /^\d+$/.test(key.slice(prefix.length)) && entry.kind === 'step_failure')
+        out.push(entry);
+    }
+    return out.sort((a, b) => (a.attempt ?? 0) - (b.attempt ?? 0));
+  }
+
+  /**
+   * Writes an entry (the first write of a key wins) and returns the one stored. An entry found
+   * written under a newer lease means another worker has the run now: this one stops.
+   */
+  private async append(
+    fields: Omit<HistoryEntry, 'run_id' | 'at' | 'lease_token' | 'expires_at'>,
+  ): Promise<HistoryEntry> {
+    if (this.entries.size >= this.run.def.maxHistoryEntries) {
+      throw new HistoryLimitError(this.run.def.maxHistoryEntries, { taskId: this.run.runId });
+    }
+    const now = this.d.clock.now();
+    const token = this.run.leaseToken();
+    const entry: HistoryEntry = {
+      ...fields,
+      run_id: this.run.runId,
+      at: now,
+      lease_token: token,
+      expires_at: Math.floor(now / 1000) + this.d.historyRetentionDays * 86_400,
+    };
+    const result = await this.d.history.append(entry);
+    if (!result.written && result.entry.lease_token > token) {
+      throw new LeaseLostError(this.run.runId, token);
+    }
+    if (result.written) this.recorded += 1;
+    this.entries.set(result.entry.key, result.entry);
+    return result.entry;
+  }
+
+  /** Waits for `until`: the invocation ends (suspended) once nothing else runs. */
+  private waitUntil(until: number): Promise<never> {
+    this.waits.push(until);
+    this.check();
+    return never();
+  }
+
+  private settled(): void {
+    this.inflight -= 1;
+    this.check();
+  }
+
+  /** After the code's pending reactions have run: suspend if it only waits. */
+  private check(): void {
+    setImmediate(() => {
+      if (this.closed || this.inflight > 0 || this.waits.length === 0) return;
+      this.closed = true;
+      this.resolveSuspended({ kind: 'suspended', wakeAt: Math.min(...this.waits), steps: this.counts() });
+    });
+  }
+
+  private advance(at: number): void {
+    if (at > this.logicalNow) this.logicalNow = at;
+  }
+
+  private throwIfAborted(): void {
+    if (this.run.signal.aborted) throw this.run.signal.reason ?? new Error('aborted');
+  }
+
+  /** 16 bytes, the same on every replay: from the run id and the draw's order. */
+  private draw(): Buffer {
+    this.draws += 1;
+    return createHash('sha256').update(`${this.run.runId}:${this.draws}`).digest().subarray(0, 16);
+  }
+}
+
+function checkName(name: unknown, runId: string): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) {
+    throw new InvalidStepNameError(name, { taskId: runId });
+  }
+  return name;
+}
+
+function durationMs(duration: Duration, name: string, runId: string): number {
+  const ms = typeof duration === 'number' ? duration : parseDuration(duration);
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0 || ms > DEFAULTS.maxSleepMs) {
+    throw new PermanentError(
+      `sleep "${name}": the duration must be 0 to 365 days, in ms or as text such as 90s, 15m, 2d; got ${JSON.stringify(duration)}`,
+      { code: 'INVALID_SLEEP', taskId: runId },
+    );
+  }
+  return ms;
+}
+
+function uuidOf(bytes: Buffer): string {
+  const b = Buffer.from(bytes);
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40;
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+  const hex = b.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+function never(): Promise<never> {
+  return new Promise<never>(() => {});
+}

@@ -1,0 +1,97 @@
+import type { ErrorInfo } from '../task/model.js';
+import type { HistoryEntry } from './history-store.js';
+
+/** A step or sleep of a run, as `GET /api/v1/tasks/{id}` shows it (`steps`). */
+export interface StepView {
+  readonly name: string;
+  readonly kind: 'step' | 'sleep';
+  /**
+   * A step: `succeeded`, `failed` (out of attempts; the run saw a `StepFailedError`) or
+   * `retrying` (an attempt failed, the next waits for `next_attempt_at`). A sleep: `sleeping`
+   * until `until`, then `done`.
+   */
+  readonly status: 'succeeded' | 'failed' | 'retrying' | 'sleeping' | 'done';
+  /** Attempts made so far. */
+  readonly attempts?: number;
+  readonly started_at?: string;
+  readonly ended_at?: string;
+  /** Bytes of the recorded result (its JSON). */
+  readonly result_bytes?: number;
+  readonly error?: ErrorInfo;
+  readonly next_attempt_at?: string;
+  readonly until?: string;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The steps and sleeps of a run's history, in the order they started. */
+export function stepsView(entries: readonly HistoryEntry[], now: number): StepView[] {
+  const steps = new Map<string, { view: StepView; order: number }>();
+  const failures = new Map<string, HistoryEntry[]>();
+  for (const e of entries) {
+    if (e.kind === 'step_failure') {
+      const name = failureStepName(e.key);
+      if (name !== undefined) failures.set(name, [...(failures.get(name) ?? []), e]);
+    }
+  }
+  for (const e of entries) {
+    if (e.kind === 'step') {
+      const name = e.key.slice('step#'.length);
+      const first = (failures.get(name) ?? []).reduce(
+        (m, f) => Math.min(m, f.started_at ?? f.at),
+        Number.POSITIVE_INFINITY,
+      );
+      const started = Math.min(first, e.started_at ?? e.at);
+      steps.set(e.key, {
+        order: started,
+        view: {
+          name,
+          kind: 'step',
+          status: e.error === undefined ? 'succeeded' : 'failed',
+          ...(e.attempt === undefined ? {} : { attempts: e.attempt }),
+          started_at: iso(started),
+          ended_at: iso(e.at),
+          ...(e.error === undefined ? { result_bytes: Buffer.byteLength(JSON.stringify(e.value ?? null)) } : {}),
+          ...(e.error === undefined ? {} : { error: e.error }),
+        },
+      });
+    } else if (e.kind === 'sleep') {
+      const until = e.until ?? e.at;
+      steps.set(e.key, {
+        order: e.at,
+        view: {
+          name: e.key.slice('sleep#'.length),
+          kind: 'sleep',
+          status: until > now ? 'sleeping' : 'done',
+          started_at: iso(e.at),
+          until: iso(until),
+        },
+      });
+    }
+  }
+  for (const [name, list] of failures) {
+    if (steps.has(`step#${name}`)) continue;
+    const sorted = [...list].sort((a, b) => (a.attempt ?? 0) - (b.attempt ?? 0));
+    const last = sorted.at(-1);
+    const first = sorted[0];
+    if (last === undefined || first === undefined) continue;
+    steps.set(`step#${name}`, {
+      order: first.started_at ?? first.at,
+      view: {
+        name,
+        kind: 'step',
+        status: 'retrying',
+        attempts: last.attempt ?? sorted.length,
+        started_at: iso(first.started_at ?? first.at),
+        ...(last.error === undefined ? {} : { error: last.error }),
+        ...(last.until === undefined ? {} : { next_attempt_at: iso(last.until) }),
+      },
+    });
+  }
+  return [...steps.values()].sort((a, b) => a.order - b.order).map((s) => s.view);
+}
+
+function failureStepName(key: string): string | undefined {
+  const m = /^fail#(.*)#(\d+)$/s.exec(key);
+  return m?.[1];
+}

@@ -1,0 +1,372 @@
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
+import { silentLogger } from '../../../shared/runtime/logger.js';
+import { LeaseLostError } from '../../../shared/task/errors.js';
+import { defineWorkflow, type WorkflowContext } from '../../../shared/workflow/define.js';
+import {
+  DuplicateStepError,
+  HistoryLimitError,
+  NonDeterminismError,
+  StepFailedError,
+} from '../../../shared/workflow/errors.js';
+import { type RunInvocation, runWorkflow, type WorkflowOutcome } from '../../../shared/workflow/runner.js';
+import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
+
+const T0 = Date.UTC(2026, 10, 28, 9, 0, 0);
+const DAY = 86_400_000;
+
+/** A run's world: its history, a clock the test moves, and counts of real executions per step. */
+function world() {
+  const history = new MemoryHistoryStore();
+  let now = T0;
+  const executions = new Map<string, number>();
+  const clock = { now: () => now };
+  const deps = { history, clock, random: { next: () => 0.5, id: () => 'x' }, historyRetentionDays: 30 };
+  return {
+    history,
+    executions,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    now: () => now,
+    /** A step's function that counts its executions, then returns `value`. */
+    effect:
+      <T>(name: string, value: T) =>
+      async (): Promise<T> => {
+        executions.set(name, (executions.get(name) ?? 0) + 1);
+        return value;
+      },
+    invoke: (
+      run: (input: unknown, wf: WorkflowContext) => Promise<unknown>,
+      o: Partial<RunInvocation> & { maxAttempts?: number; maxHistoryEntries?: number } = {},
+    ): Promise<WorkflowOutcome> => {
+      const def = defineWorkflow({
+        type: 'test_flow',
+        schema: z.unknown(),
+        maxAttempts: o.maxAttempts ?? 3,
+        timeoutSeconds: 10,
+        backoff: { baseSeconds: 1, capSeconds: 10 },
+        ...(o.maxHistoryEntries === undefined ? {} : { maxHistoryEntries: o.maxHistoryEntries }),
+        run,
+      });
+      return runWorkflow(deps, {
+        def,
+        input: {},
+        runId: 't_0123456789abcdef0123456789abcdef',
+        createdAt: T0,
+        attempt: 1,
+        leaseToken: () => 1,
+        signal: new AbortController().signal,
+        logger: silentLogger,
+        deadline: now + 300_000,
+        ...o,
+      });
+    },
+  };
+}
+
+/** The four-step order: reserve → charge → invoice → email. */
+function orderFlow(w: ReturnType<typeof world>, invoice: () => Promise<string> = w.effect('invoice', 'inv-1')) {
+  return async (_: unknown, wf: WorkflowContext) => {
+    const hold = await wf.step('reserve', w.effect('reserve', 'hold-1'));
+    const charge = await wf.step('charge', w.effect('charge', 'ch-1'));
+    const inv = await wf.step('invoice', invoice);
+    await wf.step('email', w.effect('email', 'sent'));
+    return { hold, charge, inv };
+  };
+}
+
+describe('Function: runWorkflow — steps', () => {
+  it('runs each step once and records it; a replay returns the recorded results without running any', async () => {
+    const w = world();
+    const first = await w.invoke(orderFlow(w));
+    expect(first).toEqual({ kind: 'completed', value: { hold: 'hold-1', charge: 'ch-1', inv: 'inv-1' } });
+    expect((await w.history.read('t_0123456789abcdef0123456789abcdef')).map((e) => e.key).sort()).toEqual(
+      ['step#charge', 'step#email', 'step#invoice', 'step#reserve'].sort(),
+    );
+    const again = await w.invoke(orderFlow(w));
+    expect(again).toEqual(first);
+    expect(Object.fromEntries(w.executions)).toEqual({ reserve: 1, charge: 1, invoice: 1, email: 1 });
+  });
+
+  it('a worker that dies inside step 3 of 4: the next invocation runs step 3 again and step 4 once', async () => {
+    const w = world();
+    const dying = new AbortController();
+    // The first invocation's worker dies while the invoice is being made: its promise never settles.
+    const died = w.invoke(
+      orderFlow(w, async () => {
+        w.executions.set('invoice', (w.executions.get('invoice') ?? 0) + 1);
+        return new Promise<string>(() => {});
+      }),
+      { signal: dying.signal },
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    void died; // abandoned, as a killed worker's would be
+    const resumed = await w.invoke(orderFlow(w), { leaseToken: () => 2 });
+    expect(resumed.kind).toBe('completed');
+    expect(Object.fromEntries(w.executions)).toEqual({ reserve: 1, charge: 1, invoice: 2, email: 1 });
+  });
+
+  it('memoizes by name: a deploy that inserts a step before the recorded ones re-runs none of them', async () => {
+    const w = world();
+    await w.invoke(async (_, wf) => {
+      await wf.step('a', w.effect('a', 1));
+      await wf.sleep('pause', '1h');
+      return wf.step('b', w.effect('b', 2));
+    });
+    w.advance(2 * 3_600_000);
+    const outcome = await w.invoke(async (_, wf) => {
+      const x = await wf.step('inserted', w.effect('inserted', 10));
+      const a = await wf.step('a', w.effect('a', 1));
+      await wf.sleep('pause', '1h');
+      return x + a + (await wf.step('b', w.effect('b', 2)));
+    });
+    expect(outcome).toEqual({ kind: 'completed', value: 13 });
+    expect(Object.fromEntries(w.executions)).toEqual({ a: 1, inserted: 1, b: 1 });
+  });
+
+  it('a step name asked for twice in one run is a DuplicateStepError at the call', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => {
+      await wf.step('same', w.effect('same', 1));
+      await wf.step('same', w.effect('same', 2));
+    });
+    expect(outcome.kind).toBe('failed');
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(DuplicateStepError);
+    expect(w.executions.get('same')).toBe(1);
+  });
+
+  it('a name recorded as a sleep and asked for as a step is a NonDeterminismError', async () => {
+    const w = world();
+    await w.invoke(async (_, wf) => wf.sleep('x', 0));
+    const outcome = await w.invoke(async (_, wf) => wf.step('x', w.effect('x', 1)));
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(NonDeterminismError);
+    expect(w.executions.get('x')).toBeUndefined();
+  });
+
+  it('a result that cannot be stored fails the step for good, naming it', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => wf.step('big', async () => 'x'.repeat(40 * 1024)));
+    const error = (outcome as { error: unknown }).error;
+    expect(error).toBeInstanceOf(StepFailedError);
+    expect((error as StepFailedError).message).toMatch(/step "big" result/);
+    expect((error as StepFailedError).message).toMatch(/store large data elsewhere/);
+  });
+
+  it('gives each step a key stable for the run and step, and its attempt', async () => {
+    const w = world();
+    const seen: unknown[] = [];
+    await w.invoke(async (_, wf) => {
+      await wf.step('pay', async (s) => {
+        seen.push({ key: s.key, attempt: s.attempt });
+        return 1;
+      });
+      return wf.stepKey('pay');
+    });
+    expect(seen).toEqual([{ key: 't_0123456789abcdef0123456789abcdef/pay', attempt: 1 }]);
+  });
+});
+
+describe('Function: runWorkflow — retries of a step', () => {
+  it('retries a failing step after a durable backoff, then goes on; its failed attempts are recorded', async () => {
+    const w = world();
+    let calls = 0;
+    const flaky = async () => {
+      calls += 1;
+      if (calls < 3) throw new RetryableError('503');
+      return 'ok';
+    };
+    const flow = async (_: unknown, wf: WorkflowContext) => wf.step('flaky', flaky);
+    const first = await w.invoke(flow);
+    expect(first.kind).toBe('suspended');
+    const wake1 = (first as { wakeAt: number }).wakeAt;
+    expect(wake1).toBeGreaterThanOrEqual(w.now());
+    expect(wake1).toBeLessThanOrEqual(w.now() + 2_000); // full jitter, base 1 s: attempt 1 ≤ 2 s
+    // Woken early (a duplicate message): it waits again for the same time, running nothing.
+    const early = await w.invoke(flow);
+    expect(early).toMatchObject({ kind: 'suspended', wakeAt: wake1 });
+    expect(calls).toBe(1);
+    w.advance(2_000);
+    expect((await w.invoke(flow)).kind).toBe('suspended');
+    w.advance(10_000);
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 'ok' });
+    expect(calls).toBe(3);
+    const keys = (await w.history.read('t_0123456789abcdef0123456789abcdef')).map((e) => e.key).sort();
+    expect(keys).toEqual(['fail#flaky#1', 'fail#flaky#2', 'step#flaky']);
+  });
+
+  it('a step out of attempts throws StepFailedError, which the code can catch — on every replay', async () => {
+    const w = world();
+    const flow = async (_: unknown, wf: WorkflowContext) => {
+      try {
+        await wf.step('never', async () => {
+          throw new RetryableError('down');
+        });
+        return 'unreachable';
+      } catch (err) {
+        return err instanceof StepFailedError ? `caught ${err.step}` : 'other';
+      }
+    };
+    let outcome = await w.invoke(flow, { maxAttempts: 2 });
+    expect(outcome.kind).toBe('suspended');
+    w.advance(60_000);
+    outcome = await w.invoke(flow, { maxAttempts: 2 });
+    expect(outcome).toEqual({ kind: 'completed', value: 'caught never' });
+    expect(await w.invoke(flow, { maxAttempts: 2 })).toEqual({ kind: 'completed', value: 'caught never' });
+  });
+
+  it('a PermanentError is not retried; uncaught, it fails the run as permanent', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) =>
+      wf.step('refused', async () => {
+        throw new PermanentError('no such account');
+      }),
+    );
+    expect(outcome.kind).toBe('failed');
+    const error = (outcome as { error: unknown }).error;
+    expect(error).toBeInstanceOf(StepFailedError);
+    expect(error).toBeInstanceOf(PermanentError);
+    expect((error as StepFailedError).error.message).toBe('no such account');
+  });
+});
+
+describe('Function: runWorkflow — sleeps and time', () => {
+  it('a sleep suspends the run until its time; a replay before then suspends again, after it goes on', async () => {
+    const w = world();
+    const flow = async (_: unknown, wf: WorkflowContext) => {
+      await wf.step('before', w.effect('before', 1));
+      await wf.sleep('cool_off', '2d');
+      return wf.step('after', w.effect('after', 2));
+    };
+    const first = await w.invoke(flow);
+    expect(first).toMatchObject({ kind: 'suspended', wakeAt: T0 + 2 * DAY });
+    w.advance(DAY);
+    expect(await w.invoke(flow)).toMatchObject({ kind: 'suspended', wakeAt: T0 + 2 * DAY });
+    w.advance(DAY);
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 2 });
+    expect(Object.fromEntries(w.executions)).toEqual({ before: 1, after: 1 });
+  });
+
+  it('sleepUntil waits for a date; a date past is no wait', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => {
+      await wf.sleepUntil('past', new Date(T0 - 1000));
+      await wf.sleepUntil('noon', new Date(T0 + 3 * 3_600_000));
+      return 'done';
+    });
+    expect(outcome).toMatchObject({ kind: 'suspended', wakeAt: T0 + 3 * 3_600_000 });
+  });
+
+  it('now(), random() and uuid() give the same values on every replay', async () => {
+    const w = world();
+    const seen: unknown[][] = [];
+    const flow = async (_: unknown, wf: WorkflowContext) => {
+      const start = wf.now().getTime();
+      await wf.step('one', w.effect('one', 1));
+      seen.push([start, wf.now().getTime(), wf.random(), wf.uuid(), wf.uuid()]);
+      await wf.sleep('wait', '1m');
+      return 'ok';
+    };
+    await w.invoke(flow);
+    w.advance(5 * 60_000);
+    await w.invoke(flow);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).toEqual(seen[0]);
+    const [start, afterStep, random, u1, u2] = seen[0] ?? [];
+    expect(start).toBe(T0);
+    expect(afterStep).toBe(T0); // the step was recorded at T0 (the clock did not move)
+    expect(random).toBeGreaterThanOrEqual(0);
+    expect(random).toBeLessThan(1);
+    expect(u1).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(u2).not.toBe(u1);
+  });
+
+  it('parallel branches: the run suspends only once the running steps have ended', async () => {
+    const w = world();
+    let release: () => void = () => {};
+    const slow = new Promise<void>((r) => {
+      release = r;
+    });
+    const invocation = w.invoke(async (_, wf) => {
+      await Promise.all([
+        wf.sleep('nap', '1h'),
+        wf.step('slow', async () => {
+          await slow;
+          w.executions.set('slow', 1);
+          return 's';
+        }),
+      ]);
+      return 'done';
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(w.executions.get('slow')).toBeUndefined();
+    release();
+    const outcome = await invocation;
+    expect(outcome).toMatchObject({ kind: 'suspended', wakeAt: T0 + 3_600_000 });
+    expect((await w.history.read('t_0123456789abcdef0123456789abcdef')).map((e) => e.key).sort()).toEqual([
+      'sleep#nap',
+      'step#slow',
+    ]);
+  });
+
+  it('a step that would not finish before the invocation must end waits for the next invocation', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => wf.step('long', w.effect('long', 1)), {
+      deadline: T0 + 5_000, // the step's timeout is 10 s
+    });
+    expect(outcome).toMatchObject({ kind: 'suspended', wakeAt: T0 });
+    expect(w.executions.get('long')).toBeUndefined();
+  });
+});
+
+describe('Function: runWorkflow — fencing and limits', () => {
+  it('a worker whose step write finds an entry of a newer lease stops with LeaseLostError', async () => {
+    // The new owner (lease 5) recorded the step while the stale worker (lease 4) was running it.
+    const history = new MemoryHistoryStore();
+    await history.append({ run_id: 'r', key: 'step#pay', kind: 'step', at: T0, lease_token: 5, value: 'new' });
+    const def = defineWorkflow({
+      type: 'fence_flow',
+      schema: z.unknown(),
+      run: async (_, wf) => wf.step('pay', async () => 'stale'),
+    });
+    const lost = await runWorkflow(
+      {
+        history: skipReads(history),
+        clock: { now: () => T0 },
+        random: { next: () => 0, id: () => 'x' },
+        historyRetentionDays: 1,
+      },
+      {
+        def,
+        input: {},
+        runId: 'r',
+        createdAt: T0,
+        attempt: 1,
+        leaseToken: () => 4,
+        signal: new AbortController().signal,
+        logger: silentLogger,
+        deadline: T0 + 300_000,
+      },
+    );
+    expect(lost.kind).toBe('failed');
+    expect((lost as { error: unknown }).error).toBeInstanceOf(LeaseLostError);
+  });
+
+  it('a run over its limit of history entries fails with HistoryLimitError', async () => {
+    const w = world();
+    const outcome = await w.invoke(
+      async (_, wf) => {
+        for (let i = 0; i < 5; i += 1) await wf.step(`s${i}`, w.effect('s', i));
+      },
+      { maxHistoryEntries: 3 },
+    );
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(HistoryLimitError);
+    expect(w.executions.get('s')).toBe(4); // the 4th ran; its record was refused
+  });
+});
+
+/** The store as a worker sees it that read the history before another worker wrote: reads give nothing. */
+function skipReads(store: MemoryHistoryStore): MemoryHistoryStore {
+  return Object.assign(Object.create(store) as MemoryHistoryStore, { read: async () => [] });
+}
