@@ -34,6 +34,7 @@ import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 import { connectInstantEndpoint, type SentMessage, startInstantEndpoint } from './lib/instant-endpoint.js';
 import { VARIANTS, type VariantName } from './lib/cpu-variants.js';
+import { median } from './lib/report.js';
 
 const LOGGING = ['silent', 'deployed'] as const;
 type Logging = (typeof LOGGING)[number];
@@ -247,12 +248,6 @@ async function worker(args: WorkerArgs): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Parent
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
 /** A worker process for one (variant, logging): `round()` runs one round in it. */
 interface Worker {

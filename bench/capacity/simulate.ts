@@ -20,15 +20,13 @@ import { createKaj, type KajDeps } from '../../shared/service/all-in-one.js';
 import { PRIORITIES, type Priority, resourceNames } from '../../shared/config/resources.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
 import { ExclusiveGate } from '../../shared/service/consumer/exclusive-gate.js';
-import type { TaskMessage, DeadLetter } from '../../shared/task/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
-import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
+import type { TaskQueue } from '../../shared/task/task-queue.js';
+import type { TaskStore } from '../../shared/task/task-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
-import type { TaskRecord } from '../../shared/task/model.js';
 import { type FunctionConcurrency, SimEventSource } from './event-source.js';
-import { PeakMeter } from './meter.js';
+import { attributed, decorate, PeakMeter } from './meter.js';
 import { SimTaskQueue } from './sim-queue.js';
-import { attributed, SimTaskStore } from './sim-store.js';
+import { SimTaskStore } from './sim-store.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { hourlyRates, SeededRandom, type Workload } from './workload.js';
 
@@ -107,6 +105,14 @@ export interface SimReport {
   readonly realSeconds: number;
   readonly virtualSteps: number;
 }
+
+const STORE_CALLS = ['create', 'get', 'update', 'listOutboxDue'] as const satisfies readonly (keyof TaskStore)[];
+const QUEUE_CALLS = [
+  'send',
+  'sendMany',
+  'sendDead',
+  'changeVisibility',
+] as const satisfies readonly (keyof TaskQueue)[];
 
 /** A Monday, so that the replayed day starts at a clean UTC midnight. */
 export const DAY_START = Date.UTC(2026, 0, 5);
@@ -231,15 +237,21 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     clock: time,
     random: kajRandom,
   };
-  const api = createKaj({ ...deps, store: attributed(store, meter, 'api'), queue: queue.as('api') });
-  const sweeperLatency = o.sweeperRequestMs ?? 10;
+  const storeOf = (who: string): TaskStore => attributed(store, STORE_CALLS, meter, who);
+  const queueOf = (who: string): TaskQueue => attributed(queue, QUEUE_CALLS, meter, who);
+  const api = createKaj({ ...deps, store: storeOf('api'), queue: queueOf('api') });
+  // The sweeper's Lambda waits `sweeperRequestMs` for every table and queue request.
+  const slow = async (call: () => unknown) => {
+    await time.sleep(o.sweeperRequestMs ?? 10);
+    return call();
+  };
   const sweeper = createKaj({
     ...deps,
-    store: new SlowStore(attributed(store, meter, 'sweeper'), time, sweeperLatency),
-    queue: new SlowQueue(queue.as('sweeper'), time, sweeperLatency),
+    store: decorate(storeOf('sweeper'), STORE_CALLS, slow),
+    queue: decorate(queueOf('sweeper'), QUEUE_CALLS, slow),
   });
-  const consumerStore = attributed(store, meter, 'consumer');
-  const consumerQueue = queue.as('consumer');
+  const consumerStore = storeOf('consumer');
+  const consumerQueue = queueOf('consumer');
   const fn: FunctionConcurrency = { busy: 0, peak: 0 };
   const sources = {} as Record<Priority, SimEventSource>;
   for (const p of PRIORITIES) {
@@ -470,54 +482,4 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     realSeconds: (performance.now() - started) / 1000,
     virtualSteps: time.instants,
   };
-}
-
-/** The table as the sweeper's Lambda sees it: every request takes `ms`. */
-class SlowStore implements TaskStore {
-  constructor(
-    private readonly inner: TaskStore,
-    private readonly time: VirtualClock,
-    private readonly ms: number,
-  ) {}
-  async create(record: TaskRecord): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.create(record);
-  }
-  async get(taskId: string, options?: ReadOptions): Promise<TaskRecord | undefined> {
-    await this.time.sleep(this.ms);
-    return this.inner.get(taskId, options);
-  }
-  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
-    await this.time.sleep(this.ms);
-    return this.inner.update(taskId, changes, condition);
-  }
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
-    await this.time.sleep(this.ms);
-    return this.inner.listOutboxDue(partition, dueBy, limit);
-  }
-}
-
-/** The queues as the sweeper's Lambda sees them: every request takes `ms`. */
-class SlowQueue implements TaskQueue {
-  constructor(
-    private readonly inner: TaskQueue,
-    private readonly time: VirtualClock,
-    private readonly ms: number,
-  ) {}
-  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.send(priority, message, options);
-  }
-  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
-    await this.time.sleep(this.ms);
-    return this.inner.sendMany(priority, entries);
-  }
-  async sendDead(letter: DeadLetter): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.sendDead(letter);
-  }
-  async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.changeVisibility(priority, receiptHandle, seconds);
-  }
 }

@@ -58,7 +58,7 @@ import type { TaskRecord } from '../../shared/task/model.js';
 import { SeededRandom } from '../capacity/workload.js';
 import { esmRequests } from '../lib/request-counting.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
-import { addTally, type CallTally, type LimitOperation, newTally, SimLimitStore } from './sim-limit-store.js';
+import { addTally, type CallTally, newTally, SimLimitStore } from './sim-limit-store.js';
 import { SimProvider } from './sim-provider.js';
 import { MessageHeap } from './sim-queue.js';
 
@@ -154,94 +154,7 @@ export interface PayrollOptions {
 }
 
 /** What a run measured. Times in seconds. */
-export interface PayrollReport {
-  readonly config: string;
-  readonly seed: number;
-  readonly slips: number;
-  readonly bypassed: boolean;
-  /** Every slip emailed or failed before the time limit. */
-  readonly complete: boolean;
-  readonly makespanS: number;
-  readonly floorS: number;
-  readonly ratio: number;
-  readonly provider: {
-    readonly calls: number;
-    readonly status429: number;
-    readonly peakInFlight: number;
-    /** Most calls (accepted or not) in any window of the provider's length. */
-    readonly peakCallsPerWindow: number;
-    readonly peakAcceptedPerWindow: number;
-    /** Accepted emails per second once under way (10th to 90th percentile of the accepted calls). */
-    readonly steadyRate: number;
-    readonly duplicates: number;
-    /** Slips the provider accepted an email for. */
-    readonly emailed: number;
-  };
-  readonly failed: number;
-  readonly retries: number;
-  /** The limits as declared (the checks hold the peaks to them). */
-  readonly caps: { readonly email?: number; readonly database?: number; readonly window: number };
-  readonly peaks: {
-    /** Handlers running at once. */
-    readonly emails: number;
-    readonly renders: number;
-    /** Holders of each concurrency item at once (the table's own count). */
-    readonly emailHolders: number;
-    readonly databaseHolders: number;
-  };
-  readonly deferrals: {
-    readonly total: number;
-    readonly render: number;
-    readonly email: number;
-    readonly byReason: Readonly<Record<string, number>>;
-    /** Deferrals that sent a fresh copy instead (from half of maxReceiveCount: refreshAtReceive). */
-    readonly refreshed: number;
-    readonly perTask: number;
-  };
-  readonly acquires: {
-    readonly granted: number;
-    readonly refused: number;
-    /** Starts the limiters forfeited because the store's answer came after them (`Limiter.lateStarts`). */
-    readonly lateStarts: number;
-    /** Limits-table calls / UpdateItems / write units per granted and per refused acquire. */
-    readonly perGrant: CallTally;
-    readonly perRefusal: CallTally;
-    /** Mean time from asking for the limits to the rate start (email tasks that ran). */
-    readonly meanStartWaitMs: number;
-    /**
-     * Mean time an email's permit is held, from its grant to its release: what its concurrency
-     * slot costs (Little's law: slots in use = emails per second × this).
-     */
-    readonly meanHoldMs: number;
-  };
-  readonly store: {
-    readonly calls: Readonly<Record<LimitOperation, number>>;
-    readonly totalCalls: number;
-    readonly updateItems: number;
-    readonly failedConditions: number;
-    readonly writeUnits: number;
-    /** Per task (renders and emails: 2 per slip). */
-    readonly callsPerTask: number;
-    readonly writeUnitsPerTask: number;
-    /** The calls of `release` and `pause`, apart. */
-    readonly release: CallTally;
-    readonly pause: CallTally;
-  };
-  readonly sqs: {
-    readonly receive: number;
-    readonly deleteBatch: number;
-    readonly changeVisibilityDefer: number;
-    readonly changeVisibilityHold: number;
-    readonly send: number;
-    readonly total: number;
-    readonly perTask: number;
-    /** What one deferral costs in SQS requests: its visibility change (or refresh) and its share of the receive. */
-    readonly perDeferral: number;
-  };
-  /** Task-table requests (counted, not simulated). */
-  readonly table: { readonly reads: number; readonly writes: number };
-  readonly sim: { readonly wallS: number; readonly cpuS: number; readonly instants: number; readonly events: number };
-}
+export type PayrollReport = Awaited<ReturnType<typeof simulatePayroll>>;
 
 /** Month end, 18:00 UTC: the run starts with every render queued. */
 const T0 = Date.UTC(2026, 10, 30, 18, 0, 0);
@@ -287,7 +200,7 @@ interface Lane {
   wakeAt: number;
 }
 
-export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport> {
+export async function simulatePayroll(o: PayrollOptions) {
   const wallStart = performance.now();
   const cpuStart = process.cpuUsage();
   const m: PayrollModel = { ...DEFAULT_MODEL, ...o.model };
@@ -612,6 +525,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     seed: o.seed,
     slips: o.slips,
     bypassed: o.bypassLimiter === true,
+    /** Every slip emailed or failed before the time limit. */
     complete: end === 'done',
     makespanS,
     floorS,
@@ -620,14 +534,17 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
       calls: provider.calls.length,
       status429: provider.refused,
       peakInFlight: provider.peakInFlight,
+      /** Most calls (accepted or not) in any window of the provider's length. */
       peakCallsPerWindow: provider.peakPerWindow('calls'),
       peakAcceptedPerWindow: provider.peakPerWindow('accepted'),
+      /** Accepted emails per second once under way (10th to 90th percentile of the accepted calls). */
       steadyRate: provider.steadyRate(),
       duplicates: provider.duplicates,
       emailed: provider.emailed(),
     },
     failed,
     retries,
+    /** The limits as declared (the checks hold the peaks to them). */
     caps: {
       ...(emailSpec?.concurrency === undefined ? {} : { email: emailSpec.concurrency }),
       ...(dbSpec?.concurrency === undefined ? {} : { database: dbSpec.concurrency }),
@@ -636,6 +553,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     peaks: {
       emails: peaks.email,
       renders: peaks.render,
+      /** Holders of each concurrency item at once (the table's own count). */
       emailHolders: store.tally.peakHolders.get('c#email_provider') ?? 0,
       databaseHolders: store.tally.peakHolders.get('c#database') ?? 0,
     },
@@ -650,10 +568,12 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     acquires: {
       granted: acquires.granted,
       refused: acquires.refused,
+      /** Starts the limiters forfeited because the store's answer came after them. */
       lateStarts: limiters.reduce((n, l) => n + l.lateStarts, 0),
       perGrant: per(acquires.grant, acquires.granted),
       perRefusal: per(acquires.refusal, acquires.refused),
       meanStartWaitMs: acquires.emailGrants === 0 ? 0 : acquires.startWaitMs / acquires.emailGrants,
+      /** From an email's grant to its release: what its concurrency slot costs (Little's law). */
       meanHoldMs: acquires.emailGrants === 0 ? 0 : acquires.holdMs / acquires.emailGrants,
     },
     store: {
@@ -675,8 +595,10 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
       send: sqs.send,
       total: sqsTotal,
       perTask: sqsTotal / tasks,
+      /** Its visibility change (or refresh) and its share of the receive. */
       perDeferral: deferred === 0 ? 0 : (sqs.cmvDefer + 1.1 * deferrals.refreshed + deferred / 10) / deferred,
     },
+    /** Task-table requests (counted, not simulated). */
     table,
     sim: {
       wallS: (performance.now() - wallStart) / 1000,
