@@ -29,6 +29,7 @@ import { SimTaskQueue } from './sim-queue.js';
 import { SimTaskStore } from './sim-store.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { hourlyRates, SeededRandom, type Workload } from './workload.js';
+import { Times as Samples } from '../payroll/sim-provider.js';
 
 export interface SimOptions {
   readonly workload: Workload;
@@ -47,64 +48,13 @@ export interface SimOptions {
   readonly progress?: (line: string) => void;
 }
 
-export interface PriorityReport {
-  /** Tasks produced in the measured period (the backlog included). */
-  readonly arrived: number;
-  /** Of those, tasks whose handler started. */
-  readonly started: number;
-  /** Handler runs in the measured period, whenever the task was produced. */
-  readonly ran: number;
-  /**
-   * Waits of the tasks produced in the measured period: started ones, and those still waiting at
-   * the end counted with the wait so far. A percentile that falls among the latter is a lower bound.
-   */
-  readonly p50WaitMs: number;
-  readonly p99WaitMs: number;
-  readonly maxWaitMs: number;
-  readonly p50IsLowerBound: boolean;
-  readonly p99IsLowerBound: boolean;
-  /** p99 wait of the tasks produced (not the injected backlog), with the same lower-bound rule. */
-  readonly p99FreshWaitMs: number;
-  readonly p99FreshIsLowerBound: boolean;
-  /** Most messages visible on the queue at once. */
-  readonly maxBacklog: number;
-  /** Visible messages when the replay ended. */
-  readonly endBacklog: number;
-  /** From the start of the peak until the last task of the injected backlog started; undefined if some never did. */
-  readonly backlogDrainMs: number | undefined;
-  readonly backlogLeft: number;
-  /** From the start of the peak until the queue was back under one batch; undefined if it never was. */
-  readonly recoveredMs: number | undefined;
-  readonly peakConcurrency: number;
-  readonly maxConcurrency: number;
-  /** Consumer invocations of this priority's mapping in the measured period. */
-  readonly invocations: number;
-}
-
-export interface SimReport {
-  readonly label: string;
-  readonly seed: number;
-  readonly fromHour: number;
-  readonly measureFromHour: number;
-  readonly toHour: number;
-  readonly perPriority: Readonly<Record<Priority, PriorityReport>>;
-  readonly api: {
-    readonly rateLimit: number;
-    readonly burstLimit: number;
-    readonly accepted: number;
-    /** Most tasks waiting at the producers for the API to admit them. */
-    readonly maxProducerBacklog: number;
-    readonly endProducerBacklog: number;
-    readonly p99AdmitWaitMs: number;
-    readonly peakAcceptedPerSecond: number;
-  };
-  readonly consumerPeakConcurrency: number;
-  readonly peaks: Readonly<Record<string, number>>;
-  readonly totals: Readonly<Record<string, number>>;
-  readonly sweeperResent: number;
-  readonly realSeconds: number;
-  readonly virtualSteps: number;
-}
+/**
+ * What a replay measured. Waits (per priority) are those of the tasks produced in the measured
+ * period: started ones, and those still waiting at the end counted with their wait so far (a
+ * percentile that falls among the latter is a lower bound: `…IsLowerBound`); `p99Fresh…` leaves
+ * the injected backlog out.
+ */
+export type SimReport = Awaited<ReturnType<typeof simulate>>;
 
 const STORE_CALLS = ['create', 'get', 'update', 'listOutboxDue'] as const satisfies readonly (keyof TaskStore)[];
 const QUEUE_CALLS = [
@@ -125,23 +75,6 @@ export function clockTime(ms: number): string {
   const hh = String(Math.floor((minutes % 1440) / 60)).padStart(2, '0');
   const mm = String(minutes % 60).padStart(2, '0');
   return `${day > 0 ? `+${day}d ` : ''}${hh}:${mm}`;
-}
-
-/** A growable array of numbers. */
-class Samples {
-  private a = new Float64Array(1024);
-  length = 0;
-  push(v: number): void {
-    if (this.length === this.a.length) {
-      const b = new Float64Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
-    this.a[this.length++] = v;
-  }
-  sorted(): Float64Array {
-    return this.a.slice(0, this.length).sort();
-  }
 }
 
 const quantile = (sorted: Float64Array, q: number): number =>
@@ -177,7 +110,7 @@ interface Pending {
   readonly ms: number;
 }
 
-export async function simulate(label: string, config: KajConfig, o: SimOptions): Promise<SimReport> {
+export async function simulate(label: string, config: KajConfig, o: SimOptions) {
   const started = performance.now();
   const w = o.workload;
   const rates = hourlyRates(w);
@@ -428,8 +361,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     const payload = r.payload as { at: number; b?: 1 };
     unstarted(r.priority, payload.at, payload.b === 1);
   }
-  const perPriority = {} as Record<Priority, PriorityReport>;
-  for (const p of PRIORITIES) {
+  const priorityReport = (p: Priority) => {
     const all = waitPercentiles(waits.get(p) as Samples, censored.get(p) as Samples);
     const fresh = waitPercentiles(freshWaits.get(p) as Samples, freshCensored.get(p) as Samples);
     const [p50, p50Lower] = all.at(0.5);
@@ -437,7 +369,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     const [p99Fresh, p99FreshLower] = fresh.at(0.99);
     const left = backlogLeft.get(p) ?? 0;
     const last = lastBacklogStart.get(p);
-    perPriority[p] = {
+    return {
       arrived: arrived.get(p) ?? 0,
       started: (waits.get(p) as Samples).length,
       ran: ran.get(p) ?? 0,
@@ -457,7 +389,11 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
       maxConcurrency: config.concurrency[p],
       invocations: sources[p].invocations,
     };
-  }
+  };
+  const perPriority = Object.fromEntries(PRIORITIES.map((p) => [p, priorityReport(p)])) as Record<
+    Priority,
+    ReturnType<typeof priorityReport>
+  >;
   const admitSorted = admitWaits.sorted();
   return {
     label,

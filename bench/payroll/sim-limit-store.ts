@@ -1,21 +1,11 @@
 /**
- * The limits table as the payroll simulation's limiters see it: the `LimitStore` port, in memory,
- * answering as `testing/memory-limit-store.ts` does (the contract suite of
- * `test/contract/limit-store.contract.ts` runs on it: `test/unit/bench/payroll-sim.test.ts`),
- * but request by request as `DynamoLimitStore` talks to DynamoDB, on the virtual clock:
- *
- * - each call is the same sequence of conditional UpdateItems `DynamoLimitStore` makes (the
- *   `takeRate` busy/idle pair picked by the `lastTat` hint, the `addHolder` add-or-create pair,
- *   up to 4 writes a call), each one atomic at the table;
- * - each UpdateItem takes `latencyMs` of virtual time, decided at its midpoint (half the latency
- *   out, half back), so two limiters' requests interleave as they would on the network;
- * - each UpdateItem is billed as AWS bills it: one write unit per started KB of the larger of the
- *   item before and after (a concurrency item of 50 holders is over 1 KB: 2 units), and a write
- *   whose condition fails still consumes units (1 if the item does not exist, else by the larger of
- *   the item and the one attempted) — `bench/lib/dynamo-accounting.ts`'s rules.
- *
- * The test double cannot be imported here (`.dependency-cruiser.cjs`, rule not-to-test: only
- * tests import test/), hence this bench-side store; it counts calls per operation as the double does.
+ * The limits table as the payroll simulation's limiters see it: the `LimitStore` port in memory,
+ * answering as `testing/memory-limit-store.ts` does (the contract suite runs on it:
+ * test/unit/bench/payroll-sim.test.ts), but request by request as `DynamoLimitStore` talks to
+ * DynamoDB: each call makes the same conditional UpdateItems (up to 4), each atomic at the table,
+ * taking `latencyMs` of virtual time and decided at its midpoint, so that two limiters' requests
+ * interleave as on the network; each billed as AWS bills it (bench/lib/dynamo-accounting.ts's
+ * rules: a failed condition consumes units too).
  *
  * @module
  */

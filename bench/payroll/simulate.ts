@@ -1,36 +1,24 @@
 /**
- * The payroll run (issue "Flow control") simulated on a virtual clock, through Kaj's own flow
- * control code: 50,000 salary slips at month end, each a PDF render (0.8 s, `cpu` lane, holds a
- * `database` connection) that submits an email (1.2 s, `io` lane, uses `email_provider`) to a
- * provider that answers 429 (Retry-After: 1 s) to any call beyond 40 in a sliding second.
+ * The payroll run simulated on a virtual clock through Kaj's own flow control: slips at month
+ * end, each a PDF render (0.8 s, `cpu` lane, holds a `database` connection) that submits an email
+ * (1.2 s, `io` lane, uses `email_provider`) to a provider that answers 429 (Retry-After: 1 s) to
+ * any call beyond 40 in a sliding second.
  *
- * Real (imported, unchanged): the `Limiter` (one per simulated process, all on one limits
- * table), `FlowControl` (one per process: admissions, `defer` with `deferralSeconds` and its
- * `RefusalStreak`, `waitForStart`, `learn` → `limiter.pause`, `release`), the task registry and
- * limit resolution, `classifyError` and `afterFailure` (the retry decision after a 429).
+ * Real (imported, unchanged): the `Limiter` (one per simulated process, all on one limits table),
+ * `FlowControl` (admissions, `defer`, `waitForStart`, `learn`, `release`), the task registry and
+ * limit resolution, `classifyError` and `afterFailure`.
  *
- * Modelled:
- * - the limits table (`SimLimitStore`): DynamoDB's conditional UpdateItems, 5 ms each, decided at
- *   their midpoint, billed in write units;
- * - SQS: per lane a heap of messages by visibility; Lambda as `workers` consumers per lane spread
- *   over `processes` execution environments (each with its own limiter and flow control: in-process
- *   waiting and slot hand-over are per process); each worker takes the next visible message when
- *   free. Requests: ReceiveMessage and DeleteMessageBatch as Lambda's pollers make them (a tenth
- *   per message, batches of 10: `esmRequests`), ChangeMessageVisibility per deferral and per hold
- *   of a redelivered claim, SendMessage per task created, retry, or refreshed deferral;
- * - the consumer's path per message, in Kaj's order: the claim's consistent read of the task
- *   (one table request), the admission (`acquire`, no wait), for a redelivery the claim write and
- *   the message hold, then the wait for the rate start (`waitForStart`), the handler, the outcome
- *   write, `release`, and the delete. Table and queue requests take `requestMs` each; the task
- *   table is counted, not simulated (its writes cannot refuse anything here);
- * - the handlers: sleeps of their duration (the issue's 0.8 s and 1.2 s; with `spread`, drawn
- *   uniformly within ±spread of them); the render submits the email task at its end (send, then
- *   put); the email calls the provider at the handler's start.
+ * Modelled: the limits table (`SimLimitStore`: conditional UpdateItems, 5 ms each, billed in write
+ * units); SQS as a heap of messages by visibility per lane, and Lambda as `workers` consumers per
+ * lane over `processes` execution environments, each taking the next visible message when free;
+ * the SQS requests Lambda's pollers and Kaj make (`esmRequests`, visibility changes, sends); the
+ * consumer's path per message in Kaj's order (claim read, admission, for a redelivery the claim
+ * write and the message hold, `waitForStart`, the handler, the outcome write, `release`, the
+ * delete), each table or queue request taking `requestMs`; the handlers as sleeps (the render
+ * submits the email at its end; the email calls the provider at its start).
  *
- * Not modelled: Lambda's batch boundary (a worker takes its next message as soon as it is free,
- * not when the slowest of its batch of 10 is done), cold starts, heartbeats (every task is far
- * shorter than a lease), crashes, and any delay between the handler's start and the provider
- * seeing the call (the provider counts the call at the handler's start, exactly).
+ * Not modelled: Lambda's batch boundary, cold starts, heartbeats, crashes, and any delay between
+ * the handler's start and the provider seeing the call.
  *
  * @module
  */
@@ -82,40 +70,6 @@ export const PAYROLL_CONFIGS = {
   },
 } as const satisfies Record<string, PayrollConfig>;
 
-export interface LaneShape {
-  /** Messages handled at once (the event source mapping's maximum concurrency, as workers). */
-  readonly workers: number;
-  /** Execution environments the workers are spread over, each with its own limiter. */
-  readonly processes: number;
-}
-
-export interface PayrollModel {
-  readonly renderMs: number;
-  readonly emailMs: number;
-  /** Each duration is drawn uniformly within ±spread of its mean (0: fixed). */
-  readonly spread: number;
-  /** The provider accepts at most this many calls in any window of `providerWindowMs`. */
-  readonly providerLimit: number;
-  readonly providerWindowMs: number;
-  /** The provider's Retry-After on a 429. */
-  readonly retryAfterSeconds: number;
-  /** How long a refused call takes to come back with its 429. */
-  readonly rejectMs: number;
-  /** Round trip of one limits-table UpdateItem. */
-  readonly storeLatencyMs: number;
-  /** Round trip of one task-table or SQS request the consumer waits for. */
-  readonly requestMs: number;
-  /** A message's share of an invocation's overhead (25 ms per batch of 10). */
-  readonly receiveMs: number;
-  /** `cpu`: renders; `io`: emails. */
-  readonly lanes: { readonly cpu: LaneShape; readonly io: LaneShape };
-  /** Attempts of a task (the 429s of the `seed` configuration count). */
-  readonly maxAttempts: number;
-  /** The limiter's knobs. */
-  readonly localWaitMs: number;
-  readonly reserve: number;
-}
-
 /**
  * The issue's figures, and lanes sized so that neither is the binding constraint: 100 email
  * workers for a limit of 50 at once (a refused message must find a free worker to be refused and
@@ -123,22 +77,32 @@ export interface PayrollModel {
  * limit, not Lambda, caps the renders and its cap is exercised: 60 / 0.8 s = 75 renders/s against
  * the 40 emails/s needed). Durations are fixed (`spread` 0), as the issue gives them.
  */
-export const DEFAULT_MODEL: PayrollModel = {
+export const DEFAULT_MODEL = {
   renderMs: 800,
   emailMs: 1200,
+  /** Each duration is drawn uniformly within ±spread of its mean (0: fixed). */
   spread: 0,
+  /** The provider accepts at most this many calls in any window of `providerWindowMs`. */
   providerLimit: 40,
   providerWindowMs: 1000,
   retryAfterSeconds: 1,
+  /** How long a refused call takes to come back with its 429. */
   rejectMs: 50,
+  /** Round trip of one limits-table UpdateItem. */
   storeLatencyMs: 5,
+  /** Round trip of one task-table or SQS request the consumer waits for. */
   requestMs: 5,
+  /** A message's share of an invocation's overhead (25 ms per batch of 10). */
   receiveMs: 2.5,
+  /** Per lane (`cpu`: renders; `io`: emails), handlers at once, spread over processes with a limiter each. */
   lanes: { cpu: { workers: 64, processes: 8 }, io: { workers: 100, processes: 10 } },
-  maxAttempts: DEFAULTS.maxAttempts,
-  localWaitMs: DEFAULTS.limitLocalWaitMs,
+  maxAttempts: DEFAULTS.maxAttempts as number,
+  /** The limiter's knobs. */
+  localWaitMs: DEFAULTS.limitLocalWaitMs as number,
   reserve: 1,
 };
+export type PayrollModel = typeof DEFAULT_MODEL;
+type LaneShape = PayrollModel['lanes']['cpu'];
 
 export interface PayrollOptions {
   readonly config: PayrollConfig;
