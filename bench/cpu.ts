@@ -48,18 +48,18 @@ interface WorkerArgs {
   readonly cpuProf?: string;
 }
 
-interface RoundResult {
-  /** µs of process CPU (user + system) per submitted task. */
-  readonly submitUs: number;
-  /** µs of user CPU alone (system time is mostly the loopback TCP stack, which AWS would not cost). */
-  readonly submitUserUs: number;
-  /** µs of process CPU per consumed task. */
-  readonly consumeUs: number;
-  readonly consumeUserUs: number;
-  /** AWS requests per task, by target, in each phase. */
-  readonly submitCalls: Record<string, number>;
-  readonly consumeCalls: Record<string, number>;
-}
+/**
+ * One round's µs of CPU per task, user + system and user alone (system time is mostly the loopback
+ * TCP stack, which AWS would not cost), and AWS requests per task by target, for each phase.
+ */
+type RoundResult = {
+  submitUs: number;
+  submitUserUs: number;
+  consumeUs: number;
+  consumeUserUs: number;
+  submitCalls: Record<string, number>;
+  consumeCalls: Record<string, number>;
+};
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -249,14 +249,10 @@ async function worker(args: WorkerArgs): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Parent
 
-/** A worker process for one (variant, logging): `round()` runs one round in it. */
-interface Worker {
-  readonly args: WorkerArgs;
-  round(): Promise<RoundResult>;
-  stop(): Promise<void>;
-}
+type Worker = Awaited<ReturnType<typeof startWorker>>;
 
-async function startWorker(args: WorkerArgs): Promise<Worker> {
+/** A worker process for one (variant, logging): `round()` runs one round in it. */
+async function startWorker(args: WorkerArgs) {
   const child = fork(fileURLToPath(import.meta.url), ['--worker', JSON.stringify(args)], {
     execArgv: [...process.execArgv, ...(args.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${args.cpuProf}`] : [])],
     env: { ...process.env, ...lambdaLikeEnvironment(args.endpoint) },

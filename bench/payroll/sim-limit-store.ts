@@ -42,22 +42,6 @@ interface Item {
   expiresAt?: number;
 }
 
-/** What the store did, as DynamoDB would bill it. */
-export interface LimitStoreTally {
-  /** LimitStore calls, by operation (what `MemoryLimitStore.calls` counts). */
-  readonly calls: Record<LimitOperation, number>;
-  /** UpdateItem requests (a call makes one or more). */
-  updateItems: number;
-  /** Of those, requests whose condition failed (billed all the same). */
-  failedConditions: number;
-  /** Write units consumed by the UpdateItems. */
-  writeUnits: number;
-  /** Scans (`list`; the limiter never lists). */
-  scans: number;
-  /** Most holders any concurrency item ever had at once, by item. */
-  readonly peakHolders: Map<string, number>;
-}
-
 /** Calls, requests and units, as one caller made them (see {@link SimLimitStoreOptions.attribute}). */
 export interface CallTally {
   calls: number;
@@ -90,13 +74,18 @@ export interface SimLimitStoreOptions {
 export class SimLimitStore implements LimitStore {
   private readonly items = new Map<string, Item>();
   private readonly halfMs: number;
-  readonly tally: LimitStoreTally = {
+  /**
+   * What the store did, as DynamoDB would bill it: calls by operation (as `MemoryLimitStore.calls`),
+   * UpdateItem requests (a call makes one or more), those whose condition failed (billed all the
+   * same), write units, scans, and the most holders each concurrency item ever had at once.
+   */
+  readonly tally = {
     calls: Object.fromEntries(LIMIT_OPERATIONS.map((op) => [op, 0])) as Record<LimitOperation, number>,
     updateItems: 0,
     failedConditions: 0,
     writeUnits: 0,
     scans: 0,
-    peakHolders: new Map(),
+    peakHolders: new Map<string, number>(),
   };
 
   constructor(private readonly o: SimLimitStoreOptions = {}) {
