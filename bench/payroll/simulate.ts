@@ -45,10 +45,10 @@ import {
 import type { TaskRecord } from '../../shared/task/model.js';
 import { SeededRandom } from '../capacity/workload.js';
 import { esmRequests } from '../lib/request-counting.js';
+import { MinHeap } from '../../testing/min-heap.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { addTally, type CallTally, newTally, SimLimitStore } from './sim-limit-store.js';
 import { SimProvider } from './sim-provider.js';
-import { MessageHeap } from './sim-queue.js';
 
 /** A configuration of the limits: both must declare `email_provider` and `database`. */
 export interface PayrollConfig {
@@ -152,6 +152,8 @@ interface Message {
   seq: number;
 }
 
+const earlier = (a: Message, b: Message) => a.visibleAt < b.visibleAt || (a.visibleAt === b.visibleAt && a.seq < b.seq);
+
 interface Process {
   readonly flow: FlowControl;
   readonly admissions: Admissions;
@@ -159,7 +161,8 @@ interface Process {
 
 interface Lane {
   readonly kind: Kind;
-  readonly queue: MessageHeap<Message>;
+  /** Its SQS queue: messages by the time they become visible, then by send order (close enough to a standard queue). */
+  readonly queue: MinHeap<Message>;
   readonly idle: Process[];
   wakeAt: number;
 }
@@ -205,8 +208,8 @@ export async function simulatePayroll(o: PayrollOptions) {
 
   // ---- the task types, as a deployment declares them -----------------------------------------
   const lanes: Record<Kind, Lane> = {
-    render: { kind: 'render', queue: new MessageHeap(), idle: [], wakeAt: Number.POSITIVE_INFINITY },
-    email: { kind: 'email', queue: new MessageHeap(), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    render: { kind: 'render', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    email: { kind: 'email', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
   };
   const payload = z.strictObject({ slip: z.number().int().nonnegative() });
   const render = defineTask({
@@ -320,8 +323,15 @@ export async function simulatePayroll(o: PayrollOptions) {
   workersOf(lanes.email, m.lanes.io);
 
   // ---- SQS and Lambda --------------------------------------------------------------------------
+  let sent = 0;
+  /** Puts `m` on the lane's queue, visible from `visibleAt` (a deferral puts it back with a new send order). */
+  const enqueue = (lane: Lane, m: Message, visibleAt: number) => {
+    m.visibleAt = visibleAt;
+    m.seq = sent++;
+    lane.queue.push(m);
+  };
   const send = (lane: Lane, task: Task, delayMs: number) => {
-    lane.queue.push({ task, receives: 0, visibleAt: 0, seq: 0 }, clock.now() + delayMs);
+    enqueue(lane, { task, receives: 0, visibleAt: 0, seq: 0 }, clock.now() + delayMs);
     pump(lane);
   };
   const pump = (lane: Lane) => {
@@ -380,7 +390,7 @@ export async function simulatePayroll(o: PayrollOptions) {
         send(lane, task, deferral.seconds * 1000);
       } else {
         sqs.cmvDefer += 1;
-        lane.queue.push(msg, clock.now() + deferral.seconds * 1000);
+        enqueue(lane, msg, clock.now() + deferral.seconds * 1000);
         pump(lane);
       }
       return;
@@ -455,7 +465,7 @@ export async function simulatePayroll(o: PayrollOptions) {
 
   // ---- the run ---------------------------------------------------------------------------------
   for (let slip = 0; slip < o.slips; slip += 1) {
-    lanes.render.queue.push({ task: newTask('render', slip), receives: 0, visibleAt: 0, seq: 0 }, T0);
+    enqueue(lanes.render, { task: newTask('render', slip), receives: 0, visibleAt: 0, seq: 0 }, T0);
     sqs.send += 1;
   }
   pump(lanes.render);
