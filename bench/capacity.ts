@@ -23,6 +23,7 @@ import { PRIORITIES, type Priority } from '../shared/config/resources.js';
 import { fluidDay, INVOCATION_OVERHEAD_S, serviceRate, sizingTable } from './capacity/sizing.js';
 import { type SimReport, simulate } from './capacity/simulate.js';
 import { hourlyRates, SEED_WORKLOAD } from './capacity/workload.js';
+import { markdownTable } from './lib/report.js';
 
 const { values } = parseArgs({
   options: {
@@ -72,9 +73,7 @@ const median = (xs: readonly number[]) => {
   const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : (s[Math.floor(s.length / 2)] as number);
 };
-const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
-const table = (head: readonly string[], rows: readonly (readonly string[])[]) =>
-  [row(head), row(head.map(() => '---')), ...rows.map(row)].join('\n');
+const table = (head: readonly string[], rows: readonly (readonly string[])[]) => markdownTable(head, rows);
 
 console.log(`# Kaj capacity: the reference workload (${new Date().toISOString()})\n`);
 const rates = hourlyRates(w);

@@ -44,7 +44,6 @@ import { isFinished } from '../shared/task/state-machine.js';
 import { type DeploymentModel, readDeployment } from './lib/deployment.js';
 import {
   AccountingTaskStore,
-  type DynamoOp,
   DynamoLedger,
   summarize,
   isInIndex,
@@ -198,38 +197,8 @@ function toSqsEvent(messages: readonly ReceivedTaskMessage[], queueName: string,
 }
 
 /** Per-task figures of one run (everything divided by the number of tasks). */
-interface Measured {
-  tableWru: number;
-  indexWru: number;
-  rru: number;
-  puts: number;
-  updates: number;
-  gets: number;
-  conditionFailures: number;
-  indexPut: number;
-  indexMove: number;
-  indexUpdate: number;
-  indexDelete: number;
-  sqsSend: number;
-  sqsSendBatch: number;
-  sqsVisibility: number;
-  /** ChangeMessageVisibilityBatch: a Lambda batch's messages held for one lease at its start, and extended. */
-  sqsVisibilityBatch: number;
-  sqsKajBilled: number;
-  acknowledged: number;
-  httpRequests: number;
-  /** Tasks the API function handled (a batch request handles many): what its duration is charged by. */
-  apiItems: number;
-  deliveries: number;
-  storageGbMonths: number;
-  /** Not per task: tasks left unfinished or in the outbox at the horizon. */
-  unsettled: number;
-}
-
-interface RunResult {
-  readonly measured: Measured;
-  readonly ops: readonly DynamoOp[];
-}
+type Measured = RunResult['measured'];
+type RunResult = Awaited<ReturnType<typeof runScenario>>;
 
 /** Kaj over an in-memory store and queue at START, every request it makes billed. */
 function world(model: DeploymentModel, seed: number) {
@@ -250,7 +219,7 @@ function world(model: DeploymentModel, seed: number) {
   return { kaj, clock, dynamo, sqs, inner, memq };
 }
 
-async function runScenario(s: Scenario, model: DeploymentModel, seed: number): Promise<RunResult> {
+async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
   const n = OPTS.tasks;
   const names = resourceNames('kaj');
   const outboxName = TABLE_SCHEMA.outboxIndex.name;
@@ -338,7 +307,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
   const unsettled = [...inner.items.values()].filter(
     (item) => !isFinished(item.status) || (outbox !== undefined && isInIndex(item, outbox)),
   ).length;
-  const measured: Measured = {
+  const measured = {
     tableWru: d.tableWru,
     indexWru: d.indexWru,
     // A sweep queries its partitions whether or not tasks are due: only what a Query reads
@@ -355,16 +324,19 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number): P
     sqsSend: calls('SendMessage'),
     sqsSendBatch: calls('SendMessageBatch'),
     sqsVisibility: calls('ChangeMessageVisibility'),
+    // A Lambda batch's messages held for one lease at its start, and extended.
     sqsVisibilityBatch: calls('ChangeMessageVisibilityBatch'),
     sqsKajBilled: sqs.calls.filter((c) => c.by === 'kaj').reduce((t, c) => t + c.billed, 0),
     acknowledged,
     httpRequests,
+    // Tasks the API function handled (a batch request handles many): what its duration is charged by.
     apiItems,
     deliveries: delivered,
     storageGbMonths,
+    // Not per task: tasks left unfinished or in the outbox at the horizon.
     unsettled: unsettled * n,
   };
-  for (const k of Object.keys(measured) as (keyof Measured)[]) measured[k] /= n;
+  for (const k of Object.keys(measured) as (keyof typeof measured)[]) measured[k] /= n;
   return { measured, ops };
 }
 

@@ -34,6 +34,7 @@ import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 import { connectInstantEndpoint, type SentMessage, startInstantEndpoint } from './lib/instant-endpoint.js';
 import { VARIANTS, type VariantName } from './lib/cpu-variants.js';
+import { median } from './lib/report.js';
 
 const LOGGING = ['silent', 'deployed'] as const;
 type Logging = (typeof LOGGING)[number];
@@ -47,18 +48,18 @@ interface WorkerArgs {
   readonly cpuProf?: string;
 }
 
-interface RoundResult {
-  /** µs of process CPU (user + system) per submitted task. */
-  readonly submitUs: number;
-  /** µs of user CPU alone (system time is mostly the loopback TCP stack, which AWS would not cost). */
-  readonly submitUserUs: number;
-  /** µs of process CPU per consumed task. */
-  readonly consumeUs: number;
-  readonly consumeUserUs: number;
-  /** AWS requests per task, by target, in each phase. */
-  readonly submitCalls: Record<string, number>;
-  readonly consumeCalls: Record<string, number>;
-}
+/**
+ * One round's µs of CPU per task, user + system and user alone (system time is mostly the loopback
+ * TCP stack, which AWS would not cost), and AWS requests per task by target, for each phase.
+ */
+type RoundResult = {
+  submitUs: number;
+  submitUserUs: number;
+  consumeUs: number;
+  consumeUserUs: number;
+  submitCalls: Record<string, number>;
+  consumeCalls: Record<string, number>;
+};
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -248,20 +249,10 @@ async function worker(args: WorkerArgs): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Parent
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
+type Worker = Awaited<ReturnType<typeof startWorker>>;
 
 /** A worker process for one (variant, logging): `round()` runs one round in it. */
-interface Worker {
-  readonly args: WorkerArgs;
-  round(): Promise<RoundResult>;
-  stop(): Promise<void>;
-}
-
-async function startWorker(args: WorkerArgs): Promise<Worker> {
+async function startWorker(args: WorkerArgs) {
   const child = fork(fileURLToPath(import.meta.url), ['--worker', JSON.stringify(args)], {
     execArgv: [...process.execArgv, ...(args.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${args.cpuProf}`] : [])],
     env: { ...process.env, ...lambdaLikeEnvironment(args.endpoint) },

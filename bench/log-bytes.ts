@@ -235,22 +235,14 @@ const TEXT_PLATFORM_LINES = [
   `REPORT RequestId: ${REQUEST_ID}\tDuration: 48.12 ms\tBilled Duration: 49 ms\tMemory Size: 256 MB\tMax Memory Used: 97 MB\t`,
 ];
 
-interface Setup {
-  readonly name: string;
-  readonly logger: Logger;
-  readonly metrics: InvocationMetrics;
-  /** Lambda's own lines per invocation. */
-  readonly platformLines: readonly string[];
-  /** The access-log line of one request, or none. */
-  readonly accessLog: string | undefined;
-  /**
-   * Whether the API function writes a metric line per request. Not any more: submissions are
-   * counted by a metric filter on the access log (infra/constructs/api.ts).
-   */
-  readonly apiMetrics: boolean;
-}
+/**
+ * A setup: its logger and metrics, Lambda's own lines per invocation, the access-log line of one
+ * request, and whether the API function writes a metric line per request (no more: submissions
+ * are counted by a metric filter on the access log, infra/constructs/api.ts).
+ */
+type Setup = ReturnType<typeof setups>[number];
 
-const setups = (): Setup[] => [
+const setups = () => [
   {
     name: 'before',
     logger: powertoolsLogger(true),
@@ -298,12 +290,9 @@ const registry = new TaskRegistry([
   }),
 ]);
 
-interface RunResult {
-  readonly api: Written[];
-  readonly consumer: Written[];
-}
+type RunResult = Awaited<ReturnType<typeof measure>>;
 
-async function measure(setup: Setup, rt: Awaited<ReturnType<typeof startLocalRuntime>>): Promise<RunResult> {
+async function measure(setup: Setup, rt: Awaited<ReturnType<typeof startLocalRuntime>>) {
   const capture = new Capture();
   const api: Written[] = [];
   const ids: string[] = [];

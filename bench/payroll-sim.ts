@@ -26,7 +26,7 @@ import {
   type PayrollReport,
   simulatePayroll,
 } from './payroll/simulate.js';
-import { median, num } from './lib/report.js';
+import { markdownTable, median, num } from './lib/report.js';
 import { PRICES } from './prices.js';
 
 const { values } = parseArgs({
@@ -177,9 +177,7 @@ if (values.json) {
     JSON.stringify({ slips: SLIPS, runs: Object.fromEntries(results), medians, knobs: knobResults, model: m }, null, 2),
   );
 } else {
-  const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
-  const table = (head: readonly string[], rows: readonly (readonly string[])[]) =>
-    [row(head), row(head.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(row)].join('\n');
+  const table = (head: readonly string[], rows: readonly (readonly string[])[]) => markdownTable(head, rows, true);
 
   console.log(`# Kaj payroll run, simulated (${new Date().toISOString()})\n`);
   console.log(

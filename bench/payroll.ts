@@ -1,34 +1,23 @@
 /**
- * The payroll run on the real local runtime (issue "Flow control", proof (a)).
+ * The payroll run on the real local runtime:
  *
  *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10] [--workers 2]
- *                            [--time-scale 1] [--jitter MS] [--lease 10] [--timeline]
- *
- * `--time-scale N` stretches time N times (provider 40/N per second, email 1.2·N s, render
- * 0.8·N s; concurrencies unchanged, so every ratio holds): the local emulators (dynalite, one
- * Node.js process) carry ≈ 11 DynamoDB writes per slip, ≈ 460 a second at the real rate, more
- * than dynalite's ≈ 320 on this machine.
+ *                            [--time-scale 1] [--jitter MS] [--lease 10] [--timeline] [--json]
  *
  * `--slips` salary slips: each a `render_slip` task (cpu lane, 0.8 s, holds a `database`
  * connection) that submits a `send_slip` task (io lane, `email_provider`) through Kaj's API with
- * the idempotency key `slip:2026-11:emp-N`; the email goes to a simulated provider that takes
- * 1.2 s and refuses more than 40 emails in any sliding second with 429 (bench/payroll/email-provider.ts, in a process of its own).
- * The provider's real numbers (40/s, 1.2 s, 45 and 60 connections) are kept: the scale-down is
- * in the number of slips, so every ratio of the 50,000-slip run holds and the limits and counts
- * are the real ones. Workers are separate processes (`local/worker.ts`, as Lambda instances are):
- * the limits hold across them through the limits table.
+ * the idempotency key `slip:2026-11:emp-N`, sent to a simulated provider in a process of its own
+ * that takes 1.2 s and answers 429 beyond 40 emails in any sliding second
+ * (bench/payroll/email-provider.ts). Workers are separate processes (`local/worker.ts`), the limits
+ * holding across them through the limits table. `--time-scale N` stretches time N times (rate
+ * 40/N, durations × N, every ratio kept) for machines where the emulators cannot carry the real
+ * rate; `--jitter MS` declares the rate with `arrivalJitterMs: MS` instead of 25.
  *
- * `--jitter MS` declares the provider's rate with `arrivalJitterMs: MS` instead of 25 (0: none).
- * `--time-scale 4 --configs kaj` is a two-process `rate: '10/s'` run.
- *
- * For each configuration (`seed`: email concurrency 45; `kaj`: rate 40/s + concurrency 50) it
- * prints, per run and as the median of the runs: makespan and its ratio to the floor (slips ÷
- * the binding rate), 429s, peak concurrent emails and peak emails in any 1-s window, duplicate
- * emails (a key the provider accepted twice), replays its idempotency absorbed, failed and lost
- * tasks, deferrals, and AWS requests per slip (every process's SDK calls, counted). `--kills N`
- * adds a run of the `kaj` configuration in which a worker is SIGKILLed N times (and restarted).
- * `--timeline` prints, after each run, a line a second: emails accepted, the two lanes' queues
- * (visible/in flight) and the concurrency slots held, with the kills (where a run's time goes).
+ * Per configuration (`seed`: email concurrency 45; `kaj`: rate 40/s + concurrency 50), per run and
+ * as the median of the runs: makespan against the floor (slips ÷ the binding rate), 429s, peaks,
+ * duplicate emails, replays absorbed, failed and lost tasks, deferrals, and AWS requests per slip
+ * (every process's SDK calls). `--kills N` adds a `kaj` run in which a worker is SIGKILLed N times
+ * and restarted; `--timeline` prints a line a second (emails, queues, slots held, kills).
  *
  * @module
  */
@@ -43,7 +32,7 @@ import { startLocalRuntime } from '../local/runtime.js';
 import { type RequestCounts, RequestCounter } from '../local/request-counter.js';
 import { PRIORITIES } from '../shared/config/resources.js';
 import { SHARED_CRASHES_BEFORE_SOLO } from '../shared/task/lease.js';
-import { type ProviderReport, spawnProvider } from './payroll/email-provider.js';
+import { spawnProvider } from './payroll/email-provider.js';
 import { createRegistry, type PayrollConfig } from './payroll/tasks.js';
 import { median } from './lib/report.js';
 import { uniquePrefix } from '../testing/wait.js';
@@ -60,42 +49,16 @@ let RENDER_MS = 800;
 /** The binding rate of each configuration: 45 / 1.2 s, and the provider's 40/s. */
 const bindingRate = (config: PayrollConfig): number => (config === 'seed' ? 45 / (EMAIL_MS / 1000) : RATE_PER_SECOND);
 
-interface RunResult {
-  readonly config: PayrollConfig;
-  readonly kills: number;
-  readonly makespanS: number;
-  /** From the first submit to the provider's first accepted email (the pipeline filling). */
-  readonly firstEmailS: number;
-  readonly floorS: number;
-  readonly ratio: number;
-  readonly provider: ProviderReport;
-  readonly succeeded: number;
-  readonly failed: number;
-  readonly lost: number;
-  readonly dlq: number;
-  /** Tasks neither succeeded nor failed, by `type:status:attempts`. */
-  readonly unfinished: Record<string, number>;
-  /** Up to 10 DLQ messages per priority: their receive counts and whether Kaj or SQS put them there. */
-  readonly letters: string[];
-  /** Up to 10 failed or unfinished tasks: their attempts' outcomes and last error (why they are not `succeeded`). */
-  readonly stories: string[];
-  /** From the first submit until no task was left unfinished (or the bench's limit). */
-  readonly settledS: number;
-  /** Crashed attempts of tasks that ran beside others, and tasks that became suspects (ran alone). */
-  readonly sharedCrashes: number;
-  readonly suspects: number;
-  readonly maxAttemptsSeen: number;
-  readonly deferrals: number;
-  readonly pauses: number;
-  /** Rate starts the workers' limiters forfeited (past their slack when due) and took again. */
-  readonly lateStarts: number;
-  /** Worker-seconds during which a worker started no new task: draining for a suspect, then running it alone. */
-  readonly gateClosedS: number;
-  /** Attempts that ran alone (suspects). */
-  readonly ranAlone: number;
-  readonly requests: Record<string, number>;
-  readonly failedRequests: Record<string, number>;
-}
+/**
+ * One run's figures: `firstEmailS`, from the first submit to the provider's first accepted email;
+ * `unfinished`, tasks neither succeeded nor failed by `type:status:attempts`; `letters`, up to 10
+ * DLQ messages with their receive counts; `stories`, up to 10 tasks that did not succeed, as their
+ * records tell it; `settledS`, until no task was left unfinished; `sharedCrashes` / `suspects`,
+ * crashed attempts of tasks that ran beside others, and tasks that then ran alone; `lateStarts`,
+ * rate starts the limiters forfeited; `gateClosedS`, worker-seconds with no new task started
+ * (draining for a suspect, then running it alone).
+ */
+type RunResult = Awaited<ReturnType<typeof runOnce>>;
 
 function args() {
   const { values } = parseArgs({
@@ -199,12 +162,7 @@ function addCounts(into: RequestCounts, from: RequestCounts): void {
 }
 
 /** One run; its line is printed as soon as it is measured, before the runtime stops. */
-async function runOnce(
-  config: PayrollConfig,
-  o: ReturnType<typeof args>,
-  kills: number,
-  label: string,
-): Promise<RunResult> {
+async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills: number, label: string) {
   const provider = await spawnProvider({ perSecond: RATE_PER_SECOND, latencyMs: EMAIL_MS });
   const dir = mkdtempSync(join(tmpdir(), 'kaj-payroll-'));
   const env = {
@@ -384,7 +342,7 @@ async function runOnce(
       );
     }
   }
-  const result: RunResult = {
+  const result = {
     config,
     kills: killed,
     makespanS,

@@ -4,30 +4,17 @@
  *   npm run bench:schedules -- [--runs 3] [--sizes 10,1000,10000] [--dynamo-ms 5] [--sqs-ms 10]
  *                              [--steady 100] [--emulator-budget-s 300] [--no-emulator]
  *
- * Drives the real composition root (`createKaj` with a `schedules` store: `kaj.schedules.put`
- * creates the schedules, `kaj.ticker.tick` runs the tick) with a fake clock:
- *
- * - Counts (requests, read and write units): the contract-tested in-memory fakes of the stores
- *   and the queue (testing/) wrapped in the cost benchmark's decorators, which bill every DynamoDB request by AWS's rules, index writes
- *   included (bench/lib/dynamo-accounting.ts: `AccountingTaskStore` for the task table, its twin
- *   `AccountingScheduleStore` in bench/lib/schedule-accounting.ts for the schedules table), and
- *   count every SQS request (bench/lib/request-counting.ts). Deterministic: the runs must agree.
- * - Time: the same tick (1) over the bare fakes, which measures Kaj's own code (and the fakes'
- *   copying and marshalling of every item, as the adapters do), and
- *   (2) over the real adapters (`DynamoScheduleStore`, `DynamoTaskStore`, `SqsTaskQueue`) with
- *   real SDK clients tuned as on Lambda, against dynalite and local-aws-sqs running in a child
- *   process, so that `process.cpuUsage()` counts Kaj and the SDK and not the emulators. The
- *   requests the SDK clients send are counted too, and checked against the ledger's.
- * - Lambda: the CPU time of (2) stretched to the function's share of a vCPU (memory / 1,769 MB),
- *   plus the time spent waiting on AWS (request count × a stated latency ÷ the tick's concurrency),
- *   billed as GB-seconds. The schedules table, the task table, the scheduler function and its
- *   rule are read from the synthesized CDK template (bench/lib/deployment.ts).
- *
- * Prices: bench/prices.ts (dated).
+ * Drives the real composition root (`createKaj` with a `schedules` store) with a fake clock:
+ * - counts: the in-memory fakes of testing/ behind the accounting decorators (AWS's billing rules:
+ *   bench/lib/dynamo-accounting.ts, schedule-accounting.ts, request-counting.ts); deterministic;
+ * - time: the same tick over the bare fakes (Kaj's own code), and over the real adapters and SDK
+ *   clients against the emulators in a child process (so `process.cpuUsage()` counts Kaj and the
+ *   SDK, not the emulators), whose requests are checked against the ledgers';
+ * - Lambda: that CPU time stretched to the function's share of a vCPU, plus the waits on AWS
+ *   (requests × a stated latency ÷ the tick's concurrency), billed as GB-seconds, with the
+ *   tables, the function and its rule read from the synthesized CDK template. Prices: bench/prices.ts.
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { deleteResources, ensureResources } from '../local/bootstrap.js';
@@ -35,9 +22,8 @@ import { createKaj, createKajOnAws, type Kaj } from '../shared/service/all-in-on
 import { createDynamoDbClient, createSqsClient } from '../shared/aws/clients.js';
 import { DEFAULTS, resourceNames, SCHEDULE_TABLE_SCHEMA, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../shared/config/settings.js';
-import { clientConfig, emulatorClients, emulatorSettings, type KajClients } from '../shared/aws/wiring.js';
+import { clientConfig, emulatorClients, emulatorSettings } from '../shared/aws/wiring.js';
 import type { ScheduleRecord } from '../shared/schedule/model.js';
-import type { TickReport } from '../shared/schedule/tick.js';
 import { jitterOffsetMs } from '../shared/schedule/timing.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
 import {
@@ -141,18 +127,7 @@ const bodyOf = (i: number, jitter: string | undefined): Record<string, unknown> 
 
 type StoredItem = Record<string, unknown>;
 
-// ---------------------------------------------------------------------------------------------
-// In memory
-
-interface World {
-  readonly kaj: Kaj;
-  readonly clock: BenchClock;
-  readonly schedules: MemoryScheduleStore;
-  readonly tasks: MemoryTaskStore;
-  readonly queue: MemoryTaskQueue;
-  readonly ledgers: { readonly schedules: DynamoLedger; readonly tasks: DynamoLedger; readonly sqs: SqsLedger };
-  readonly unbilled: () => number;
-}
+type World = ReturnType<typeof memoryWorld>;
 
 /**
  * Kaj over the in-memory fakes, the schedules store holding copies of `seed` (items as stored);
@@ -164,7 +139,7 @@ function memoryWorld(
   at: number,
   accounting: boolean,
   maxPerOwner?: number,
-): World {
+) {
   const clock = new BenchClock(at);
   const schedules = new MemoryScheduleStore();
   for (const item of seed) schedules.items.set(String(item.name), structuredClone(item) as unknown as ScheduleRecord);
@@ -223,13 +198,9 @@ function runsVisibleAt(w: World): number[] {
   return queued.map((m) => m.visibleAt);
 }
 
-interface Timed {
-  readonly report: TickReport;
-  readonly wallMs: number;
-  readonly cpuMs: number;
-}
+type Timed = Awaited<ReturnType<typeof timedTick>>;
 
-async function timedTick(kaj: Kaj): Promise<Timed> {
+async function timedTick(kaj: Kaj) {
   const ticker = kaj.ticker;
   if (ticker === undefined) throw new Error('createKaj built no ticker');
   const c0 = process.cpuUsage();
@@ -240,22 +211,14 @@ async function timedTick(kaj: Kaj): Promise<Timed> {
   return { report, wallMs, cpuMs: (c.user + c.system) / 1000 };
 }
 
-/** What one tick did, billed. */
-interface TickCounts {
-  readonly report: TickReport;
-  readonly schedules: DynamoSummary;
-  readonly tasks: DynamoSummary;
-  readonly sqsRequests: number;
-  readonly sqsBilled: number;
-  readonly sqsByApi: Readonly<Record<string, number>>;
-  /** Due-index pages of the shard with the most. */
-  readonly pagesOnBusiestShard: number;
-  /** Requests by API over both tables and SQS, as an SDK client would count them. */
-  readonly byCommand: Readonly<Record<string, number>>;
-}
+type TickCounts = Awaited<ReturnType<typeof countedTick>>;
 
-/** Runs one billed tick at the world's clock and sums up what it did. */
-async function countedTick(w: World): Promise<TickCounts> {
+/**
+ * Runs one billed tick at the world's clock and sums up what it did: `pagesOnBusiestShard`, the
+ * due-index pages of the shard with the most; `byCommand`, requests by API over both tables and
+ * SQS, as an SDK client would count them.
+ */
+async function countedTick(w: World) {
   const marks = { s: w.ledgers.schedules.ops.length, t: w.ledgers.tasks.ops.length, q: w.ledgers.sqs.calls.length };
   const report = await w.kaj.ticker?.tick(BUDGET_MS);
   if (report === undefined) throw new Error('createKaj built no ticker');
@@ -281,18 +244,7 @@ async function countedTick(w: World): Promise<TickCounts> {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// On the emulators (real adapters and SDK clients)
-
-interface EmulatorEnv {
-  readonly admin: KajClients;
-  /** Tuned as on Lambda (`createDynamoDbClient` / `createSqsClient` defaults), counted. */
-  readonly dynamodb: DynamoDBClient;
-  readonly sqs: SQSClient;
-  /** Every command the two clients send (instrumented before their first request). */
-  readonly counter: RequestCounter;
-  stop(): Promise<void>;
-}
+type EmulatorEnv = Awaited<ReturnType<typeof startEmulatorEnv>>;
 
 /** A function returning the commands sent since this call, by `service Command` as `TickCounts.byCommand` has them. */
 function sentSince(counter: RequestCounter): () => Record<string, number> {
@@ -308,7 +260,8 @@ function sentSince(counter: RequestCounter): () => Record<string, number> {
   };
 }
 
-async function startEmulatorEnv(): Promise<EmulatorEnv> {
+/** The emulators in a child process, and SDK clients tuned as on Lambda whose every command is counted. */
+async function startEmulatorEnv() {
   const child = await startEmulatorProcess();
   const settings = emulatorSettings(child.endpoints);
   const counter = new RequestCounter();
@@ -331,19 +284,15 @@ async function startEmulatorEnv(): Promise<EmulatorEnv> {
   };
 }
 
-interface EmulatorRun {
-  readonly idle: Timed;
-  readonly fire: Timed;
-  readonly idleCalls: Record<string, number>;
-  readonly fireCalls: Record<string, number>;
-  /** The whole run, set-up and tear-down included. */
-  readonly elapsedMs: number;
-}
+type EmulatorRun = Awaited<ReturnType<typeof emulatorRun>>;
 
 let prefixSeq = 0;
 
-/** A fresh table pair and queues, the seed loaded, then the idle tick and the tick that hands over midnight. */
-async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promise<EmulatorRun> {
+/**
+ * A fresh table pair and queues, the seed loaded, then the idle tick and the tick that hands over
+ * midnight (`elapsedMs`: the whole run, set-up and tear-down included).
+ */
+async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]) {
   const started = performance.now();
   const prefix = `kaj-bench-${(prefixSeq += 1)}`;
   const r = await ensureResources(env.admin, prefix);
@@ -374,16 +323,11 @@ async function emulatorRun(env: EmulatorEnv, seed: readonly StoredItem[]): Promi
   return { idle, fire, idleCalls, fireCalls, elapsedMs: performance.now() - started };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Formatting
-
 const sameCounts = (a: Record<string, number>, b: Record<string, number>): boolean => {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   for (const k of keys) if ((a[k] ?? 0) !== (b[k] ?? 0)) return false;
   return true;
 };
-
-// ---------------------------------------------------------------------------------------------
 
 interface SizeResult {
   readonly n: number;
@@ -394,13 +338,6 @@ interface SizeResult {
   readonly emulator: EmulatorRun[];
   /** The SDK clients sent what the ledger billed (every emulator run). */
   readonly requestsAgree: boolean;
-}
-
-/** Per-fire CPU and idle CPU from the emulator (or, without it, the in-memory) runs: the CPU model of a tick. */
-interface CpuModel {
-  readonly source: string;
-  readonly idleMs: number;
-  readonly perFireMs: number;
 }
 
 function cpuOf(r: SizeResult): { fireMs: number; idleMs: number; source: string } {
@@ -749,7 +686,8 @@ async function main(): Promise<void> {
   const jseed = await seedSchedules(model, jn, JITTER);
   const jw = memoryWorld(model, jseed, IDLE_TICK, true);
   const cpu = cpuOf(big);
-  const cpuModel: CpuModel = {
+  // Per-fire CPU and idle CPU from the emulator (or, without it, the in-memory) runs: the CPU model of a tick.
+  const cpuModel = {
     source: cpu.source,
     idleMs: cpu.idleMs,
     perFireMs: Math.max(0, cpu.fireMs - cpu.idleMs) / Math.max(1, fires(big)),

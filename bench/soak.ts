@@ -29,100 +29,46 @@ import { EMBEDDED_TARGET, MOTO_TARGET, type EmulatorTarget } from '../local/emul
 import { Bench, FINISHED, type StartedWorker } from '../testing/harness.js';
 import { seededRandom } from './lib/determinism.js';
 
-export interface SoakOptions {
-  readonly tasks: number;
-  /** Worker processes running at once. */
-  readonly workers: number;
-  /** SIGKILL one worker (round robin) this often, and restart it. 0: never. */
-  readonly killEveryMs: number;
-  /** Stop killing after this many kills. */
-  readonly maxKills: number;
-  readonly leaseSeconds: number;
-  readonly transientRate: number;
-  readonly poisonRate: number;
-  /** Consumer invocations per priority queue in each worker. */
-  readonly concurrency: number;
-  readonly batchSize: number;
-  /** Submits in flight at once. */
-  readonly submitConcurrency: number;
-  /** Most unfinished tasks at once: submission waits above it (keeps the backlog under the watchdog). */
-  readonly maxOutstanding: number;
-  /** Longest handler run, ms (each task sleeps a random share of it). */
-  readonly workMs: number;
-  readonly watchdogSeconds: number;
-  readonly outboxGraceSeconds: number;
-  /** Give up (and report failure) after this long. */
-  readonly timeoutMs: number;
-  /**
-   * Give up (and report failure) when no task has finished for this long while some are
-   * unfinished: a stall, told apart from a machine that is merely slow.
-   */
-  readonly stallMs: number;
-  readonly target: EmulatorTarget;
-  readonly seed: number;
-  /** Progress lines. */
-  readonly log: (line: string) => void;
-}
-
-export const SOAK_DEFAULTS: Omit<SoakOptions, 'log' | 'target'> = {
+export const SOAK_DEFAULTS = {
   tasks: 2_000,
+  /** Worker processes running at once. */
   workers: 2,
+  /** SIGKILL one worker (round robin) this often, and restart it, until `maxKills`. 0: never. */
   killEveryMs: 4_000,
   maxKills: Number.POSITIVE_INFINITY,
   leaseSeconds: 5,
   transientRate: 0.3,
   poisonRate: 0.02,
+  /** Consumer invocations per priority queue in each worker. */
   concurrency: 4,
   batchSize: 10,
+  /** Submits in flight at once. */
   submitConcurrency: 16,
+  /** Most unfinished tasks at once: submission waits above it (keeps the backlog under the watchdog). */
   maxOutstanding: 2_000,
+  /** Longest handler run, ms (each task sleeps a random share of it). */
   workMs: 20,
   watchdogSeconds: 30,
   outboxGraceSeconds: 2,
+  /** Give up (and report failure) after this long, or when no task has finished for `stallMs`. */
   timeoutMs: 60 * 60_000,
   stallMs: 5 * 60_000,
   seed: 42,
 };
 
-export interface SoakReport {
-  readonly target: string;
-  readonly submitted: number;
-  readonly succeeded: number;
-  readonly failed: number;
-  readonly cancelled: number;
-  /** Tasks not in a terminal status at the end (must be 0). */
-  readonly unfinished: number;
-  readonly failedPoison: number;
-  readonly failedCrashLoop: number;
-  /** Failures of tasks that should have succeeded, for another reason than a crash loop (must be 0). */
-  readonly failedOther: number;
-  /** Succeeded tasks whose result came from an attempt other than the one their script succeeds on. */
-  readonly wrongOutcome: number;
-  readonly kills: number;
-  /** Tasks with at least one attempt ended by a worker crash. */
-  readonly tasksHitByKills: number;
-  /** Handler runs in total, and those whose outcome was never recorded (cut short by a kill, so redone). */
-  readonly executions: number;
-  readonly extraRuns: number;
-  readonly maxExtraRunsPerTask: number;
-  /** Handler runs that completed successfully more than once for one task (side effects done twice). */
-  readonly duplicateCompletions: number;
-  /** Upper bound for extra runs: kills × messages one worker can hold (3 queues × concurrency × batch). */
-  readonly extraRunsBound: number;
-  readonly sweptMessages: number;
-  /** Messages visible or delayed on the priority queues after the drain (stranded in-flight ones excluded). */
-  readonly leftoverMessages: number;
-  /** Messages in flight on the priority queues after the drain and the workers' stop. */
-  readonly inFlightMessages: number;
-  /** Messages on the dead-letter queues after the drain. */
-  readonly deadLetters: number;
-  readonly submitSeconds: number;
-  readonly drainSeconds: number;
-  readonly totalSeconds: number;
-  readonly tasksPerSecond: number;
-  readonly invariantHeld: boolean;
-  readonly problems: readonly string[];
-}
+export type SoakOptions = typeof SOAK_DEFAULTS & {
+  readonly target: EmulatorTarget;
+  /** Progress lines. */
+  readonly log: (line: string) => void;
+};
+
+/**
+ * What a soak found: `extraRuns`, handler runs whose outcome was never recorded (cut short by a
+ * kill, so redone), bounded by `extraRunsBound` (kills × the messages one worker holds: 3 queues ×
+ * concurrency × batch); `duplicateCompletions`, successful runs repeated for one task;
+ * `leftoverMessages`, visible or delayed messages after the drain (in-flight ones apart).
+ */
+export type SoakReport = Awaited<ReturnType<typeof runSoak>>;
 
 interface Script {
   readonly priority: Priority;
@@ -167,9 +113,7 @@ async function statusCounts(bench: Bench): Promise<Record<TaskStatus, number>> {
 }
 
 /** Runs one soak and reports. Never throws for a broken invariant: read `invariantHeld`. */
-export async function runSoak(
-  options: Partial<SoakOptions> & { log?: (line: string) => void } = {},
-): Promise<SoakReport> {
+export async function runSoak(options: Partial<SoakOptions> & { log?: (line: string) => void } = {}) {
   const o: SoakOptions = { ...SOAK_DEFAULTS, target: EMBEDDED_TARGET, log: () => {}, ...options };
   const workload = scripts(o);
   const t0 = Date.now();

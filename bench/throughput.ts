@@ -10,9 +10,9 @@
  */
 import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+import { RequestCounter } from '../local/request-counter.js';
 import { startLocalRuntime } from '../local/runtime.js';
 import { METRICS } from '../shared/config/metrics.js';
 import type { Metrics } from '../shared/runtime/logger.js';
@@ -30,29 +30,16 @@ const N = num(values.tasks, 'tasks', true, 1);
 const RUNS = num(values.runs, 'runs', true, 1);
 const CLIENTS = num(values.clients, 'clients', true, 1);
 
-interface Counters {
-  calls: Map<string, number>;
-  wcu: number;
-}
-
-/** Counts every command a client sends, and the write capacity DynamoDB reports for writes. */
-function instrument(client: SQSClient | DynamoDBClient, prefix: string, c: Counters): void {
-  const stack = client.middlewareStack as unknown as {
-    add: (
-      mw: (next: (a: any) => Promise<any>, ctx: any) => (a: any) => Promise<any>,
-      o: { step: string; name: string },
-    ) => void;
-  };
-  stack.add(
-    (next, ctx) => async (args) => {
-      const name = `${prefix}:${String(ctx.commandName).replace(/Command$/, '')}`;
-      c.calls.set(name, (c.calls.get(name) ?? 0) + 1);
-      if (prefix === 'dynamodb' && /PutItem|UpdateItem/.test(name)) args.input.ReturnConsumedCapacity = 'TOTAL';
+/** The write capacity DynamoDB reports for the client's writes, asked for on each PutItem and UpdateItem. */
+function countWcu(client: DynamoDBClient, counted: { wcu: number }): void {
+  (client.middlewareStack as unknown as { add: (mw: unknown, o: { step: string; name: string }) => void }).add(
+    (next: (a: any) => Promise<any>, ctx: any) => async (args: any) => {
+      if (/PutItem|UpdateItem/.test(String(ctx.commandName))) args.input.ReturnConsumedCapacity = 'TOTAL';
       const out = await next(args);
-      c.wcu += out.output?.ConsumedCapacity?.CapacityUnits ?? 0;
+      counted.wcu += out.output?.ConsumedCapacity?.CapacityUnits ?? 0;
       return out;
     },
-    { step: 'initialize', name: `kaj-bench-${prefix}` },
+    { step: 'initialize', name: 'kaj-bench-wcu' },
   );
 }
 
@@ -75,9 +62,11 @@ async function run(): Promise<Record<string, number>> {
     metrics,
     waitTimeSeconds: 1,
   });
-  const counters: Counters = { calls: new Map(), wcu: 0 };
-  instrument(rt.clients.sqs, 'sqs', counters);
-  instrument(rt.clients.dynamodb, 'dynamodb', counters);
+  const counter = new RequestCounter();
+  const counted = { wcu: 0 };
+  counter.instrument(rt.clients.sqs, 'sqs');
+  counter.instrument(rt.clients.dynamodb, 'dynamodb');
+  countWcu(rt.clients.dynamodb, counted);
   try {
     const t0 = performance.now();
     let next = 0;
@@ -106,7 +95,10 @@ async function run(): Promise<Record<string, number>> {
     const done = performance.now();
     // Let the last deletes land before reading the counters.
     await new Promise((r) => setTimeout(r, 300));
-    const sum = (re: RegExp) => [...counters.calls].filter(([k]) => re.test(k)).reduce((a, [, v]) => a + v, 0);
+    const sum = (re: RegExp) =>
+      Object.entries(counter.counts.requests)
+        .filter(([k]) => re.test(k))
+        .reduce((a, [, v]) => a + v, 0);
     const receives = sum(/sqs:ReceiveMessage/);
     return {
       submitPerSec: N / ((submitted - t0) / 1000),
@@ -118,7 +110,7 @@ async function run(): Promise<Record<string, number>> {
       sqsVisibilityChangesPerTask: sum(/^sqs:ChangeMessageVisibility/) / N,
       dynamoWriteRequestsPerTask: sum(/dynamodb:(PutItem|UpdateItem)/) / N,
       dynamoReadRequestsPerTask: sum(/dynamodb:(GetItem|Query)/) / N,
-      dynamoWcuPerTask: counters.wcu / N,
+      dynamoWcuPerTask: counted.wcu / N,
     };
   } finally {
     await rt.stop(5_000);

@@ -42,3 +42,26 @@ export class PeakMeter {
     this.second = s;
   }
 }
+
+/** The `methods` of `port`, each called through `wrap`: a decorator of a port, in one line. */
+export function decorate<T extends object, K extends keyof T>(
+  port: T,
+  methods: readonly K[],
+  wrap: (call: () => unknown) => unknown,
+): Pick<T, K> {
+  const call = (m: K, args: unknown[]) => () => (port[m] as (...a: unknown[]) => unknown).apply(port, args);
+  return Object.fromEntries(methods.map((m) => [m, (...args: unknown[]) => wrap(call(m, args))])) as Pick<T, K>;
+}
+
+/** The port as one caller sees it: its requests are counted under `who` too. */
+export function attributed<T extends object, K extends keyof T>(
+  port: T,
+  methods: readonly K[],
+  meter: PeakMeter,
+  who: string,
+): Pick<T, K> {
+  return decorate(port, methods, (call) => {
+    meter.who = who;
+    return call();
+  });
+}

@@ -113,28 +113,6 @@ export class SimTaskQueue implements TaskQueue {
     this.hide(m, Math.max(0, Math.ceil(seconds)) * 1000);
   }
 
-  /** The queues as one caller sees them: its requests are counted under `who` too. */
-  as(who: string): TaskQueue {
-    return {
-      send: (p, m, o) => {
-        this.meter.who = who;
-        return this.send(p, m, o);
-      },
-      sendMany: (p, entries) => {
-        this.meter.who = who;
-        return this.sendMany(p, entries);
-      },
-      sendDead: (l) => {
-        this.meter.who = who;
-        return this.sendDead(l);
-      },
-      changeVisibility: (p, h, s) => {
-        this.meter.who = who;
-        return this.changeVisibility(p, h, s);
-      },
-    };
-  }
-
   /**
    * ReceiveMessage: up to `max` visible messages of the priority's queue (or its DLQ), each hidden
    * for `visibilityMs` (default: the queue's visibility timeout).

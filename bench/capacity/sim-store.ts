@@ -177,25 +177,3 @@ export class SimTaskStore implements TaskStore {
     }
   }
 }
-
-/** The store as one caller sees it: its requests are counted under `who` too. */
-export function attributed(store: TaskStore, meter: PeakMeter, who: string): TaskStore {
-  return {
-    create: (r) => {
-      meter.who = who;
-      return store.create(r);
-    },
-    get: (id, o) => {
-      meter.who = who;
-      return store.get(id, o);
-    },
-    update: (id, changes, condition) => {
-      meter.who = who;
-      return store.update(id, changes, condition);
-    },
-    listOutboxDue: (partition, dueBy, limit) => {
-      meter.who = who;
-      return store.listOutboxDue(partition, dueBy, limit);
-    },
-  };
-}

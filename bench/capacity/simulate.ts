@@ -20,17 +20,16 @@ import { createKaj, type KajDeps } from '../../shared/service/all-in-one.js';
 import { PRIORITIES, type Priority, resourceNames } from '../../shared/config/resources.js';
 import { runtimeSettings } from '../../shared/config/settings.js';
 import { ExclusiveGate } from '../../shared/service/consumer/exclusive-gate.js';
-import type { TaskMessage, DeadLetter } from '../../shared/task/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
-import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
+import type { TaskQueue } from '../../shared/task/task-queue.js';
+import type { TaskStore } from '../../shared/task/task-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
-import type { TaskRecord } from '../../shared/task/model.js';
 import { type FunctionConcurrency, SimEventSource } from './event-source.js';
-import { PeakMeter } from './meter.js';
+import { attributed, decorate, PeakMeter } from './meter.js';
 import { SimTaskQueue } from './sim-queue.js';
-import { attributed, SimTaskStore } from './sim-store.js';
+import { SimTaskStore } from './sim-store.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { hourlyRates, SeededRandom, type Workload } from './workload.js';
+import { Times as Samples } from '../payroll/sim-provider.js';
 
 export interface SimOptions {
   readonly workload: Workload;
@@ -49,64 +48,21 @@ export interface SimOptions {
   readonly progress?: (line: string) => void;
 }
 
-export interface PriorityReport {
-  /** Tasks produced in the measured period (the backlog included). */
-  readonly arrived: number;
-  /** Of those, tasks whose handler started. */
-  readonly started: number;
-  /** Handler runs in the measured period, whenever the task was produced. */
-  readonly ran: number;
-  /**
-   * Waits of the tasks produced in the measured period: started ones, and those still waiting at
-   * the end counted with the wait so far. A percentile that falls among the latter is a lower bound.
-   */
-  readonly p50WaitMs: number;
-  readonly p99WaitMs: number;
-  readonly maxWaitMs: number;
-  readonly p50IsLowerBound: boolean;
-  readonly p99IsLowerBound: boolean;
-  /** p99 wait of the tasks produced (not the injected backlog), with the same lower-bound rule. */
-  readonly p99FreshWaitMs: number;
-  readonly p99FreshIsLowerBound: boolean;
-  /** Most messages visible on the queue at once. */
-  readonly maxBacklog: number;
-  /** Visible messages when the replay ended. */
-  readonly endBacklog: number;
-  /** From the start of the peak until the last task of the injected backlog started; undefined if some never did. */
-  readonly backlogDrainMs: number | undefined;
-  readonly backlogLeft: number;
-  /** From the start of the peak until the queue was back under one batch; undefined if it never was. */
-  readonly recoveredMs: number | undefined;
-  readonly peakConcurrency: number;
-  readonly maxConcurrency: number;
-  /** Consumer invocations of this priority's mapping in the measured period. */
-  readonly invocations: number;
-}
+/**
+ * What a replay measured. Waits (per priority) are those of the tasks produced in the measured
+ * period: started ones, and those still waiting at the end counted with their wait so far (a
+ * percentile that falls among the latter is a lower bound: `…IsLowerBound`); `p99Fresh…` leaves
+ * the injected backlog out.
+ */
+export type SimReport = Awaited<ReturnType<typeof simulate>>;
 
-export interface SimReport {
-  readonly label: string;
-  readonly seed: number;
-  readonly fromHour: number;
-  readonly measureFromHour: number;
-  readonly toHour: number;
-  readonly perPriority: Readonly<Record<Priority, PriorityReport>>;
-  readonly api: {
-    readonly rateLimit: number;
-    readonly burstLimit: number;
-    readonly accepted: number;
-    /** Most tasks waiting at the producers for the API to admit them. */
-    readonly maxProducerBacklog: number;
-    readonly endProducerBacklog: number;
-    readonly p99AdmitWaitMs: number;
-    readonly peakAcceptedPerSecond: number;
-  };
-  readonly consumerPeakConcurrency: number;
-  readonly peaks: Readonly<Record<string, number>>;
-  readonly totals: Readonly<Record<string, number>>;
-  readonly sweeperResent: number;
-  readonly realSeconds: number;
-  readonly virtualSteps: number;
-}
+const STORE_CALLS = ['create', 'get', 'update', 'listOutboxDue'] as const satisfies readonly (keyof TaskStore)[];
+const QUEUE_CALLS = [
+  'send',
+  'sendMany',
+  'sendDead',
+  'changeVisibility',
+] as const satisfies readonly (keyof TaskQueue)[];
 
 /** A Monday, so that the replayed day starts at a clean UTC midnight. */
 export const DAY_START = Date.UTC(2026, 0, 5);
@@ -119,23 +75,6 @@ export function clockTime(ms: number): string {
   const hh = String(Math.floor((minutes % 1440) / 60)).padStart(2, '0');
   const mm = String(minutes % 60).padStart(2, '0');
   return `${day > 0 ? `+${day}d ` : ''}${hh}:${mm}`;
-}
-
-/** A growable array of numbers. */
-class Samples {
-  private a = new Float64Array(1024);
-  length = 0;
-  push(v: number): void {
-    if (this.length === this.a.length) {
-      const b = new Float64Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
-    this.a[this.length++] = v;
-  }
-  sorted(): Float64Array {
-    return this.a.slice(0, this.length).sort();
-  }
 }
 
 const quantile = (sorted: Float64Array, q: number): number =>
@@ -171,7 +110,7 @@ interface Pending {
   readonly ms: number;
 }
 
-export async function simulate(label: string, config: KajConfig, o: SimOptions): Promise<SimReport> {
+export async function simulate(label: string, config: KajConfig, o: SimOptions) {
   const started = performance.now();
   const w = o.workload;
   const rates = hourlyRates(w);
@@ -231,15 +170,21 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     clock: time,
     random: kajRandom,
   };
-  const api = createKaj({ ...deps, store: attributed(store, meter, 'api'), queue: queue.as('api') });
-  const sweeperLatency = o.sweeperRequestMs ?? 10;
+  const storeOf = (who: string): TaskStore => attributed(store, STORE_CALLS, meter, who);
+  const queueOf = (who: string): TaskQueue => attributed(queue, QUEUE_CALLS, meter, who);
+  const api = createKaj({ ...deps, store: storeOf('api'), queue: queueOf('api') });
+  // The sweeper's Lambda waits `sweeperRequestMs` for every table and queue request.
+  const slow = async (call: () => unknown) => {
+    await time.sleep(o.sweeperRequestMs ?? 10);
+    return call();
+  };
   const sweeper = createKaj({
     ...deps,
-    store: new SlowStore(attributed(store, meter, 'sweeper'), time, sweeperLatency),
-    queue: new SlowQueue(queue.as('sweeper'), time, sweeperLatency),
+    store: decorate(storeOf('sweeper'), STORE_CALLS, slow),
+    queue: decorate(queueOf('sweeper'), QUEUE_CALLS, slow),
   });
-  const consumerStore = attributed(store, meter, 'consumer');
-  const consumerQueue = queue.as('consumer');
+  const consumerStore = storeOf('consumer');
+  const consumerQueue = queueOf('consumer');
   const fn: FunctionConcurrency = { busy: 0, peak: 0 };
   const sources = {} as Record<Priority, SimEventSource>;
   for (const p of PRIORITIES) {
@@ -416,8 +361,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     const payload = r.payload as { at: number; b?: 1 };
     unstarted(r.priority, payload.at, payload.b === 1);
   }
-  const perPriority = {} as Record<Priority, PriorityReport>;
-  for (const p of PRIORITIES) {
+  const priorityReport = (p: Priority) => {
     const all = waitPercentiles(waits.get(p) as Samples, censored.get(p) as Samples);
     const fresh = waitPercentiles(freshWaits.get(p) as Samples, freshCensored.get(p) as Samples);
     const [p50, p50Lower] = all.at(0.5);
@@ -425,7 +369,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     const [p99Fresh, p99FreshLower] = fresh.at(0.99);
     const left = backlogLeft.get(p) ?? 0;
     const last = lastBacklogStart.get(p);
-    perPriority[p] = {
+    return {
       arrived: arrived.get(p) ?? 0,
       started: (waits.get(p) as Samples).length,
       ran: ran.get(p) ?? 0,
@@ -445,7 +389,11 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
       maxConcurrency: config.concurrency[p],
       invocations: sources[p].invocations,
     };
-  }
+  };
+  const perPriority = Object.fromEntries(PRIORITIES.map((p) => [p, priorityReport(p)])) as Record<
+    Priority,
+    ReturnType<typeof priorityReport>
+  >;
   const admitSorted = admitWaits.sorted();
   return {
     label,
@@ -470,54 +418,4 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions):
     realSeconds: (performance.now() - started) / 1000,
     virtualSteps: time.instants,
   };
-}
-
-/** The table as the sweeper's Lambda sees it: every request takes `ms`. */
-class SlowStore implements TaskStore {
-  constructor(
-    private readonly inner: TaskStore,
-    private readonly time: VirtualClock,
-    private readonly ms: number,
-  ) {}
-  async create(record: TaskRecord): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.create(record);
-  }
-  async get(taskId: string, options?: ReadOptions): Promise<TaskRecord | undefined> {
-    await this.time.sleep(this.ms);
-    return this.inner.get(taskId, options);
-  }
-  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
-    await this.time.sleep(this.ms);
-    return this.inner.update(taskId, changes, condition);
-  }
-  async listOutboxDue(partition: string, dueBy: number, limit: number): Promise<OutboxEntry[]> {
-    await this.time.sleep(this.ms);
-    return this.inner.listOutboxDue(partition, dueBy, limit);
-  }
-}
-
-/** The queues as the sweeper's Lambda sees them: every request takes `ms`. */
-class SlowQueue implements TaskQueue {
-  constructor(
-    private readonly inner: TaskQueue,
-    private readonly time: VirtualClock,
-    private readonly ms: number,
-  ) {}
-  async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.send(priority, message, options);
-  }
-  async sendMany(priority: Priority, entries: readonly OutgoingMessage[]): Promise<FailedSend[]> {
-    await this.time.sleep(this.ms);
-    return this.inner.sendMany(priority, entries);
-  }
-  async sendDead(letter: DeadLetter): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.sendDead(letter);
-  }
-  async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
-    await this.time.sleep(this.ms);
-    return this.inner.changeVisibility(priority, receiptHandle, seconds);
-  }
 }

@@ -48,31 +48,13 @@ export function invocationsNeeded(
   return (perSecond * (batchSeconds(taskSeconds, spread, batchSize) + overheadS)) / batchSize;
 }
 
-export interface FluidPriority {
-  /** Tasks per second the mapping serves when saturated. */
-  readonly serviceRate: number;
-  readonly maxBacklog: number;
-  /** Hour of day the backlog was largest. */
-  readonly maxBacklogHour: number;
-  /** Queued at midnight, after the day. */
-  readonly endOfDayBacklog: number;
-  /**
-   * Seconds from the start of the peak until the last task queued then (the injected backlog,
-   * and anything already waiting) starts: queues are first in, first out.
-   */
-  readonly lastOfBacklogStartsSeconds: number;
-  /** Seconds from the start of the peak until the queue is empty again; undefined if not that day. */
-  readonly emptyAgainSeconds: number | undefined;
-}
-
-export interface FluidDay {
-  readonly perPriority: Readonly<Record<Priority, FluidPriority>>;
-  /** Tasks waiting at the producers for the API to admit them. */
-  readonly maxProducerBacklog: number;
-  readonly endOfDayProducerBacklog: number;
-  /** Tasks the API admitted in the day. */
-  readonly admitted: number;
-}
+/**
+ * The day per priority: the saturated service rate, the largest queue and its hour, the queue at
+ * midnight, the seconds from the start of the peak until the last task queued then starts (queues
+ * are first in, first out) and until the queue is empty again (undefined: not that day); and the
+ * tasks waiting at the producers for the API, and those it admitted.
+ */
+export type FluidDay = ReturnType<typeof fluidDay>;
 
 /**
  * The day as a fluid: each second, every priority's queue grows by what the API admits for it
@@ -80,7 +62,7 @@ export interface FluidDay {
  * it refuses waits at the producers). Deterministic and cheap: the whole day in a blink, where
  * the simulation replays the peak through the real code.
  */
-export function fluidDay(w: Workload, config: KajConfig, overheadS = INVOCATION_OVERHEAD_S): FluidDay {
+export function fluidDay(w: Workload, config: KajConfig, overheadS = INVOCATION_OVERHEAD_S) {
   const rates = hourlyRates(w);
   const mu = {} as Record<Priority, number>;
   const q = {} as Record<Priority, number>;
@@ -115,17 +97,18 @@ export function fluidDay(w: Workload, config: KajConfig, overheadS = INVOCATION_
       if (s >= peakStart && drained[p] === undefined && q[p] === 0) drained[p] = s + 1 - peakStart;
     }
   }
-  const perPriority = {} as Record<Priority, FluidPriority>;
-  for (const p of PRIORITIES) {
-    perPriority[p] = {
-      serviceRate: mu[p],
-      maxBacklog: Math.round(max[p].v),
-      maxBacklogHour: max[p].h,
-      endOfDayBacklog: Math.round(q[p]),
-      lastOfBacklogStartsSeconds: lastStarts[p] ?? 0,
-      emptyAgainSeconds: drained[p],
-    };
-  }
+  const fluid = (p: Priority) => ({
+    serviceRate: mu[p],
+    maxBacklog: Math.round(max[p].v),
+    maxBacklogHour: max[p].h,
+    endOfDayBacklog: Math.round(q[p]),
+    lastOfBacklogStartsSeconds: lastStarts[p] ?? 0,
+    emptyAgainSeconds: drained[p],
+  });
+  const perPriority = Object.fromEntries(PRIORITIES.map((p) => [p, fluid(p)])) as Record<
+    Priority,
+    ReturnType<typeof fluid>
+  >;
   return {
     perPriority,
     maxProducerBacklog: Math.round(maxProducers),
@@ -143,26 +126,12 @@ export const QUOTAS = {
   dynamoOnDemandTableWrites: 40_000,
 } as const;
 
-export interface SizingRow {
-  readonly tasksPerDay: number;
-  readonly taskSeconds: number;
-  readonly peakPerSecond: number;
-  readonly inFlight: number;
-  /** Consumer invocations busy at the peak with full batches of `batchSize`. */
-  readonly invocations: number;
-  /** Suggested maxConcurrency per priority (peak need × headroom, at least 2, split by the mix). */
-  readonly concurrency: Readonly<Record<Priority, number>>;
-  readonly apiRateLimit: number;
-  /** Table writes per second at the peak (writes per task × peak rate, twice that while draining a backlog). */
-  readonly writesPerSecond: number;
-  /** What needs more than the defaults of the account. */
-  readonly binds: readonly string[];
-  /** Whether `kajDefaults` (today's concurrency and API throttle) carry the peak at all. */
-  readonly defaultsCarry: boolean;
-}
-
 /**
- * The sizing table: the seed's day shape (peak = 3.0 × the daily mean) scaled to each volume.
+ * The sizing table: the seed's day shape (peak = 3.0 × the daily mean) scaled to each volume. Per
+ * row: the consumer invocations busy at the peak with full batches, the suggested maxConcurrency
+ * per priority (peak need × headroom, at least 2, split by the mix), the table writes per second
+ * at the peak (twice the steady figure while a backlog drains), what needs more than the
+ * account's defaults, and whether `kajDefaults` carry the peak at all.
  * @param writesPerTask table writes per task, measured by the simulation (submit + outcome ...)
  */
 export function sizingTable(
@@ -173,8 +142,8 @@ export function sizingTable(
   writesPerTask: number,
   kajDefaults: Pick<KajConfig, 'concurrency' | 'throttling'>,
   headroom = 2,
-): SizingRow[] {
-  const rows: SizingRow[] = [];
+) {
+  const rows = [];
   for (const tasksPerDay of volumes) {
     const peakPerSecond = base.peakPerSecond * (tasksPerDay / base.tasksPerDay);
     for (const taskSeconds of durations) {

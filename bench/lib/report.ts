@@ -50,6 +50,17 @@ export function printTable(
   for (const r of rows) console.log(r.length === 1 ? `${r[0]}` : line(r));
 }
 
+/** A Markdown table; with `rightAlign`, every column but the first is right-aligned. */
+export function markdownTable(
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  rightAlign = false,
+): string {
+  const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  const rule = head.map((_, i) => (rightAlign && i > 0 ? '---:' : '---'));
+  return [row(head), row(rule), ...rows.map(row)].join('\n');
+}
+
 /** `  label`, the median of `values` (2 places, right-aligned in `width`), and every run's value. */
 export function medianLine(label: string, values: readonly number[], width: number): string {
   return `  ${label}${median(values).toFixed(2).padStart(width)}   (runs: ${values.map((v) => v.toFixed(2)).join(', ')})`;

@@ -8,7 +8,9 @@
  * accepted key, the peak number of emails in flight, the peak accepted and the peak arrived in any
  * 1-s window, the calls that arrived over the limit (every call counted, by arrival time), and —
  * from the `x-started-at` header the task sets — the peak of calls started in any 1-s window and
- * the delay from a call's start to its arrival (what a limit enforced at the start cannot see).
+ * the delay from a call's start to its arrival (what a limit enforced at the start cannot see);
+ * its own event-loop delay (on a busy machine, part of an arrival delay is the provider's); and
+ * the accepted rate between the 10th and 90th percentile of the run (the pace once filled).
  *
  * @module
  */
@@ -26,38 +28,8 @@ export interface ProviderOptions {
   readonly latencyMs: number;
 }
 
-export interface ProviderReport {
-  readonly sent: number;
-  /** Keys accepted more than once (a second email to the same employee): must be 0. */
-  readonly duplicates: number;
-  /** Calls with a key already sent, answered without sending (a retried or re-run task). */
-  readonly replays: number;
-  /** Calls refused with 429 (over the limit). */
-  readonly tooManyRequests: number;
-  readonly peakInFlight: number;
-  /** Most emails accepted in any window of 1,000 ms. */
-  readonly peakPerSecond: number;
-  /** Most calls arrived (accepted, refused or replayed: every call the rate let start) in any window of 1,000 ms. */
-  readonly peakArrivalsPerSecond: number;
-  /**
-   * Calls that arrived with `perSecond` or more calls already in the 1,000 ms before them (a
-   * sliding window on arrival time, every call counted): the windows over the limit. Must be 0.
-   */
-  readonly arrivalsOverLimit: number;
-  /** Most calls started (the handler's clock, before the request) in any window of 1,000 ms. */
-  readonly peakStartsPerSecond: number;
-  /** Delay from a call's start to its arrival here, ms: median and maximum. */
-  readonly arrivalDelayMs: { readonly median: number; readonly max: number };
-  /**
-   * This process's own event-loop delay, ms (p99 and maximum): how late it may have stamped an
-   * arrival — on a busy machine part of the arrival delay is the provider's, not the worker's.
-   */
-  readonly loopDelayMs: { readonly p99: number; readonly max: number };
-  /** Emails accepted per second between the 10th and the 90th percentile of the run (the pace once filled). */
-  readonly steadyPerSecond: number;
-  readonly firstAt?: number;
-  readonly lastAt?: number;
-}
+/** What the provider saw (see the module's comment); times are epoch ms. */
+export type ProviderReport = ReturnType<EmailProvider['report']>;
 
 /** How many values of sorted `times` find `limit` or more values in the `windowMs` before them (half-open). */
 export function overLimitInWindow(times: readonly number[], windowMs: number, limit: number): number {
@@ -137,7 +109,7 @@ export class EmailProvider {
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/send`;
   }
 
-  report(): ProviderReport {
+  report() {
     const starts = this.calls.map((c) => c.start).sort((a, b) => a - b);
     const delays = this.calls.map((c) => c.arrival - c.start).sort((a, b) => a - b);
     const first = this.accepted[0];
@@ -169,21 +141,13 @@ export class EmailProvider {
   }
 }
 
-/** The provider in a process of its own: what the payroll bench drives. */
-export interface ProviderProcess {
-  /** Where tasks send their emails. */
-  readonly url: string;
-  report(): Promise<ProviderReport>;
-  stop(): Promise<void>;
-}
-
 /**
  * Starts the provider as a child process (`bench/payroll/provider-process.ts`). Not in the
  * bench's own process: that one hosts the embedded emulators, whose event loop (hundreds of
  * writes a second) would delay every arrival — the provider's clock — by up to 0.3 s, and a
  * delayed arrival is a 429 no real provider would have sent.
  */
-export async function spawnProvider(o: ProviderOptions): Promise<ProviderProcess> {
+export async function spawnProvider(o: ProviderOptions) {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', 'bench/payroll/provider-process.ts', String(o.perSecond), String(o.latencyMs)],
@@ -201,6 +165,7 @@ export async function spawnProvider(o: ProviderOptions): Promise<ProviderProcess
   });
   const reportUrl = url.replace(/\/send$/, '/report');
   return {
+    /** Where tasks send their emails. */
     url,
     report: async () => (await (await fetch(reportUrl)).json()) as ProviderReport,
     stop: async () => {

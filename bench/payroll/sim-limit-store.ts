@@ -1,21 +1,11 @@
 /**
- * The limits table as the payroll simulation's limiters see it: the `LimitStore` port, in memory,
- * answering as `testing/memory-limit-store.ts` does (the contract suite of
- * `test/contract/limit-store.contract.ts` runs on it: `test/unit/bench/payroll-sim.test.ts`),
- * but request by request as `DynamoLimitStore` talks to DynamoDB, on the virtual clock:
- *
- * - each call is the same sequence of conditional UpdateItems `DynamoLimitStore` makes (the
- *   `takeRate` busy/idle pair picked by the `lastTat` hint, the `addHolder` add-or-create pair,
- *   up to 4 writes a call), each one atomic at the table;
- * - each UpdateItem takes `latencyMs` of virtual time, decided at its midpoint (half the latency
- *   out, half back), so two limiters' requests interleave as they would on the network;
- * - each UpdateItem is billed as AWS bills it: one write unit per started KB of the larger of the
- *   item before and after (a concurrency item of 50 holders is over 1 KB: 2 units), and a write
- *   whose condition fails still consumes units (1 if the item does not exist, else by the larger of
- *   the item and the one attempted) — `bench/lib/dynamo-accounting.ts`'s rules.
- *
- * The test double cannot be imported here (`.dependency-cruiser.cjs`, rule not-to-test: only
- * tests import test/), hence this bench-side store; it counts calls per operation as the double does.
+ * The limits table as the payroll simulation's limiters see it: the `LimitStore` port in memory,
+ * answering as `testing/memory-limit-store.ts` does (the contract suite runs on it:
+ * test/unit/bench/payroll-sim.test.ts), but request by request as `DynamoLimitStore` talks to
+ * DynamoDB: each call makes the same conditional UpdateItems (up to 4), each atomic at the table,
+ * taking `latencyMs` of virtual time and decided at its midpoint, so that two limiters' requests
+ * interleave as on the network; each billed as AWS bills it (bench/lib/dynamo-accounting.ts's
+ * rules: a failed condition consumes units too).
  *
  * @module
  */
@@ -52,22 +42,6 @@ interface Item {
   expiresAt?: number;
 }
 
-/** What the store did, as DynamoDB would bill it. */
-export interface LimitStoreTally {
-  /** LimitStore calls, by operation (what `MemoryLimitStore.calls` counts). */
-  readonly calls: Record<LimitOperation, number>;
-  /** UpdateItem requests (a call makes one or more). */
-  updateItems: number;
-  /** Of those, requests whose condition failed (billed all the same). */
-  failedConditions: number;
-  /** Write units consumed by the UpdateItems. */
-  writeUnits: number;
-  /** Scans (`list`; the limiter never lists). */
-  scans: number;
-  /** Most holders any concurrency item ever had at once, by item. */
-  readonly peakHolders: Map<string, number>;
-}
-
 /** Calls, requests and units, as one caller made them (see {@link SimLimitStoreOptions.attribute}). */
 export interface CallTally {
   calls: number;
@@ -100,13 +74,18 @@ export interface SimLimitStoreOptions {
 export class SimLimitStore implements LimitStore {
   private readonly items = new Map<string, Item>();
   private readonly halfMs: number;
-  readonly tally: LimitStoreTally = {
+  /**
+   * What the store did, as DynamoDB would bill it: calls by operation (as `MemoryLimitStore.calls`),
+   * UpdateItem requests (a call makes one or more), those whose condition failed (billed all the
+   * same), write units, scans, and the most holders each concurrency item ever had at once.
+   */
+  readonly tally = {
     calls: Object.fromEntries(LIMIT_OPERATIONS.map((op) => [op, 0])) as Record<LimitOperation, number>,
     updateItems: 0,
     failedConditions: 0,
     writeUnits: 0,
     scans: 0,
-    peakHolders: new Map(),
+    peakHolders: new Map<string, number>(),
   };
 
   constructor(private readonly o: SimLimitStoreOptions = {}) {

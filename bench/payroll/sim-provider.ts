@@ -7,7 +7,7 @@
  * @module
  */
 
-/** A growable array of whole microseconds. */
+/** A growable array of numbers (the provider's: whole microseconds). */
 export class Times {
   private a = new Float64Array(1024);
   length = 0;
@@ -21,9 +21,13 @@ export class Times {
     this.a[this.length++] = us;
   }
 
-  /** The times, in the order pushed. */
+  /** The values, in the order pushed. */
   values(): Float64Array {
     return this.a.subarray(0, this.length);
+  }
+
+  sorted(): Float64Array {
+    return this.a.slice(0, this.length).sort();
   }
 }
 

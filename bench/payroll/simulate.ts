@@ -1,36 +1,24 @@
 /**
- * The payroll run (issue "Flow control") simulated on a virtual clock, through Kaj's own flow
- * control code: 50,000 salary slips at month end, each a PDF render (0.8 s, `cpu` lane, holds a
- * `database` connection) that submits an email (1.2 s, `io` lane, uses `email_provider`) to a
- * provider that answers 429 (Retry-After: 1 s) to any call beyond 40 in a sliding second.
+ * The payroll run simulated on a virtual clock through Kaj's own flow control: slips at month
+ * end, each a PDF render (0.8 s, `cpu` lane, holds a `database` connection) that submits an email
+ * (1.2 s, `io` lane, uses `email_provider`) to a provider that answers 429 (Retry-After: 1 s) to
+ * any call beyond 40 in a sliding second.
  *
- * Real (imported, unchanged): the `Limiter` (one per simulated process, all on one limits
- * table), `FlowControl` (one per process: admissions, `defer` with `deferralSeconds` and its
- * `RefusalStreak`, `waitForStart`, `learn` → `limiter.pause`, `release`), the task registry and
- * limit resolution, `classifyError` and `afterFailure` (the retry decision after a 429).
+ * Real (imported, unchanged): the `Limiter` (one per simulated process, all on one limits table),
+ * `FlowControl` (admissions, `defer`, `waitForStart`, `learn`, `release`), the task registry and
+ * limit resolution, `classifyError` and `afterFailure`.
  *
- * Modelled:
- * - the limits table (`SimLimitStore`): DynamoDB's conditional UpdateItems, 5 ms each, decided at
- *   their midpoint, billed in write units;
- * - SQS: per lane a heap of messages by visibility; Lambda as `workers` consumers per lane spread
- *   over `processes` execution environments (each with its own limiter and flow control: in-process
- *   waiting and slot hand-over are per process); each worker takes the next visible message when
- *   free. Requests: ReceiveMessage and DeleteMessageBatch as Lambda's pollers make them (a tenth
- *   per message, batches of 10: `esmRequests`), ChangeMessageVisibility per deferral and per hold
- *   of a redelivered claim, SendMessage per task created, retry, or refreshed deferral;
- * - the consumer's path per message, in Kaj's order: the claim's consistent read of the task
- *   (one table request), the admission (`acquire`, no wait), for a redelivery the claim write and
- *   the message hold, then the wait for the rate start (`waitForStart`), the handler, the outcome
- *   write, `release`, and the delete. Table and queue requests take `requestMs` each; the task
- *   table is counted, not simulated (its writes cannot refuse anything here);
- * - the handlers: sleeps of their duration (the issue's 0.8 s and 1.2 s; with `spread`, drawn
- *   uniformly within ±spread of them); the render submits the email task at its end (send, then
- *   put); the email calls the provider at the handler's start.
+ * Modelled: the limits table (`SimLimitStore`: conditional UpdateItems, 5 ms each, billed in write
+ * units); SQS as a heap of messages by visibility per lane, and Lambda as `workers` consumers per
+ * lane over `processes` execution environments, each taking the next visible message when free;
+ * the SQS requests Lambda's pollers and Kaj make (`esmRequests`, visibility changes, sends); the
+ * consumer's path per message in Kaj's order (claim read, admission, for a redelivery the claim
+ * write and the message hold, `waitForStart`, the handler, the outcome write, `release`, the
+ * delete), each table or queue request taking `requestMs`; the handlers as sleeps (the render
+ * submits the email at its end; the email calls the provider at its start).
  *
- * Not modelled: Lambda's batch boundary (a worker takes its next message as soon as it is free,
- * not when the slowest of its batch of 10 is done), cold starts, heartbeats (every task is far
- * shorter than a lease), crashes, and any delay between the handler's start and the provider
- * seeing the call (the provider counts the call at the handler's start, exactly).
+ * Not modelled: Lambda's batch boundary, cold starts, heartbeats, crashes, and any delay between
+ * the handler's start and the provider seeing the call.
  *
  * @module
  */
@@ -57,10 +45,10 @@ import {
 import type { TaskRecord } from '../../shared/task/model.js';
 import { SeededRandom } from '../capacity/workload.js';
 import { esmRequests } from '../lib/request-counting.js';
+import { MinHeap } from '../../testing/min-heap.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
-import { addTally, type CallTally, type LimitOperation, newTally, SimLimitStore } from './sim-limit-store.js';
+import { addTally, type CallTally, newTally, SimLimitStore } from './sim-limit-store.js';
 import { SimProvider } from './sim-provider.js';
-import { MessageHeap } from './sim-queue.js';
 
 /** A configuration of the limits: both must declare `email_provider` and `database`. */
 export interface PayrollConfig {
@@ -82,40 +70,6 @@ export const PAYROLL_CONFIGS = {
   },
 } as const satisfies Record<string, PayrollConfig>;
 
-export interface LaneShape {
-  /** Messages handled at once (the event source mapping's maximum concurrency, as workers). */
-  readonly workers: number;
-  /** Execution environments the workers are spread over, each with its own limiter. */
-  readonly processes: number;
-}
-
-export interface PayrollModel {
-  readonly renderMs: number;
-  readonly emailMs: number;
-  /** Each duration is drawn uniformly within ±spread of its mean (0: fixed). */
-  readonly spread: number;
-  /** The provider accepts at most this many calls in any window of `providerWindowMs`. */
-  readonly providerLimit: number;
-  readonly providerWindowMs: number;
-  /** The provider's Retry-After on a 429. */
-  readonly retryAfterSeconds: number;
-  /** How long a refused call takes to come back with its 429. */
-  readonly rejectMs: number;
-  /** Round trip of one limits-table UpdateItem. */
-  readonly storeLatencyMs: number;
-  /** Round trip of one task-table or SQS request the consumer waits for. */
-  readonly requestMs: number;
-  /** A message's share of an invocation's overhead (25 ms per batch of 10). */
-  readonly receiveMs: number;
-  /** `cpu`: renders; `io`: emails. */
-  readonly lanes: { readonly cpu: LaneShape; readonly io: LaneShape };
-  /** Attempts of a task (the 429s of the `seed` configuration count). */
-  readonly maxAttempts: number;
-  /** The limiter's knobs. */
-  readonly localWaitMs: number;
-  readonly reserve: number;
-}
-
 /**
  * The issue's figures, and lanes sized so that neither is the binding constraint: 100 email
  * workers for a limit of 50 at once (a refused message must find a free worker to be refused and
@@ -123,22 +77,32 @@ export interface PayrollModel {
  * limit, not Lambda, caps the renders and its cap is exercised: 60 / 0.8 s = 75 renders/s against
  * the 40 emails/s needed). Durations are fixed (`spread` 0), as the issue gives them.
  */
-export const DEFAULT_MODEL: PayrollModel = {
+export const DEFAULT_MODEL = {
   renderMs: 800,
   emailMs: 1200,
+  /** Each duration is drawn uniformly within ±spread of its mean (0: fixed). */
   spread: 0,
+  /** The provider accepts at most this many calls in any window of `providerWindowMs`. */
   providerLimit: 40,
   providerWindowMs: 1000,
   retryAfterSeconds: 1,
+  /** How long a refused call takes to come back with its 429. */
   rejectMs: 50,
+  /** Round trip of one limits-table UpdateItem. */
   storeLatencyMs: 5,
+  /** Round trip of one task-table or SQS request the consumer waits for. */
   requestMs: 5,
+  /** A message's share of an invocation's overhead (25 ms per batch of 10). */
   receiveMs: 2.5,
+  /** Per lane (`cpu`: renders; `io`: emails), handlers at once, spread over processes with a limiter each. */
   lanes: { cpu: { workers: 64, processes: 8 }, io: { workers: 100, processes: 10 } },
-  maxAttempts: DEFAULTS.maxAttempts,
-  localWaitMs: DEFAULTS.limitLocalWaitMs,
+  maxAttempts: DEFAULTS.maxAttempts as number,
+  /** The limiter's knobs. */
+  localWaitMs: DEFAULTS.limitLocalWaitMs as number,
   reserve: 1,
 };
+export type PayrollModel = typeof DEFAULT_MODEL;
+type LaneShape = PayrollModel['lanes']['cpu'];
 
 export interface PayrollOptions {
   readonly config: PayrollConfig;
@@ -154,94 +118,7 @@ export interface PayrollOptions {
 }
 
 /** What a run measured. Times in seconds. */
-export interface PayrollReport {
-  readonly config: string;
-  readonly seed: number;
-  readonly slips: number;
-  readonly bypassed: boolean;
-  /** Every slip emailed or failed before the time limit. */
-  readonly complete: boolean;
-  readonly makespanS: number;
-  readonly floorS: number;
-  readonly ratio: number;
-  readonly provider: {
-    readonly calls: number;
-    readonly status429: number;
-    readonly peakInFlight: number;
-    /** Most calls (accepted or not) in any window of the provider's length. */
-    readonly peakCallsPerWindow: number;
-    readonly peakAcceptedPerWindow: number;
-    /** Accepted emails per second once under way (10th to 90th percentile of the accepted calls). */
-    readonly steadyRate: number;
-    readonly duplicates: number;
-    /** Slips the provider accepted an email for. */
-    readonly emailed: number;
-  };
-  readonly failed: number;
-  readonly retries: number;
-  /** The limits as declared (the checks hold the peaks to them). */
-  readonly caps: { readonly email?: number; readonly database?: number; readonly window: number };
-  readonly peaks: {
-    /** Handlers running at once. */
-    readonly emails: number;
-    readonly renders: number;
-    /** Holders of each concurrency item at once (the table's own count). */
-    readonly emailHolders: number;
-    readonly databaseHolders: number;
-  };
-  readonly deferrals: {
-    readonly total: number;
-    readonly render: number;
-    readonly email: number;
-    readonly byReason: Readonly<Record<string, number>>;
-    /** Deferrals that sent a fresh copy instead (from half of maxReceiveCount: refreshAtReceive). */
-    readonly refreshed: number;
-    readonly perTask: number;
-  };
-  readonly acquires: {
-    readonly granted: number;
-    readonly refused: number;
-    /** Starts the limiters forfeited because the store's answer came after them (`Limiter.lateStarts`). */
-    readonly lateStarts: number;
-    /** Limits-table calls / UpdateItems / write units per granted and per refused acquire. */
-    readonly perGrant: CallTally;
-    readonly perRefusal: CallTally;
-    /** Mean time from asking for the limits to the rate start (email tasks that ran). */
-    readonly meanStartWaitMs: number;
-    /**
-     * Mean time an email's permit is held, from its grant to its release: what its concurrency
-     * slot costs (Little's law: slots in use = emails per second × this).
-     */
-    readonly meanHoldMs: number;
-  };
-  readonly store: {
-    readonly calls: Readonly<Record<LimitOperation, number>>;
-    readonly totalCalls: number;
-    readonly updateItems: number;
-    readonly failedConditions: number;
-    readonly writeUnits: number;
-    /** Per task (renders and emails: 2 per slip). */
-    readonly callsPerTask: number;
-    readonly writeUnitsPerTask: number;
-    /** The calls of `release` and `pause`, apart. */
-    readonly release: CallTally;
-    readonly pause: CallTally;
-  };
-  readonly sqs: {
-    readonly receive: number;
-    readonly deleteBatch: number;
-    readonly changeVisibilityDefer: number;
-    readonly changeVisibilityHold: number;
-    readonly send: number;
-    readonly total: number;
-    readonly perTask: number;
-    /** What one deferral costs in SQS requests: its visibility change (or refresh) and its share of the receive. */
-    readonly perDeferral: number;
-  };
-  /** Task-table requests (counted, not simulated). */
-  readonly table: { readonly reads: number; readonly writes: number };
-  readonly sim: { readonly wallS: number; readonly cpuS: number; readonly instants: number; readonly events: number };
-}
+export type PayrollReport = Awaited<ReturnType<typeof simulatePayroll>>;
 
 /** Month end, 18:00 UTC: the run starts with every render queued. */
 const T0 = Date.UTC(2026, 10, 30, 18, 0, 0);
@@ -275,6 +152,8 @@ interface Message {
   seq: number;
 }
 
+const earlier = (a: Message, b: Message) => a.visibleAt < b.visibleAt || (a.visibleAt === b.visibleAt && a.seq < b.seq);
+
 interface Process {
   readonly flow: FlowControl;
   readonly admissions: Admissions;
@@ -282,12 +161,13 @@ interface Process {
 
 interface Lane {
   readonly kind: Kind;
-  readonly queue: MessageHeap<Message>;
+  /** Its SQS queue: messages by the time they become visible, then by send order (close enough to a standard queue). */
+  readonly queue: MinHeap<Message>;
   readonly idle: Process[];
   wakeAt: number;
 }
 
-export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport> {
+export async function simulatePayroll(o: PayrollOptions) {
   const wallStart = performance.now();
   const cpuStart = process.cpuUsage();
   const m: PayrollModel = { ...DEFAULT_MODEL, ...o.model };
@@ -328,8 +208,8 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
 
   // ---- the task types, as a deployment declares them -----------------------------------------
   const lanes: Record<Kind, Lane> = {
-    render: { kind: 'render', queue: new MessageHeap(), idle: [], wakeAt: Number.POSITIVE_INFINITY },
-    email: { kind: 'email', queue: new MessageHeap(), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    render: { kind: 'render', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    email: { kind: 'email', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
   };
   const payload = z.strictObject({ slip: z.number().int().nonnegative() });
   const render = defineTask({
@@ -443,8 +323,15 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
   workersOf(lanes.email, m.lanes.io);
 
   // ---- SQS and Lambda --------------------------------------------------------------------------
+  let sent = 0;
+  /** Puts `m` on the lane's queue, visible from `visibleAt` (a deferral puts it back with a new send order). */
+  const enqueue = (lane: Lane, m: Message, visibleAt: number) => {
+    m.visibleAt = visibleAt;
+    m.seq = sent++;
+    lane.queue.push(m);
+  };
   const send = (lane: Lane, task: Task, delayMs: number) => {
-    lane.queue.push({ task, receives: 0, visibleAt: 0, seq: 0 }, clock.now() + delayMs);
+    enqueue(lane, { task, receives: 0, visibleAt: 0, seq: 0 }, clock.now() + delayMs);
     pump(lane);
   };
   const pump = (lane: Lane) => {
@@ -503,7 +390,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
         send(lane, task, deferral.seconds * 1000);
       } else {
         sqs.cmvDefer += 1;
-        lane.queue.push(msg, clock.now() + deferral.seconds * 1000);
+        enqueue(lane, msg, clock.now() + deferral.seconds * 1000);
         pump(lane);
       }
       return;
@@ -578,7 +465,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
 
   // ---- the run ---------------------------------------------------------------------------------
   for (let slip = 0; slip < o.slips; slip += 1) {
-    lanes.render.queue.push({ task: newTask('render', slip), receives: 0, visibleAt: 0, seq: 0 }, T0);
+    enqueue(lanes.render, { task: newTask('render', slip), receives: 0, visibleAt: 0, seq: 0 }, T0);
     sqs.send += 1;
   }
   pump(lanes.render);
@@ -612,6 +499,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     seed: o.seed,
     slips: o.slips,
     bypassed: o.bypassLimiter === true,
+    /** Every slip emailed or failed before the time limit. */
     complete: end === 'done',
     makespanS,
     floorS,
@@ -620,14 +508,17 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
       calls: provider.calls.length,
       status429: provider.refused,
       peakInFlight: provider.peakInFlight,
+      /** Most calls (accepted or not) in any window of the provider's length. */
       peakCallsPerWindow: provider.peakPerWindow('calls'),
       peakAcceptedPerWindow: provider.peakPerWindow('accepted'),
+      /** Accepted emails per second once under way (10th to 90th percentile of the accepted calls). */
       steadyRate: provider.steadyRate(),
       duplicates: provider.duplicates,
       emailed: provider.emailed(),
     },
     failed,
     retries,
+    /** The limits as declared (the checks hold the peaks to them). */
     caps: {
       ...(emailSpec?.concurrency === undefined ? {} : { email: emailSpec.concurrency }),
       ...(dbSpec?.concurrency === undefined ? {} : { database: dbSpec.concurrency }),
@@ -636,6 +527,7 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     peaks: {
       emails: peaks.email,
       renders: peaks.render,
+      /** Holders of each concurrency item at once (the table's own count). */
       emailHolders: store.tally.peakHolders.get('c#email_provider') ?? 0,
       databaseHolders: store.tally.peakHolders.get('c#database') ?? 0,
     },
@@ -650,10 +542,12 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
     acquires: {
       granted: acquires.granted,
       refused: acquires.refused,
+      /** Starts the limiters forfeited because the store's answer came after them. */
       lateStarts: limiters.reduce((n, l) => n + l.lateStarts, 0),
       perGrant: per(acquires.grant, acquires.granted),
       perRefusal: per(acquires.refusal, acquires.refused),
       meanStartWaitMs: acquires.emailGrants === 0 ? 0 : acquires.startWaitMs / acquires.emailGrants,
+      /** From an email's grant to its release: what its concurrency slot costs (Little's law). */
       meanHoldMs: acquires.emailGrants === 0 ? 0 : acquires.holdMs / acquires.emailGrants,
     },
     store: {
@@ -675,8 +569,10 @@ export async function simulatePayroll(o: PayrollOptions): Promise<PayrollReport>
       send: sqs.send,
       total: sqsTotal,
       perTask: sqsTotal / tasks,
+      /** Its visibility change (or refresh) and its share of the receive. */
       perDeferral: deferred === 0 ? 0 : (sqs.cmvDefer + 1.1 * deferrals.refreshed + deferred / 10) / deferred,
     },
+    /** Task-table requests (counted, not simulated). */
     table,
     sim: {
       wallS: (performance.now() - wallStart) / 1000,
