@@ -188,6 +188,26 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
   }
 
   /**
+   * Sends the signal `name` to a workflow run (`wf.waitForSignal(name)`), with `data` as its JSON
+   * payload. `woken` is true when the run was waiting and is woken now.
+   * @throws KajApiError 404 for an unknown run or another caller's; 409 when the run has finished,
+   *   is not a workflow, or has this signal already (one per name and run)
+   */
+  async signal(
+    taskId: string,
+    name: string,
+    data: unknown = null,
+  ): Promise<{ task_id: string; signal: string; accepted_at: string; woken: boolean }> {
+    const path = `/api/v1/tasks/${encodeURIComponent(taskId)}/signals/${encodeURIComponent(name)}`;
+    return (await this.request('POST', path, data)).body as {
+      task_id: string;
+      signal: string;
+      accepted_at: string;
+      woken: boolean;
+    };
+  }
+
+  /**
    * Polls until the task is `succeeded`, `failed` or `cancelled`, and returns it.
    * @throws KajTimeoutError when it has not finished within `timeoutMs`
    */

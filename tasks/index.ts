@@ -1,6 +1,7 @@
 import { TaskRegistry } from '../shared/task/define.js';
 import { lanes } from './lanes.js';
 import { limits } from './limits.js';
+import { loanApplication } from './loan-application.js';
 import { makeThumbnails } from './make-thumbnails.js';
 import { order } from './order.js';
 import { salesReport } from './sales-report.js';
@@ -11,4 +12,7 @@ import { sendEmail } from './send-email.js';
  * (`tasks/limits.ts`). To add a type: write `tasks/<name>.ts` with `defineTask({...})` (or
  * `defineWorkflow({...})`, docs/workflows.md) and add it to this list.
  */
-export const registry = new TaskRegistry([sendEmail, makeThumbnails, salesReport, order], { lanes, limits });
+export const registry = new TaskRegistry([sendEmail, makeThumbnails, salesReport, order, loanApplication], {
+  lanes,
+  limits,
+});

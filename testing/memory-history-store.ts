@@ -9,7 +9,7 @@ export const MAX_ITEM_BYTES = 400 * 1024;
 const MAX_PARTITION_KEY_BYTES = 2048;
 const MAX_SORT_KEY_BYTES = 1024;
 
-const NUMBERS = ['at', 'lease_token', 'started_at', 'attempt', 'until', 'expires_at'] as const;
+const NUMBERS = ['at', 'lease_token', 'started_at', 'attempt', 'until', 'seq', 'expires_at'] as const;
 
 /**
  * The HistoryStore contract in memory, for unit tests of the workflow runner. It behaves as

@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
-import { TaskNotCancellableError, TaskNotFoundError } from '../../shared/task/errors.js';
+import { HttpError } from '../../shared/service/api/errors.js';
+import { signalRoute } from '../../shared/service/api/signals.js';
+import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../../shared/task/errors.js';
+import { historyRetentionDays } from '../../shared/workflow/history-store.js';
 import * as z from 'zod';
 import { approved, YES_HELP } from '../confirm.js';
 import type { CliContext, RunState } from '../context.js';
@@ -11,9 +14,10 @@ import { withServices } from '../services.js';
 import { recordLines } from './task-record.js';
 
 const cancelOptions = commonOptions.extend({ yes: z.boolean().optional(), reason: z.string().optional() });
+const signalOptions = commonOptions.extend({ data: z.string().optional() });
 
 export function registerTask(program: Command, ctx: CliContext, state: RunState): void {
-  const task = program.command('task').description('one task: show, cancel');
+  const task = program.command('task').description('one task: show, cancel, signal');
 
   task
     .command('show')
@@ -59,5 +63,57 @@ export function registerTask(program: Command, ctx: CliContext, state: RunState)
               : `task ${r.task_id} is ${r.status}\n`,
           );
       });
+    });
+
+  task
+    .command('signal')
+    .description('send a signal to a workflow run (what its wf.waitForSignal(NAME) returns); wakes it if it waits')
+    .argument('<task-id>', 'the run (the workflow task) id', parseTaskId)
+    .argument('<name>', 'the signal name (lower snake case)')
+    .option('--data <json>', 'the signal payload, as JSON (default: null)')
+    .option('--json', 'print the answer as JSON')
+    .action(async (taskId: string, name: string, _o: unknown, cmd: Command) => {
+      const o = optionsOf(cmd, signalOptions);
+      let data: unknown = null;
+      if (o.data !== undefined) {
+        try {
+          data = JSON.parse(o.data) as unknown;
+        } catch {
+          throw new CliError('--data: not valid JSON', 2);
+        }
+      }
+      const registry = await ctx.registry();
+      await withServices(
+        ctx,
+        o,
+        async (s) => {
+          let r;
+          try {
+            r = await signalRoute(
+              taskId,
+              name,
+              data,
+              {
+                lifecycle: s.kaj.lifecycle,
+                registry,
+                ...(s.kaj.history === undefined ? {} : { history: s.kaj.history }),
+                now: () => ctx.clock.now(),
+                historyRetentionDays: historyRetentionDays(s.target.settings),
+              },
+              undefined,
+            );
+          } catch (err) {
+            if (err instanceof HttpError || err instanceof ValidationError || err instanceof TaskNotFoundError)
+              throw new CliError(err.message, err instanceof ValidationError ? 2 : 1, { cause: err });
+            throw err;
+          }
+          ctx.io.out(
+            o.json === true
+              ? json(r.body)
+              : `signal ${name} recorded for run ${taskId}${r.body.woken === true ? '; the run is woken' : ''}\n`,
+          );
+        },
+        registry,
+      );
     });
 }

@@ -24,7 +24,7 @@ const TTL = HISTORY_TABLE_SCHEMA.ttlAttribute;
 export const HISTORY_JSON_ATTRIBUTES = { value: 'value_json', error: 'error_json' } as const;
 
 /** The entry's number fields besides `expires_at` (stored under `HISTORY_TABLE_SCHEMA.ttlAttribute`). */
-const NUMBERS = ['at', 'lease_token', 'started_at', 'attempt', 'until'] as const;
+const NUMBERS = ['at', 'lease_token', 'started_at', 'attempt', 'until', 'seq'] as const;
 
 /** Puts one append may make: the second only when the entry found under the key was gone when read back. */
 const APPEND_ATTEMPTS = 2;

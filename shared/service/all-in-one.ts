@@ -9,7 +9,7 @@ import { Limiter } from '../limit/limiter.js';
 import type { LimitStore } from '../limit/limit-store.js';
 import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
 import { DynamoHistoryStore } from '../aws/dynamo-history-store.js';
-import type { HistoryStore } from '../workflow/history-store.js';
+import { type HistoryStore, historyRetentionDays } from '../workflow/history-store.js';
 import type { TaskQueue } from '../task/task-queue.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
@@ -143,7 +143,9 @@ export function createKaj(deps: KajDeps): Kaj {
         defaultOwner: deps.defaultOwner ?? 'anonymous',
         now: () => d.clock.now(),
         ...(schedules === undefined ? {} : { schedules }),
-        ...(deps.history === undefined ? {} : { history: deps.history }),
+        ...(deps.history === undefined
+          ? {}
+          : { history: deps.history, historyRetentionDays: historyRetentionDays(d.settings) }),
         ...listed,
       }),
     processBatch: (event, context) => consumer.processBatch(event, context),

@@ -6,19 +6,21 @@ import { OperatorActions } from './operator-actions.js';
 import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
 import { TaskRequests } from './requests.js';
+import { RunWakes } from './wake.js';
 
 export type { LifecycleDeps } from './lifecycle-deps.js';
 export { deadLetterOf } from './outbox.js';
 
 /**
- * Every status change of a task, as fenced single-item writes: this builds the six parts on one
+ * Every status change of a task, as fenced single-item writes: this builds the seven parts on one
  * listed store and one outbox, and callers use the part they need (`lifecycle.claims.claim(…)`;
  * a narrow dependency is `Pick<TaskLifecycle, 'leases'>`). Each part lives in its own file, named
  * for the question a newcomer asks:
  * - where is a message sent, and the outbox kept? `outbox.ts`
  * - where is a task claimed, or reclaimed after a crash? `claim.ts`
  * - where is a running attempt's lease kept (heartbeat, cancel look, solo)? `lease.ts`
- * - where does an attempt end (success, retry, death, cancel)? `outcome.ts`
+ * - where does an attempt end (success, retry, death, cancel, a workflow's suspension)? `outcome.ts`
+ * - where is a waiting workflow run woken by a signal? `wake.ts`
  * - where are GET and DELETE answered for an owner? `requests.ts`
  * - what do the writes change? `changes.ts` (pure); the fence: `fence.ts`
  * - which tasks can be listed, and how is the listing read? `listing.ts`
@@ -32,6 +34,7 @@ export class TaskLifecycle {
   readonly outcomes: AttemptOutcomes;
   readonly requests: TaskRequests;
   readonly operations: OperatorActions;
+  readonly wakes: RunWakes;
 
   constructor(deps: LifecycleDeps) {
     // Every status change keeps the listing index right (listing.ts): applied here, once.
@@ -39,7 +42,8 @@ export class TaskLifecycle {
     this.outboxes = new TaskOutbox(d);
     this.claims = new TaskClaims(d, this.outboxes);
     this.leases = new AttemptLeases(d);
-    this.outcomes = new AttemptOutcomes(d, this.outboxes);
+    this.wakes = new RunWakes(d, this.outboxes);
+    this.outcomes = new AttemptOutcomes(d, this.outboxes, this.wakes);
     this.requests = new TaskRequests(d);
     this.operations = new OperatorActions(d, this.outboxes);
   }

@@ -96,6 +96,11 @@ export interface TaskRecord {
   /** Set by DELETE on a running task; the worker's heartbeat sees it and aborts the handler. */
   cancel_requested?: boolean;
   /**
+   * Set when a signal arrives for a workflow run that is being run or due (`shared/task/wake.ts`):
+   * if that invocation suspends, the run is woken at once.
+   */
+  wake_requested?: boolean;
+  /**
    * Crashes attributed to the task: its worker vanished (crash, kill, OOM) while it ran alone
    * (`solo`). Counted towards `crash_limit`.
    */

@@ -19,6 +19,7 @@ import { fencedUpdate } from './fence.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { TaskRecord } from './model.js';
 import type { TaskOutbox } from './outbox.js';
+import type { RunWakes } from './wake.js';
 import { transition } from './state-machine.js';
 
 /**
@@ -32,6 +33,7 @@ export class AttemptOutcomes {
   constructor(
     private readonly d: LifecycleDeps,
     private readonly outbox: TaskOutbox,
+    private readonly wakes: RunWakes,
   ) {}
 
   /**
@@ -136,7 +138,7 @@ export class AttemptOutcomes {
       dispatch_id: nextDispatchId(this.d.random, record.dispatch_id),
     };
     const owed = await this.outbox.sendAhead(next);
-    return this.settle(record, durationMs, {
+    const waiting = await this.settle(record, durationMs, {
       set: {
         ...lazyClaimFields(record),
         status: next.status,
@@ -148,6 +150,14 @@ export class AttemptOutcomes {
       },
       remove: ['lease_until', 'solo'],
     });
+    // A signal arrived while this invocation ran (it may have read the history before it): wake now.
+    if (waiting.status !== 'waiting' || waiting.wake_requested !== true) return waiting;
+    try {
+      return await this.wakes.now(waiting);
+    } catch (err) {
+      if (!(err instanceof ConditionFailedError)) throw err;
+      return (await this.d.store.get(record.task_id)) ?? waiting;
+    }
   }
 
   /**

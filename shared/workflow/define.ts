@@ -14,6 +14,9 @@ import { WorkflowDefinitionError, WorkflowRunnerMissingError } from './errors.js
 
 export { StepFailedError, NonDeterminismError } from './errors.js';
 
+/** A signal's name (`wf.waitForSignal`, `POST /api/v1/tasks/{id}/signals/{name}`): lower snake case, 1-64 characters. */
+export const SIGNAL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
 /** A step's own retry policy; each field defaults to the workflow type's. */
 export interface StepOptions {
   /** Attempts of this step, the first included. @default the workflow's maxAttempts */
@@ -64,6 +67,13 @@ export interface WorkflowContext {
   sleep(name: string, duration: Duration): Promise<void>;
   /** Suspends the run until `at` (recorded when first reached). */
   sleepUntil(name: string, at: Date): Promise<void>;
+  /**
+   * Waits for the signal `name` (`POST /api/v1/tasks/{id}/signals/{name}`) and returns its JSON
+   * payload, or `null` once `timeout` has passed without it (the deadline is recorded when the
+   * wait is first reached). A signal sent before the wait starts is kept and returned at once.
+   * The run is `waiting` meanwhile; a signal wakes it. One signal per name and run.
+   */
+  waitForSignal<T = unknown>(name: string, options: { readonly timeout: Duration }): Promise<T | null>;
   /**
    * The run's time: the time of the latest history entry the code has reached (the run's start
    * before any). The same on every replay; use it instead of `Date.now()`.

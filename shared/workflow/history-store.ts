@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/resources.js';
 import type { ErrorInfo } from '../task/model.js';
 
 /**
@@ -5,9 +6,13 @@ import type { ErrorInfo } from '../task/model.js';
  * - `step`: a step's result (`value`), recorded once the step succeeded, or its failure (`error`)
  *   once it ran out of attempts;
  * - `step_failure`: one failed attempt of a step that will be tried again (`error`, `attempt`);
- * - `sleep`: a durable timer (`until`), recorded when the run first reached it.
+ * - `sleep`: a durable timer (`until`), recorded when the run first reached it;
+ * - `signal_wait`: the deadline (`until`) of a wait for a signal, recorded when the run first reached it;
+ * - `signal`: a signal received (`value`: its payload, written by the signal route), or the end of
+ *   its wait without one (no `value`, `until`: the deadline, written by the run) — whichever is
+ *   written first is what every replay sees.
  */
-export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep';
+export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep' | 'signal_wait' | 'signal';
 
 /**
  * One entry of a run's history. Entries are immutable: the first write of a key is the one
@@ -31,8 +36,10 @@ export interface HistoryEntry {
   readonly started_at?: number;
   /** A step: how many attempts it took (`step`), or which attempt failed (`step_failure`). */
   readonly attempt?: number;
-  /** A sleep: epoch ms at which the run may go on. */
+  /** A sleep: epoch ms at which the run may go on; a signal's wait: its deadline. */
   readonly until?: number;
+  /** The run's entries when the runner wrote it: orders entries written in the same millisecond. */
+  readonly seq?: number;
   /** TTL, epoch seconds: when DynamoDB may delete the entry. */
   readonly expires_at?: number;
 }
@@ -61,4 +68,12 @@ export interface HistoryStore {
    * @throws StoreRejectedError (the entry can never be stored: too large, a value DynamoDB refuses), StoreUnavailableError
    */
   append(entry: HistoryEntry): Promise<AppendResult>;
+}
+
+/**
+ * How long a history entry is kept after it is written (its TTL), in days: past the longest
+ * sleep of a run, then as long as a finished task is kept.
+ */
+export function historyRetentionDays(settings: { readonly retentionDays: number }): number {
+  return settings.retentionDays + Math.ceil(DEFAULTS.maxSleepMs / 86_400_000);
 }

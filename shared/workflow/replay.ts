@@ -10,15 +10,14 @@ import { DEFAULTS } from '../config/resources.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { afterFailure } from '../retry/decide.js';
 import { PermanentError } from '../retry/errors.js';
-import { parseDuration } from '../runtime/duration.js';
 import { resolvePolicy } from '../task/define.js';
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
 import type { Duration, StepContext, StepOptions, WorkflowContext } from './define.js';
+import { checkName, checkSignalName, durationMs } from './checks.js';
 import {
   DuplicateStepError,
   HistoryLimitError,
-  InvalidStepNameError,
   NonDeterminismError,
   StepFailedError,
   StepTimeoutError,
@@ -27,8 +26,6 @@ import {
 import type { HistoryEntry, HistoryEntryKind } from './history-store.js';
 
 import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
-
-const MAX_NAME_LENGTH = 200;
 
 /** One replay of a run: the context its code is given, over the history read at the start. */
 export class Replay {
@@ -67,6 +64,8 @@ export class Replay {
       stepKey: (name) => `${run.runId}/${checkName(name, run.runId)}`,
       sleep: (name, duration) => this.sleep(name, durationMs(duration, name, run.runId)),
       sleepUntil: (name, at) => this.sleepUntil(name, at),
+      waitForSignal: <T>(name: string, options: { readonly timeout: Duration }) =>
+        this.waitForSignal(name, durationMs(options?.timeout, name, run.runId)) as Promise<T | null>,
       now: () => new Date(this.logicalNow),
       random: () => this.draw().readUIntBE(0, 6) / 2 ** 48,
       uuid: () => uuidOf(this.draw()),
@@ -201,6 +200,44 @@ export class Replay {
     }
   }
 
+  /**
+   * A signal's wait: the signal if it is recorded (sent before or during the wait); else the
+   * deadline recorded when the wait was first reached; past it, the end of the wait is recorded
+   * (the first write of `signal#name` wins: a signal written first is returned instead).
+   */
+  private async waitForSignal(name: string, ms: number): Promise<unknown> {
+    checkSignalName(name, this.run.runId);
+    this.claim(`signal:${name}`);
+    const key = `signal#${name}`;
+    const received = this.entries.get(key);
+    if (received !== undefined) return this.signalResult(received);
+    if (this.closed) return never();
+    this.inflight += 1;
+    try {
+      const waitKey = `signal_wait#${name}`;
+      const wait =
+        this.entries.get(waitKey) ??
+        (await this.append({ key: waitKey, kind: 'signal_wait', until: this.d.clock.now() + ms }));
+      const until = wait.until ?? wait.at;
+      if (until > this.d.clock.now()) return this.waitUntil(until);
+      // The deadline has passed: the wait ends without the signal, unless it was written first.
+      return this.signalResult(await this.append({ key, kind: 'signal', until }));
+    } finally {
+      this.settled();
+    }
+  }
+
+  private signalResult(entry: HistoryEntry): unknown {
+    if (entry.kind !== 'signal') {
+      throw new NonDeterminismError(entry.key, `recorded as a ${entry.kind}, asked for as a signal`, {
+        taskId: this.run.runId,
+      });
+    }
+    this.replayed += 1;
+    this.advance(entry.value === undefined ? (entry.until ?? entry.at) : entry.at);
+    return entry.value === undefined ? null : entry.value;
+  }
+
   private async sleepUntil(name: string, at: Date): Promise<void> {
     if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
       throw new PermanentError(`sleepUntil "${String(name)}": not a valid Date`, { code: 'INVALID_SLEEP' });
@@ -280,6 +317,7 @@ export class Replay {
     const entry: HistoryEntry = {
       ...fields,
       run_id: this.run.runId,
+      seq: this.entries.size,
       at: now,
       lease_token: token,
       expires_at: Math.floor(now / 1000) + this.d.historyRetentionDays * 86_400,
@@ -327,24 +365,6 @@ export class Replay {
     this.draws += 1;
     return createHash('sha256').update(`${this.run.runId}:${this.draws}`).digest().subarray(0, 16);
   }
-}
-
-function checkName(name: unknown, runId: string): string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) {
-    throw new InvalidStepNameError(name, { taskId: runId });
-  }
-  return name;
-}
-
-function durationMs(duration: Duration, name: string, runId: string): number {
-  const ms = typeof duration === 'number' ? duration : parseDuration(duration);
-  if (ms === undefined || !Number.isFinite(ms) || ms < 0 || ms > DEFAULTS.maxSleepMs) {
-    throw new PermanentError(
-      `sleep "${name}": the duration must be 0 to 365 days, in ms or as text such as 90s, 15m, 2d; got ${JSON.stringify(duration)}`,
-      { code: 'INVALID_SLEEP', taskId: runId },
-    );
-  }
-  return ms;
 }
 
 function uuidOf(bytes: Buffer): string {

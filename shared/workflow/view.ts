@@ -4,13 +4,14 @@ import type { HistoryEntry } from './history-store.js';
 /** A step or sleep of a run, as `GET /api/v1/tasks/{id}` shows it (`steps`). */
 export interface StepView {
   readonly name: string;
-  readonly kind: 'step' | 'sleep';
+  readonly kind: 'step' | 'sleep' | 'signal';
   /**
    * A step: `succeeded`, `failed` (out of attempts; the run saw a `StepFailedError`) or
    * `retrying` (an attempt failed, the next waits for `next_attempt_at`). A sleep: `sleeping`
-   * until `until`, then `done`.
+   * until `until`, then `done`. A signal's wait: `waiting` (until `until`), `received` or
+   * `timed_out`.
    */
-  readonly status: 'succeeded' | 'failed' | 'retrying' | 'sleeping' | 'done';
+  readonly status: 'succeeded' | 'failed' | 'retrying' | 'sleeping' | 'done' | 'waiting' | 'received' | 'timed_out';
   /** Attempts made so far. */
   readonly attempts?: number;
   readonly started_at?: string;
@@ -20,13 +21,32 @@ export interface StepView {
   readonly error?: ErrorInfo;
   readonly next_attempt_at?: string;
   readonly until?: string;
+  /** A signal: when it was received. */
+  readonly received_at?: string;
+}
+
+/** What a waiting run waits for, as GET shows it (`waiting_for`). */
+export interface WaitingForView {
+  /** When its timer fires: a sleep's end, a step's next attempt, or a signal's deadline. */
+  readonly timer: string;
+  /** The signals it waits for, with their deadlines. */
+  readonly signals?: readonly { readonly name: string; readonly deadline: string }[];
+}
+
+/** What a `waiting` run waits for: its timer (`run_at`), and the signals it waits for. */
+export function waitingFor(entries: readonly HistoryEntry[], runAt: string): WaitingForView {
+  const keys = new Set(entries.map((e) => e.key));
+  const signals = entries
+    .filter((e) => e.kind === 'signal_wait' && !keys.has(`signal#${e.key.slice('signal_wait#'.length)}`))
+    .map((e) => ({ name: e.key.slice('signal_wait#'.length), deadline: iso(e.until ?? e.at) }));
+  return { timer: runAt, ...(signals.length === 0 ? {} : { signals }) };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** The steps and sleeps of a run's history, in the order they started. */
 export function stepsView(entries: readonly HistoryEntry[], now: number): StepView[] {
-  const steps = new Map<string, { view: StepView; order: number }>();
+  const steps = new Map<string, { view: StepView; order: number; seq: number }>();
   const failures = new Map<string, HistoryEntry[]>();
   for (const e of entries) {
     if (e.kind === 'step_failure') {
@@ -43,6 +63,7 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
       );
       const started = Math.min(first, e.started_at ?? e.at);
       steps.set(e.key, {
+        seq: e.seq ?? 0,
         order: started,
         view: {
           name,
@@ -55,9 +76,25 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
           ...(e.error === undefined ? {} : { error: e.error }),
         },
       });
+    } else if (e.kind === 'signal_wait') {
+      const name = e.key.slice('signal_wait#'.length);
+      const got = entries.find((x) => x.key === `signal#${name}`);
+      steps.set(e.key, {
+        seq: e.seq ?? 0,
+        order: e.at,
+        view: {
+          name,
+          kind: 'signal',
+          status: got === undefined ? 'waiting' : got.value === undefined ? 'timed_out' : 'received',
+          started_at: iso(e.at),
+          until: iso(e.until ?? e.at),
+          ...(got !== undefined && got.value !== undefined ? { received_at: iso(got.at) } : {}),
+        },
+      });
     } else if (e.kind === 'sleep') {
       const until = e.until ?? e.at;
       steps.set(e.key, {
+        seq: e.seq ?? 0,
         order: e.at,
         view: {
           name: e.key.slice('sleep#'.length),
@@ -76,6 +113,7 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
     const first = sorted[0];
     if (last === undefined || first === undefined) continue;
     steps.set(`step#${name}`, {
+      seq: first.seq ?? 0,
       order: first.started_at ?? first.at,
       view: {
         name,
@@ -88,7 +126,7 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
       },
     });
   }
-  return [...steps.values()].sort((a, b) => a.order - b.order).map((s) => s.view);
+  return [...steps.values()].sort((a, b) => a.order - b.order || a.seq - b.seq).map((s) => s.view);
 }
 
 function failureStepName(key: string): string | undefined {

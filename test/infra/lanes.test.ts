@@ -639,7 +639,7 @@ describe('a stack without lanes', () => {
   it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
     const added = Object.keys(plain.resources).filter((id) => !(id in BEFORE) && id !== 'CDKMetadata');
-    // The batch submit, listing and OpenAPI document routes: a route and its invoke permission each.
+    // The batch submit, listing, signal and OpenAPI document routes: a route and its invoke permission each.
     expect(added.sort()).toEqual(
       [
         plain.logicalId(plain.stack.limitTable.table),
@@ -649,6 +649,8 @@ describe('a stack without lanes', () => {
         'ApiHttpApiPOSTapiv1tasksbatchHandlerPermissionFF7169D8',
         'ApiHttpApiGETapiv1openapijsonFC7BB767',
         'ApiHttpApiGETapiv1openapijsonHandlerPermissionF9BAC9A6',
+        'ApiHttpApiPOSTapiv1tasksidsignalsname628E82E4',
+        'ApiHttpApiPOSTapiv1tasksidsignalsnameHandlerPermissionA87DAC38',
       ].sort(),
     );
     // The default lane through the stack's own handles.

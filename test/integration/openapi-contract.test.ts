@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
+import { defineWorkflow } from '../../shared/workflow/define.js';
 import { FaultInjector } from '../support/faults.js';
 import { embedded, startOnTarget } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
@@ -51,6 +52,11 @@ function contractRegistry(): TaskRegistry {
       handler: async () => ({}),
       schedules: [{ name: 'oas-code', cron: '0 4 * * *' }],
     }),
+    defineWorkflow({
+      type: 'oas_flow',
+      schema: z.object({}),
+      run: async (_input, wf) => wf.waitForSignal('go', { timeout: '1h' }),
+    }),
   ]);
 }
 
@@ -71,6 +77,7 @@ const NOT_EXERCISED: Record<string, string> = {
   'schedule_trigger:404': 'covered by schedule_get:404 (same lookup)',
   'schedule_delete:404': 'covered by schedule_get:404 (same lookup)',
   'schedule_put:422': 'test/integration/schedules.test.ts (bad specs)',
+  'signal:413': 'the body parser every route shares; exercised on submit',
   'schedule_backfill:422': 'test/unit/schedule tests (bad ranges)',
 };
 
@@ -209,6 +216,26 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
     // A finished task can no longer be cancelled.
     expect(done.status).toBe('succeeded');
     expect((await call('DELETE', I, `${T}/${id}`)).status).toBe(409);
+
+    // Signals: to a workflow run (202, then 409 for the same name again), to a task that is not one
+    // (409), to an unknown run (404), with a bad name (422 naming it).
+    const G = '/api/v1/tasks/{id}/signals/{name}';
+    const run = await call('POST', T, T, { type: 'oas_flow', payload: {} });
+    const runId = run.json.task_id as string;
+    expect((await call('POST', G, `${T}/${runId}/signals/go`, { ok: true })).status).toBe(202);
+    expect(await call('POST', G, `${T}/${runId}/signals/go`, { ok: true })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'signal_already_received' } },
+    });
+    expect(await call('POST', G, `${T}/${id}/signals/go`, {})).toMatchObject({
+      status: 409,
+      json: { error: { code: 'not_a_workflow' } },
+    });
+    expect((await call('POST', G, `${T}/${unknown}/signals/go`, {})).status).toBe(404);
+    expect(await call('POST', G, `${T}/${runId}/signals/Not-Valid`, {})).toMatchObject({
+      status: 422,
+      json: { error: { field: 'name' } },
+    });
 
     const S = '/api/v1/schedules';
     const N = '/api/v1/schedules/{name}';

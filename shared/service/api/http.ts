@@ -24,9 +24,10 @@ import type { TaskListing } from '../../task/listing.js';
 import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
+import { signalRoute, type SignalDeps } from './signals.js';
 import { isWorkflow } from '../../workflow/define.js';
-import type { HistoryStore } from '../../workflow/history-store.js';
-import { stepsView } from '../../workflow/view.js';
+import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
+import { stepsView, waitingFor } from '../../workflow/view.js';
 
 export interface ApiDeps {
   readonly submitter: TaskSubmitter;
@@ -44,6 +45,8 @@ export interface ApiDeps {
   readonly history?: HistoryStore;
   /** @default Date.now */
   readonly now?: () => number;
+  /** How long a signal's history entry is kept (its TTL), in days. @default DEFAULTS.historyRetentionDays */
+  readonly historyRetentionDays?: number;
 }
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & {
@@ -83,6 +86,11 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
         return json(200, await taskView(await find(d.lifecycle, id, caller), d));
       case 'cancel':
         return await cancel(id, d, caller);
+      case 'signal': {
+        const body = event.body === undefined || event.body === '' ? null : jsonBody(event);
+        const r = await signalRoute(id, name, body, signalDeps(d), caller.owner);
+        return json(r.status, r.body);
+      }
       case 'schedule_put':
       case 'schedule_pause':
       case 'schedule_backfill': {
@@ -326,7 +334,18 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
 async function taskView(record: TaskRecord, d: ApiDeps): Promise<Record<string, unknown>> {
   const view: Record<string, unknown> = { ...toView(record) };
   if (d.history === undefined || !d.registry.has(record.type) || !isWorkflow(d.registry.get(record.type))) return view;
-  view.steps = stepsView(await d.history.read(record.task_id), (d.now ?? Date.now)());
-  if (record.status === 'waiting') view.waiting_for = { timer: record.run_at };
+  const entries = await d.history.read(record.task_id);
+  view.steps = stepsView(entries, (d.now ?? Date.now)());
+  if (record.status === 'waiting') view.waiting_for = waitingFor(entries, record.run_at);
   return view;
+}
+
+function signalDeps(d: ApiDeps): SignalDeps {
+  return {
+    lifecycle: d.lifecycle,
+    registry: d.registry,
+    ...(d.history === undefined ? {} : { history: d.history }),
+    now: d.now ?? Date.now,
+    historyRetentionDays: d.historyRetentionDays ?? historyRetentionDays({ retentionDays: DEFAULTS.retentionDays }),
+  };
 }

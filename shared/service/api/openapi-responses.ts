@@ -14,6 +14,7 @@ import {
   gatewayErrorSchema,
   schedulePageSchema,
   scheduleViewSchema,
+  signalResultSchema,
   taskPageSchema,
   taskViewSchema,
 } from './openapi-schemas.js';
@@ -82,6 +83,16 @@ export const ROUTE_RESPONSES: Record<TaskApiRoute['name'], Record<number, Respon
     202: { schema: cancelResultSchema, description: 'running: the cancel is requested, its worker acts on it' },
     404: error('not_found'),
     409: error('not_cancellable: the task finished'),
+  },
+  signal: {
+    202: { schema: signalResultSchema, description: 'recorded; the run is woken if it waits' },
+    400: error('validation_error naming name, or invalid_json'),
+    404: error('not_found'),
+    409: error(
+      'not_a_workflow, run_finished, signal_already_received (one signal per name and run) or signal_wait_ended (its wait timed out first)',
+    ),
+    413: error('payload_too_large'),
+    422: error('validation_error naming the body field'),
   },
   schedule_list: {
     200: { schema: schedulePageSchema },
@@ -200,6 +211,7 @@ export const SUMMARIES: Record<TaskApiRoute['name'], string> = {
   list: 'List your tasks of one status (retrying, failed, cancelled, running past a heartbeat), newest first',
   get: 'Read a task',
   cancel: 'Cancel a task',
+  signal: 'Send a signal to a workflow run (any JSON body ≤ 32 KiB, or none)',
   schedule_list: 'List schedules (paged)',
   schedule_put: 'Create or replace a schedule',
   schedule_get: 'Read a schedule',

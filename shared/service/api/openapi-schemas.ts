@@ -73,8 +73,8 @@ export const taskViewSchema = z.object({
     .array(
       z.object({
         name: z.string(),
-        kind: z.enum(['step', 'sleep']),
-        status: z.enum(['succeeded', 'failed', 'retrying', 'sleeping', 'done']),
+        kind: z.enum(['step', 'sleep', 'signal']),
+        status: z.enum(['succeeded', 'failed', 'retrying', 'sleeping', 'done', 'waiting', 'received', 'timed_out']),
         attempts: z.number().int().optional(),
         started_at: iso.optional(),
         ended_at: iso.optional(),
@@ -82,17 +82,31 @@ export const taskViewSchema = z.object({
         error: errorInfoSchema.optional(),
         next_attempt_at: iso.optional(),
         until: iso.optional(),
+        received_at: iso.optional(),
       }),
     )
     .optional()
     .describe('a workflow run: its steps and sleeps in the order they started (docs/workflows.md)'),
-  waiting_for: z.object({ timer: iso }).optional().describe('a waiting workflow run: what wakes it'),
+  waiting_for: z
+    .object({
+      timer: iso,
+      signals: z.array(z.object({ name: z.string(), deadline: iso })).optional(),
+    })
+    .optional()
+    .describe('a waiting workflow run: what wakes it (its timer, and the signals it waits for)'),
 });
 
 export const cancelResultSchema = z.object({
   task_id: z.string(),
   status: z.enum(TASK_STATUSES),
   cancel_requested: z.literal(true).optional(),
+});
+
+export const signalResultSchema = z.object({
+  task_id: z.string(),
+  signal: z.string(),
+  accepted_at: iso,
+  woken: z.boolean().describe('true when the run was waiting for a time still to come and was woken now'),
 });
 
 export const batchResultSchema = z.object({

@@ -25,6 +25,7 @@ export const API_ROUTES = [
   { name: 'submit_batch', method: 'POST', path: '/api/v1/tasks/batch' },
   { name: 'get', method: 'GET', path: '/api/v1/tasks/{id}' },
   { name: 'cancel', method: 'DELETE', path: '/api/v1/tasks/{id}' },
+  { name: 'signal', method: 'POST', path: '/api/v1/tasks/{id}/signals/{name}' },
   { name: 'schedule_list', method: 'GET', path: '/api/v1/schedules' },
   { name: 'schedule_put', method: 'PUT', path: '/api/v1/schedules/{name}' },
   { name: 'schedule_get', method: 'GET', path: '/api/v1/schedules/{name}' },

@@ -14,7 +14,7 @@ import { ScheduleService } from '../../schedule/service.js';
 import { schedulerSettings } from '../../schedule/settings.js';
 import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
 import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
-import type { HistoryStore } from '../../workflow/history-store.js';
+import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import type { TaskRegistry } from '../../task/define.js';
 import { listingField } from '../../task/listing.js';
 import type { FunctionOptions } from './on-aws.js';
@@ -64,7 +64,7 @@ export function createApiFunction(
     defaultOwner: options.defaultOwner ?? 'anonymous',
     now: () => d.clock.now(),
     ...(schedules === undefined ? {} : { schedules }),
-    ...(history === undefined ? {} : { history }),
+    ...(history === undefined ? {} : { history, historyRetentionDays: historyRetentionDays(d.settings) }),
     ...listingField(d.store, config.idSecret),
   };
   const serve = (event: APIGatewayProxyEventV2) => handleHttp(event, api);

@@ -13,7 +13,7 @@ import { type AttemptDeps, type Disposition, RECORDING_RESERVE_MS, runAttempt, t
 import { MissingHistoryStoreError, MissingLimiterError, UnprocessableMessageError } from './errors.js';
 import { type ExclusiveGate, GateTurn, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
-import type { HistoryStore } from '../../workflow/history-store.js';
+import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import { hasWorkflows, isWorkflow } from '../../workflow/define.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
@@ -102,8 +102,7 @@ export class TaskConsumer {
               history: d.history,
               clock: d.clock,
               random: d.random,
-              // An entry outlives the longest sleep, then is kept as long as a finished task.
-              historyRetentionDays: d.settings.retentionDays + Math.ceil(DEFAULTS.maxSleepMs / 86_400_000),
+              historyRetentionDays: historyRetentionDays(d.settings),
             },
           }),
     };

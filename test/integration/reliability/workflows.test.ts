@@ -70,4 +70,29 @@ describe.each(targets())('workflows on $name', (target) => {
     const sleep = (done.steps as { name: string; kind: string; status: string }[]).find((s) => s.kind === 'sleep');
     expect(sleep).toMatchObject({ name: 'before_email', status: 'done' });
   }, 120_000);
+
+  it('a signal: the run waits for it (waiting, no worker holding it), the signal wakes it, and the run gets its payload', async () => {
+    const left = testBudget(120_000);
+    await bench.startWorker();
+    const id = await bench.submit('wf_order', { approval_ms: 600_000 });
+    const waiting = (await bench.until(id, ['waiting'], left())) as unknown as Record<string, unknown>;
+    expect(waiting.waiting_for).toMatchObject({ signals: [{ name: 'approval' }] });
+    expect(executions(id)).toEqual({ reserve: 1, charge: 1, invoice: 1, email: 0 });
+    const res = await fetch(`${bench.runtime.url}/api/v1/tasks/${id}/signals/approval`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ approved: true, by: 'manager' }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ task_id: id, signal: 'approval', woken: true });
+    const done = (await bench.until(id, ['succeeded', 'failed'], left())) as unknown as Record<string, unknown>;
+    expect(done).toMatchObject({ status: 'succeeded', result: { approval: { approved: true, by: 'manager' } } });
+    expect(executions(id)).toEqual({ reserve: 1, charge: 1, invoice: 1, email: 1 });
+    const again = await fetch(`${bench.runtime.url}/api/v1/tasks/${id}/signals/approval`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(again.status).toBe(409);
+  }, 120_000);
 });

@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/service/api/routes.js';
 
 describe('API_ROUTES', () => {
-  it('is the task API (submit, list, batch, read, cancel), the schedule API and the OpenAPI document', () => {
+  it('is the task API (submit, list, batch, read, cancel, signal), the schedule API and the OpenAPI document', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
       'GET /api/v1/tasks',
       'POST /api/v1/tasks/batch',
       'GET /api/v1/tasks/{id}',
       'DELETE /api/v1/tasks/{id}',
+      'POST /api/v1/tasks/{id}/signals/{name}',
       'GET /api/v1/schedules',
       'PUT /api/v1/schedules/{name}',
       'GET /api/v1/schedules/{name}',

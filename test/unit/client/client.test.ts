@@ -160,6 +160,25 @@ describe('Class: KajClient', () => {
     expect(r[2]?.ok === false && r[2].error).toMatchObject({ status: 422, code: 'validation_error' });
   });
 
+  it('signal posts the payload to the run’s signal route (names encoded) and answers as the API', async () => {
+    const answer = { task_id: 't_1', signal: 'manager_approval', accepted_at: 'x', woken: true };
+    const { kaj, calls } = client([
+      json(202, answer),
+      json(409, { error: { code: 'signal_already_received', message: 'm' } }),
+    ]);
+    expect(await kaj.signal('t_1', 'manager_approval', { approved: true })).toEqual(answer);
+    expect(calls[0]).toMatchObject({
+      method: 'POST',
+      url: 'http://localhost:3000/api/v1/tasks/t_1/signals/manager_approval',
+      body: { approved: true },
+    });
+    await expect(kaj.signal('t_1', 'manager_approval')).rejects.toMatchObject({
+      status: 409,
+      code: 'signal_already_received',
+    });
+    expect(calls[1]?.body).toBeNull();
+  });
+
   it('refuses a bad url and maxAttempts at construction', () => {
     expect(() => new KajClient({ url: 'not a url' })).toThrow(/url: not a URL/);
     expect(() => new KajClient({ url: 'http://x', maxAttempts: 0 })).toThrow(/maxAttempts/);

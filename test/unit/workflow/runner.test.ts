@@ -320,6 +320,67 @@ describe('Function: runWorkflow — sleeps and time', () => {
   });
 });
 
+describe('Function: runWorkflow — signals', () => {
+  const RUN = 't_0123456789abcdef0123456789abcdef';
+  const flow = async (_: unknown, wf: WorkflowContext) => {
+    const got = await wf.waitForSignal<{ ok: boolean }>('approval', { timeout: '48h' });
+    return got === null ? 'timed out' : got.ok ? 'yes' : 'no';
+  };
+
+  it('waits until its deadline (recorded when first reached); a signal recorded meanwhile is returned on the wake', async () => {
+    const w = world();
+    expect(await w.invoke(flow)).toMatchObject({ kind: 'suspended', wakeAt: T0 + 2 * DAY });
+    w.advance(3_600_000);
+    expect(await w.invoke(flow)).toMatchObject({ kind: 'suspended', wakeAt: T0 + 2 * DAY }); // the same deadline
+    await w.history.append({
+      run_id: RUN,
+      key: 'signal#approval',
+      kind: 'signal',
+      at: w.now(),
+      lease_token: 0,
+      value: { ok: true },
+    });
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 'yes' });
+  });
+
+  it('a signal recorded before the wait is returned at once, with no write', async () => {
+    const w = world();
+    await w.history.append({
+      run_id: RUN,
+      key: 'signal#approval',
+      kind: 'signal',
+      at: T0,
+      lease_token: 0,
+      value: { ok: false },
+    });
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 'no' });
+    expect((await w.history.read(RUN)).map((e) => e.key)).toEqual(['signal#approval']);
+  });
+
+  it('past its deadline the wait ends with null, recorded so a later signal cannot change a replay', async () => {
+    const w = world();
+    await w.invoke(flow);
+    w.advance(2 * DAY);
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 'timed out' });
+    const late = await w.history.append({
+      run_id: RUN,
+      key: 'signal#approval',
+      kind: 'signal',
+      at: w.now(),
+      lease_token: 0,
+      value: { ok: true },
+    });
+    expect(late.written).toBe(false);
+    expect(await w.invoke(flow)).toEqual({ kind: 'completed', value: 'timed out' });
+  });
+
+  it('a signal name that is not lower snake case fails the run, naming it', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => wf.waitForSignal('Not Valid', { timeout: '1h' }));
+    expect((outcome as { error: Error }).error.message).toMatch(/signal name must be lower snake case/);
+  });
+});
+
 describe('Function: runWorkflow — fencing and limits', () => {
   it('a worker whose step write finds an entry of a newer lease stops with LeaseLostError', async () => {
     // The new owner (lease 5) recorded the step while the stale worker (lease 4) was running it.

@@ -1,0 +1,69 @@
+import { iso, nextDispatchId } from './changes.js';
+import type { LifecycleDeps } from './lifecycle-deps.js';
+import type { TaskRecord } from './model.js';
+import type { TaskOutbox } from './outbox.js';
+import { ConditionFailedError } from './store-errors.js';
+
+/** What a wake did: sent the run's next message now, or left a request its invocation acts on. */
+export type WakeResult = 'woken' | 'requested' | 'finished';
+
+/**
+ * Where a waiting workflow run is woken before its timer: a signal arrived for it. A run that
+ * waits for a time still to come gets its next message now (sent first, with a new dispatch, so
+ * the delayed one is superseded), as a retry's is sent. A run being run or due now gets a wake
+ * request (`wake_requested`) instead: its invocation may have read its history before the signal
+ * was written, so if it suspends, the suspension is woken at once (`AttemptOutcomes.suspend`).
+ * Either way no signal is left unseen until the run's next timer.
+ */
+export class RunWakes {
+  constructor(
+    private readonly d: LifecycleDeps,
+    private readonly outbox: TaskOutbox,
+  ) {}
+
+  /** A signal for the run was recorded: wake it. */
+  async signalled(taskId: string): Promise<WakeResult> {
+    for (let round = 0; round < 5; round += 1) {
+      const current = await this.d.store.get(taskId);
+      if (current === undefined || ['succeeded', 'failed', 'cancelled'].includes(current.status)) return 'finished';
+      try {
+        if (current.status === 'waiting' && Date.parse(current.run_at) > this.d.clock.now()) {
+          await this.now(current);
+          return 'woken';
+        }
+        await this.d.store.update(
+          taskId,
+          { set: { wake_requested: true } },
+          { status: [current.status], dispatchId: current.dispatch_id },
+        );
+        return 'requested';
+      } catch (err) {
+        if (!(err instanceof ConditionFailedError)) throw err;
+        // The run moved (claimed, suspended, woken): look again.
+      }
+    }
+    return 'requested';
+  }
+
+  /**
+   * Sends a waiting run's next message now and makes its dispatch the current one, the wake
+   * request taken. @throws ConditionFailedError when the run is no longer waiting on `record`'s dispatch
+   */
+  async now(record: TaskRecord): Promise<TaskRecord> {
+    const now = this.d.clock.now();
+    const next: TaskRecord = {
+      ...record,
+      run_at: iso(now),
+      dispatch_id: nextDispatchId(this.d.random, record.dispatch_id),
+    };
+    const owed = await this.outbox.sendAhead(next);
+    return this.d.store.update(
+      record.task_id,
+      {
+        set: { run_at: next.run_at, dispatch_id: next.dispatch_id, updated_at: iso(now), ...owed },
+        remove: ['wake_requested', ...(owed.outbox_pk === undefined ? (['outbox_pk', 'outbox_due'] as const) : [])],
+      },
+      { status: ['waiting'], dispatchId: record.dispatch_id },
+    );
+  }
+}

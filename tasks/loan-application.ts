@@ -1,0 +1,93 @@
+import * as z from 'zod';
+import { PermanentError, RetryableError } from '../shared/task/define.js';
+import { defineWorkflow, StepFailedError } from '../shared/workflow/define.js';
+
+const STEPS = ['verify_documents', 'risk_score', 'contract_pdf', 'disburse', 'void_contract', 'send_sms'] as const;
+type Step = (typeof STEPS)[number];
+
+/**
+ * A loan application over several services and days: verify the documents, score the risk; over
+ * 50,000, wait for the manager's approval (the signal `manager_approval` with `{ "approved": … }`)
+ * or 48 hours, whichever comes first; make the contract, disburse the money, send an SMS. If the
+ * disbursement fails for good, the contract is voided (a compensation, itself a durable step)
+ * and the run fails with the disbursement's error.
+ *
+ * The services are simulated (nothing leaves the machine): `simulate` makes one step fail a few
+ * times (`transient_failures`), for good (`reject`), or take `latency_ms`.
+ */
+export const loanApplication = defineWorkflow({
+  type: 'loan_application',
+  description: 'Verify, score, approve over 50,000 (signal manager_approval or 48 h), contract, disburse, SMS',
+  schema: z.strictObject({
+    applicant: z.string().min(1).max(200),
+    amount: z.number().positive().max(10_000_000),
+    simulate: z
+      .strictObject({
+        step: z.enum(STEPS),
+        transient_failures: z.number().int().min(0).max(20).default(0),
+        reject: z.boolean().default(false),
+        latency_ms: z.number().int().min(0).max(20_000).default(0),
+      })
+      .optional(),
+  }),
+  maxAttempts: 4,
+  timeoutSeconds: 30,
+  backoff: { baseSeconds: 1, capSeconds: 60 },
+  run: async (input, wf) => {
+    // A simulated service: gets the step's key as its idempotency key (a step runs at least once).
+    const service =
+      (step: Step, make: () => Record<string, unknown> = () => ({})) =>
+      async (s: { key: string; attempt: number; signal: AbortSignal }) => {
+        const sim = input.simulate?.step === step ? input.simulate : undefined;
+        if (sim !== undefined && sim.latency_ms > 0) await delay(sim.latency_ms, s.signal);
+        if (sim?.reject === true) throw new PermanentError(`${step}: refused by the service`);
+        if (sim !== undefined && s.attempt <= sim.transient_failures) {
+          throw new RetryableError(`${step}: service unavailable (503)`, { code: 'HTTP_503' });
+        }
+        return { id: `${step}:${s.key}`, ...make() };
+      };
+
+    const docs = await wf.step('verify_documents', service('verify_documents'));
+    const risk = await wf.step(
+      'risk_score',
+      service('risk_score', () => ({ score: input.amount > 50_000 ? 'B' : 'A' })),
+    );
+    if (input.amount > 50_000) {
+      const decision = await wf.waitForSignal<{ approved: boolean }>('manager_approval', { timeout: '48h' });
+      if (decision === null) return { outcome: 'rejected', reason: 'no decision within 48 hours' };
+      if (decision.approved !== true) return { outcome: 'rejected', reason: 'declined by the manager' };
+    }
+    const contract = await wf.step('contract_pdf', service('contract_pdf'));
+    try {
+      await wf.step(
+        'disburse',
+        service('disburse', () => ({ amount: input.amount })),
+      );
+    } catch (err) {
+      if (!(err instanceof StepFailedError)) throw err;
+      // Undo what was done, newest first, each undo a durable step of its own; then fail the run.
+      await wf.step(
+        'void_contract',
+        service('void_contract', () => ({ voided: contract.id })),
+      );
+      throw err;
+    }
+    await wf.step('send_sms', service('send_sms'));
+    return { outcome: 'approved', documents: docs.id, risk, contract: contract.id };
+  },
+});
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
