@@ -15,11 +15,11 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { historyItemOf } from '../shared/aws/dynamo-history-store.js';
-import { silentLogger } from '../shared/runtime/logger.js';
 import { defineWorkflow, type WorkflowContext } from '../shared/workflow/define.js';
 import type { AppendResult, HistoryEntry, HistoryStore } from '../shared/workflow/history-store.js';
-import { runWorkflow, type WorkflowOutcome } from '../shared/workflow/runner.js';
+import type { WorkflowOutcome } from '../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../testing/memory-history-store.js';
+import { invokeWorkflow } from '../testing/workflow-runs.js';
 import { itemSize, readUnits, writeUnits } from './lib/dynamo-accounting.js';
 import { fmt, median, num, printTable, repeat, usd } from './lib/report.js';
 import { PRICES } from './prices.js';
@@ -68,20 +68,7 @@ async function complete(
   const def = defineWorkflow({ type: 'bench_flow', schema: z.unknown(), timeoutSeconds: 10, run });
   let now = T0;
   for (let invocations = 1; ; invocations += 1) {
-    const outcome = await runWorkflow(
-      { history, clock: { now: () => now }, random: { next: () => 0.5, id: () => 'x' }, historyRetentionDays: 395 },
-      {
-        def,
-        input: {},
-        runId,
-        createdAt: T0,
-        attempt: 1,
-        leaseToken: () => 1,
-        signal: new AbortController().signal,
-        logger: silentLogger,
-        deadline: now + 300_000,
-      },
-    );
+    const outcome = await invokeWorkflow(def, { history, now: () => now, runId, createdAt: T0 });
     if (outcome.kind !== 'suspended') return { invocations, outcome };
     now = Math.max(now, outcome.wakeAt);
   }

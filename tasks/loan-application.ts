@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { PermanentError, RetryableError } from '../shared/task/define.js';
 import { defineWorkflow, StepFailedError } from '../shared/workflow/define.js';
+import { delay } from './simulated.js';
 
 const STEPS = ['verify_documents', 'risk_score', 'contract_pdf', 'disburse', 'void_contract', 'send_sms'] as const;
 type Step = (typeof STEPS)[number];
@@ -76,18 +77,3 @@ export const loanApplication = defineWorkflow({
     return { outcome: 'approved', documents: docs.id, risk, contract: contract.id };
   },
 });
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
-}

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { defineTask, PermanentError, RetryableError } from '../shared/task/define.js';
+import { delay } from './simulated.js';
 
 /**
  * Sends an email through a provider. The provider here is simulated (no email leaves the
@@ -28,7 +29,7 @@ export const sendEmail = defineTask({
   backoff: { baseSeconds: 1, capSeconds: 120 },
   handler: async (payload, ctx) => {
     const sim = payload.simulate ?? { transient_failures: 0, reject: false, latency_ms: 20 };
-    await sleep(sim.latency_ms, ctx.signal);
+    await delay(sim.latency_ms, ctx.signal);
     if (sim.reject) throw new PermanentError(`provider rejected recipient ${payload.to}`, { code: 'HTTP_400' });
     if (ctx.attempt <= sim.transient_failures) {
       throw new RetryableError('provider unavailable (503)', { code: 'HTTP_503' });
@@ -37,18 +38,3 @@ export const sendEmail = defineTask({
     return { message_id: `msg-${ctx.taskId}-${ctx.attempt}`, accepted: [payload.to] };
   },
 });
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
-}

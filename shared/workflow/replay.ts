@@ -187,14 +187,19 @@ export class Replay {
     return entry.value ?? null;
   }
 
-  private async sleep(name: string, ms: number): Promise<void> {
+  private sleep(name: string, ms: number): Promise<void> {
+    return this.sleepTo(name, () => this.d.clock.now() + ms);
+  }
+
+  /** A sleep named `name`: its recorded end, or `until()` recorded when first reached. */
+  private async sleepTo(name: string, until: () => number): Promise<void> {
     const key = `sleep#${this.claim(name)}`;
     const recorded = this.recordedEntry(key, 'sleep', name);
     if (recorded !== undefined) return this.sleepOver(recorded);
     if (this.closed) return never();
     this.inflight += 1;
     try {
-      return this.sleepOver(await this.append({ key, kind: 'sleep', until: this.d.clock.now() + ms }));
+      return this.sleepOver(await this.append({ key, kind: 'sleep', until: until() }));
     } finally {
       this.settled();
     }
@@ -238,20 +243,11 @@ export class Replay {
     return entry.value === undefined ? null : entry.value;
   }
 
-  private async sleepUntil(name: string, at: Date): Promise<void> {
+  private sleepUntil(name: string, at: Date): Promise<void> {
     if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
       throw new PermanentError(`sleepUntil "${String(name)}": not a valid Date`, { code: 'INVALID_SLEEP' });
     }
-    const key = `sleep#${this.claim(name)}`;
-    const recorded = this.recordedEntry(key, 'sleep', name);
-    if (recorded !== undefined) return this.sleepOver(recorded);
-    if (this.closed) return never();
-    this.inflight += 1;
-    try {
-      return this.sleepOver(await this.append({ key, kind: 'sleep', until: at.getTime() }));
-    } finally {
-      this.settled();
-    }
+    return this.sleepTo(name, () => at.getTime());
   }
 
   private sleepOver(entry: HistoryEntry): Promise<void> {

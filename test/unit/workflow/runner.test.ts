@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { PermanentError, RetryableError } from '../../../shared/retry/errors.js';
-import { silentLogger } from '../../../shared/runtime/logger.js';
 import { LeaseLostError } from '../../../shared/task/errors.js';
 import { defineWorkflow, type WorkflowContext } from '../../../shared/workflow/define.js';
 import {
@@ -10,8 +9,9 @@ import {
   NonDeterminismError,
   StepFailedError,
 } from '../../../shared/workflow/errors.js';
-import { type RunInvocation, runWorkflow, type WorkflowOutcome } from '../../../shared/workflow/runner.js';
+import type { RunInvocation, WorkflowOutcome } from '../../../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
+import { invokeWorkflow } from '../../../testing/workflow-runs.js';
 
 const T0 = Date.UTC(2026, 10, 28, 9, 0, 0);
 const DAY = 86_400_000;
@@ -21,8 +21,6 @@ function world() {
   const history = new MemoryHistoryStore();
   let now = T0;
   const executions = new Map<string, number>();
-  const clock = { now: () => now };
-  const deps = { history, clock, random: { next: () => 0.5, id: () => 'x' }, historyRetentionDays: 30 };
   return {
     history,
     executions,
@@ -50,16 +48,11 @@ function world() {
         ...(o.maxHistoryEntries === undefined ? {} : { maxHistoryEntries: o.maxHistoryEntries }),
         run,
       });
-      return runWorkflow(deps, {
-        def,
-        input: {},
+      return invokeWorkflow(def, {
+        history,
+        now: () => now,
         runId: 't_0123456789abcdef0123456789abcdef',
         createdAt: T0,
-        attempt: 1,
-        leaseToken: () => 1,
-        signal: new AbortController().signal,
-        logger: silentLogger,
-        deadline: now + 300_000,
         ...o,
       });
     },
@@ -391,25 +384,12 @@ describe('Function: runWorkflow — fencing and limits', () => {
       schema: z.unknown(),
       run: async (_, wf) => wf.step('pay', async () => 'stale'),
     });
-    const lost = await runWorkflow(
-      {
-        history: skipReads(history),
-        clock: { now: () => T0 },
-        random: { next: () => 0, id: () => 'x' },
-        historyRetentionDays: 1,
-      },
-      {
-        def,
-        input: {},
-        runId: 'r',
-        createdAt: T0,
-        attempt: 1,
-        leaseToken: () => 4,
-        signal: new AbortController().signal,
-        logger: silentLogger,
-        deadline: T0 + 300_000,
-      },
-    );
+    const lost = await invokeWorkflow(def, {
+      history: skipReads(history),
+      now: () => T0,
+      runId: 'r',
+      leaseToken: () => 4,
+    });
     expect(lost.kind).toBe('failed');
     expect((lost as { error: unknown }).error).toBeInstanceOf(LeaseLostError);
   });
