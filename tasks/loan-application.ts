@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { PermanentError, RetryableError } from '../shared/task/define.js';
-import { defineWorkflow, StepFailedError } from '../shared/workflow/define.js';
+import { defineWorkflow } from '../shared/workflow/define.js';
 import { delay } from './simulated.js';
 
 const STEPS = ['verify_documents', 'risk_score', 'contract_pdf', 'disburse', 'void_contract', 'send_sms'] as const;
@@ -58,21 +58,15 @@ export const loanApplication = defineWorkflow({
       if (decision === null) return { outcome: 'rejected', reason: 'no decision within 48 hours' };
       if (decision.approved !== true) return { outcome: 'rejected', reason: 'declined by the manager' };
     }
-    const contract = await wf.step('contract_pdf', service('contract_pdf'));
-    try {
-      await wf.step(
-        'disburse',
-        service('disburse', () => ({ amount: input.amount })),
-      );
-    } catch (err) {
-      if (!(err instanceof StepFailedError)) throw err;
-      // Undo what was done, newest first, each undo a durable step of its own; then fail the run.
-      await wf.step(
-        'void_contract',
-        service('void_contract', () => ({ voided: contract.id })),
-      );
-      throw err;
-    }
+    // If the run fails after this (the disbursement refused for good), the contract is voided:
+    // its compensation, run by Kaj as a durable step of its own before the run ends failed.
+    const contract = await wf.step('contract_pdf', service('contract_pdf'), {
+      compensate: (c, s) => service('void_contract', () => ({ voided: c.id }))(s),
+    });
+    await wf.step(
+      'disburse',
+      service('disburse', () => ({ amount: input.amount })),
+    );
     await wf.step('send_sms', service('send_sms'));
     return { outcome: 'approved', documents: docs.id, risk, contract: contract.id };
   },

@@ -17,14 +17,20 @@ export { StepFailedError, NonDeterminismError } from './errors.js';
 /** A signal's name (`wf.waitForSignal`, `POST /api/v1/tasks/{id}/signals/{name}`): lower snake case, 1-64 characters. */
 export const SIGNAL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
-/** A step's own retry policy; each field defaults to the workflow type's. */
-export interface StepOptions {
+/** A step's own retry policy (each field defaults to the workflow type's), and its compensation. */
+export interface StepOptions<T = unknown> {
   /** Attempts of this step, the first included. @default the workflow's maxAttempts */
   readonly maxAttempts?: number;
   /** Full-jitter backoff between its attempts. @default the workflow's backoff */
   readonly backoff?: { readonly baseSeconds?: number; readonly capSeconds?: number };
   /** One attempt's time limit; its `signal` aborts then. @default the workflow's timeoutSeconds */
   readonly timeoutSeconds?: number;
+  /**
+   * Undoes the step, given its result: if the run then fails for good (an error it does not catch,
+   * or `wf.compensate()`), the compensations of the steps that succeeded run in reverse order,
+   * each a durable step of its own (`compensate:<name>`, retried by the workflow's policy).
+   */
+  readonly compensate?: (result: T, step: StepContext) => Promise<unknown> | unknown;
 }
 
 /** What a step's function gets. */
@@ -57,7 +63,12 @@ export interface WorkflowContext {
    * A step runs at least once: make its effect idempotent with `stepKey(name)`.
    * @throws StepFailedError once the step has run out of attempts (catchable)
    */
-  step<T>(name: string, fn: (step: StepContext) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  step<T>(name: string, fn: (step: StepContext) => Promise<T> | T, options?: StepOptions<T>): Promise<T>;
+  /**
+   * Fails the run now, after running the compensations of the steps that succeeded (newest first).
+   * Throws a `CompensationRequestedError`: let it propagate.
+   */
+  compensate(reason?: string): never;
   /** `<runId>/<name>`: an idempotency key that is the same on every attempt and replay of the step. */
   stepKey(name: string): string;
   /**

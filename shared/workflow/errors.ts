@@ -86,3 +86,10 @@ export class StepTimeoutError extends RetryableError {
     super(`step "${step}" timed out after ${timeoutSeconds}s`, { code: 'TIMEOUT', ...options });
   }
 }
+
+/** The workflow asked to fail and compensate (`wf.compensate()`). Permanent: the run fails. */
+export class CompensationRequestedError extends PermanentError {
+  constructor(reason: string, options: { taskId?: string } = {}) {
+    super(reason, { code: 'COMPENSATED', ...options });
+  }
+}

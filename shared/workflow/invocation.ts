@@ -29,6 +29,11 @@ export interface RunInvocation {
   readonly createdAt: number;
   /** The run's invocation since it last made progress. */
   readonly attempt: number;
+  /**
+   * True when a retryable error of the run's own code would fail the run (its attempts are used
+   * up): the run's compensations run then too, as for a permanent error. @default false
+   */
+  readonly finalAttempt?: boolean;
   /** The attempt's fencing token now (it grows when a lazy claim is written). */
   readonly leaseToken: () => number;
   /** Aborted on a cancel request or the loss of the lease. */

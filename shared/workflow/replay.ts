@@ -19,6 +19,7 @@ import {
   DuplicateStepError,
   HistoryLimitError,
   NonDeterminismError,
+  CompensationRequestedError,
   StepFailedError,
   StepTimeoutError,
   WorkflowError,
@@ -34,6 +35,8 @@ export class Replay {
   readonly suspended: Promise<WorkflowOutcome>;
   private resolveSuspended!: (o: WorkflowOutcome) => void;
   private readonly used = new Set<string>();
+  /** The compensations of the steps that succeeded, in the order they succeeded. */
+  private readonly compensations: { readonly name: string; readonly undo: (s: StepContext) => unknown }[] = [];
   /** Wake times the code waits for. */
   private readonly waits: number[] = [];
   /** Steps and writes in progress. */
@@ -61,6 +64,9 @@ export class Replay {
       signal: run.signal,
       ...(run.scheduledTime === undefined ? {} : { scheduledTime: run.scheduledTime }),
       step: (name, fn, options) => this.step(name, fn, options),
+      compensate: (reason) => {
+        throw new CompensationRequestedError(reason ?? 'the workflow asked to compensate', { taskId: run.runId });
+      },
       stepKey: (name) => `${run.runId}/${checkName(name, run.runId)}`,
       sleep: (name, duration) => this.sleep(name, durationMs(duration, name, run.runId)),
       sleepUntil: (name, at) => this.sleepUntil(name, at),
@@ -81,7 +87,38 @@ export class Replay {
     return { replayed: this.replayed, ran: this.ran, recorded: this.recorded };
   }
 
-  private async step<T>(name: string, fn: (s: StepContext) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
+  private async step<T>(
+    name: string,
+    fn: (s: StepContext) => Promise<T> | T,
+    options: StepOptions<T> = {},
+  ): Promise<T> {
+    const value = await this.runStep(name, fn, options);
+    const undo = options.compensate;
+    if (undo !== undefined) this.compensations.push({ name, undo: (s) => undo(value, s) });
+    return value;
+  }
+
+  /**
+   * After the run's code failed for good: the compensations of the steps that succeeded, newest
+   * first, each a step of its own (recorded once, retried by the workflow's policy). One that
+   * fails for good does not stop the others. Resolves once all are recorded.
+   */
+  async compensate(): Promise<void> {
+    for (const c of [...this.compensations].reverse()) {
+      try {
+        await this.runStep(`compensate:${c.name}`, c.undo, {});
+      } catch (err) {
+        if (!(err instanceof StepFailedError)) throw err;
+      }
+    }
+  }
+
+  /** Whether the run has compensations to run. */
+  get compensable(): boolean {
+    return this.compensations.length > 0;
+  }
+
+  private async runStep<T>(name: string, fn: (s: StepContext) => Promise<T> | T, options: StepOptions<T>): Promise<T> {
     const key = `step#${this.claim(name)}`;
     const recorded = this.recordedEntry(key, 'step', name);
     if (recorded !== undefined) return this.stepResult(name, recorded) as T;

@@ -13,6 +13,8 @@
  * @module
  */
 import type { RunInvocation, RunnerDeps, WorkflowOutcome } from './invocation.js';
+import { classifyError } from '../retry/classify.js';
+import { LeaseLostError } from '../task/errors.js';
 import { Replay } from './replay.js';
 
 export type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
@@ -27,7 +29,27 @@ export async function runWorkflow(d: RunnerDeps, run: RunInvocation): Promise<Wo
       (value): WorkflowOutcome => ({ kind: 'completed', value }),
       (error: unknown): WorkflowOutcome => ({ kind: 'failed', error }),
     );
-  const outcome = await Promise.race([ended, replay.suspended]);
+  let outcome = await Promise.race([ended, replay.suspended]);
+  if (
+    outcome.kind === 'failed' &&
+    replay.compensable &&
+    !run.signal.aborted &&
+    failsTheRun(outcome.error, run.finalAttempt === true)
+  ) {
+    // The run fails for good: undo what its steps did first (durable steps: they may suspend it).
+    const failure = outcome;
+    const compensated = replay.compensate().then(
+      (): WorkflowOutcome => failure,
+      (error: unknown): WorkflowOutcome => ({ kind: 'failed', error }),
+    );
+    outcome = await Promise.race([compensated, replay.suspended]);
+  }
   replay.close();
   return outcome.kind === 'suspended' ? { ...outcome, steps: replay.counts() } : outcome;
+}
+
+/** Whether an error thrown by the run's code ends the run (not a lost lease, not an abort, not a retry). */
+function failsTheRun(error: unknown, finalAttempt: boolean): boolean {
+  if (error instanceof LeaseLostError) return false;
+  return !classifyError(error).retryable || finalAttempt;
 }

@@ -33,6 +33,7 @@ export async function runWorkflowAttempt(deps: RunnerDeps, a: WorkflowAttempt): 
       runId: a.claimed.task_id,
       createdAt: Date.parse(a.claimed.created_at),
       attempt: a.claimed.attempts,
+      finalAttempt: a.claimed.attempts >= a.claimed.max_attempts,
       leaseToken: a.leaseToken,
       signal: a.ctx.signal,
       logger: a.ctx.logger,

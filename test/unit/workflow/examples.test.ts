@@ -145,7 +145,7 @@ describe('tasks/ example workflows', () => {
       'risk_score:succeeded',
       'contract_pdf:succeeded',
       'disburse:failed',
-      'void_contract:succeeded',
+      'compensate:contract_pdf:succeeded',
     ]);
   });
 });

@@ -374,6 +374,87 @@ describe('Function: runWorkflow — signals', () => {
   });
 });
 
+describe('Function: runWorkflow — compensations (sagas)', () => {
+  const RUN = 't_0123456789abcdef0123456789abcdef';
+  /** reserve → charge → ship (fails as `failShip` says); each of the first two undone by its compensation. */
+  const saga =
+    (w: ReturnType<typeof world>, failShip: () => Promise<string>, undoCharge = w.effect('refund', 'r')) =>
+    async (_: unknown, wf: WorkflowContext) => {
+      await wf.step('reserve', w.effect('reserve', 'h'), { compensate: w.effect('release', 'x') });
+      await wf.step('charge', w.effect('charge', 'c'), { compensate: undoCharge });
+      await wf.step('untouched', w.effect('untouched', 'u')); // no compensation
+      return wf.step('ship', failShip);
+    };
+  const refused = async (): Promise<string> => {
+    throw new PermanentError('no courier');
+  };
+
+  it('a step failing for good: the compensations run newest first, once; the run fails with the step’s error', async () => {
+    const w = world();
+    const order: string[] = [];
+    const outcome = await w.invoke(
+      saga(w, refused, async () => {
+        order.push('refund');
+        return 'r';
+      }),
+    );
+    expect(outcome.kind).toBe('failed');
+    expect((outcome as { error: unknown }).error).toBeInstanceOf(StepFailedError);
+    expect((outcome as { error: StepFailedError }).error.step).toBe('ship');
+    const keys = (await w.history.read(RUN)).map((e) => e.key);
+    expect(keys).toContain('step#compensate:charge');
+    expect(keys).toContain('step#compensate:reserve');
+    const seqOf = async (k: string) => (await w.history.read(RUN)).find((e) => e.key === k)?.seq ?? -1;
+    expect(await seqOf('step#compensate:charge')).toBeLessThan(await seqOf('step#compensate:reserve'));
+    expect(order).toEqual(['refund']);
+    // A replay (a duplicate message) runs none of them again.
+    expect((await w.invoke(saga(w, refused))).kind).toBe('failed');
+    expect(Object.fromEntries(w.executions)).toEqual({ reserve: 1, charge: 1, untouched: 1, release: 1 });
+  });
+
+  it('a compensation that fails for a while is retried on its own timer, then the run fails', async () => {
+    const w = world();
+    let tries = 0;
+    const flaky = async () => {
+      tries += 1;
+      if (tries < 2) throw new RetryableError('bank down');
+      return 'refunded';
+    };
+    const first = await w.invoke(saga(w, refused, flaky));
+    expect(first.kind).toBe('suspended');
+    w.advance(60_000);
+    const second = await w.invoke(saga(w, refused, flaky));
+    expect(second.kind).toBe('failed');
+    expect(tries).toBe(2);
+    expect(w.executions.get('release')).toBe(1);
+  });
+
+  it('wf.compensate() fails the run after undoing what was done', async () => {
+    const w = world();
+    const outcome = await w.invoke(async (_, wf) => {
+      await wf.step('reserve', w.effect('reserve', 'h'), { compensate: w.effect('release', 'x') });
+      wf.compensate('customer cancelled');
+    });
+    expect((outcome as { error: Error }).error).toMatchObject({
+      name: 'CompensationRequestedError',
+      message: 'customer cancelled',
+    });
+    expect(w.executions.get('release')).toBe(1);
+  });
+
+  it('a retryable error of the code retries the run without compensating — unless it is the last attempt', async () => {
+    const w = world();
+    const flow = async (_: unknown, wf: WorkflowContext) => {
+      await wf.step('reserve', w.effect('reserve', 'h'), { compensate: w.effect('release', 'x') });
+      throw new Error('a bug between steps');
+    };
+    expect((await w.invoke(flow)).kind).toBe('failed');
+    expect(w.executions.get('release')).toBeUndefined();
+    expect((await w.invoke(flow, { finalAttempt: true })).kind).toBe('failed');
+    expect(w.executions.get('release')).toBe(1);
+  });
+});
+
 describe('Function: runWorkflow — fencing and limits', () => {
   it('a worker whose step write finds an entry of a newer lease stops with LeaseLostError', async () => {
     // The new owner (lease 5) recorded the step while the stale worker (lease 4) was running it.
