@@ -81,6 +81,7 @@ export async function startEmulators(opts: StartEmulatorsOptions = {}): Promise<
     updateTableMs: 0,
     ...(opts.dataDir !== undefined ? { path: opts.dataDir } : {}),
   });
+  const dynamoRequests = inFlight(dynamo);
   let dynamoPort: number;
   try {
     dynamoPort = await listen(dynamo, opts.dynamoPort ?? 0, host);
@@ -100,8 +101,30 @@ export async function startEmulators(opts: StartEmulatorsOptions = {}): Promise<
     dynamoEndpoint: `http://${host}:${dynamoPort}`,
     ...(indexRebuild === undefined ? {} : { indexRebuild }),
     stop() {
-      stopping ??= Promise.all([closeServer(sqs), closeServer(dynamo)]).then(() => undefined);
+      // dynalite closes its store once its HTTP server has closed, without waiting for a request
+      // already queued on one of its item locks, which then throws "Database is closed" from a
+      // timer (an uncaught exception): let the requests in flight end first (at most 3 s).
+      stopping ??= Promise.all([closeServer(sqs), dynamoRequests.settled(3_000).then(() => closeServer(dynamo))]).then(
+        () => undefined,
+      );
       return stopping;
+    },
+  };
+}
+
+/** Counts a server's requests in flight; `settled` resolves once none is (or after `maxMs`). */
+function inFlight(server: Server): { settled(maxMs: number): Promise<void> } {
+  let active = 0;
+  server.on('request', (_req, res: { once(event: 'close', f: () => void): void }) => {
+    active += 1;
+    res.once('close', () => {
+      active -= 1;
+    });
+  });
+  return {
+    async settled(maxMs) {
+      const deadline = Date.now() + maxMs;
+      while (active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     },
   };
 }
