@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
 import { DEFAULTS } from '../config/resources.js';
 import { classifyError, type Classification } from '../retry/classify.js';
 import { afterFailure } from '../retry/decide.js';
@@ -15,6 +14,7 @@ import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
 import type { Duration, StepContext, StepOptions, WorkflowContext } from './define.js';
 import { checkName, checkSignalName, durationMs } from './checks.js';
+import { draws, randomOf, uuidOf } from './deterministic.js';
 import {
   DuplicateStepError,
   HistoryLimitError,
@@ -43,7 +43,6 @@ export class Replay {
   private inflight = 0;
   private closed = false;
   private logicalNow: number;
-  private draws = 0;
   private replayed = 0;
   private ran = 0;
   private recorded = 0;
@@ -57,6 +56,7 @@ export class Replay {
     this.suspended = new Promise((resolve) => {
       this.resolveSuspended = resolve;
     });
+    const draw = draws(run.runId);
     const ctx: WorkflowContext = {
       runId: run.runId,
       attempt: run.attempt,
@@ -73,8 +73,8 @@ export class Replay {
       waitForSignal: <T>(name: string, options: { readonly timeout: Duration }) =>
         this.waitForSignal(name, durationMs(options?.timeout, name, run.runId)) as Promise<T | null>,
       now: () => new Date(this.logicalNow),
-      random: () => this.draw().readUIntBE(0, 6) / 2 ** 48,
-      uuid: () => uuidOf(this.draw()),
+      random: () => randomOf(draw()),
+      uuid: () => uuidOf(draw()),
     };
     this.context = ctx;
   }
@@ -392,20 +392,6 @@ export class Replay {
   private throwIfAborted(): void {
     if (this.run.signal.aborted) throw this.run.signal.reason ?? new Error('aborted');
   }
-
-  /** 16 bytes, the same on every replay: from the run id and the draw's order. */
-  private draw(): Buffer {
-    this.draws += 1;
-    return createHash('sha256').update(`${this.run.runId}:${this.draws}`).digest().subarray(0, 16);
-  }
-}
-
-function uuidOf(bytes: Buffer): string {
-  const b = Buffer.from(bytes);
-  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40;
-  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
-  const hex = b.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
 function never(): Promise<never> {
