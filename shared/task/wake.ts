@@ -2,6 +2,7 @@ import { iso, nextDispatchId } from './changes.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import type { TaskRecord } from './model.js';
 import type { TaskOutbox } from './outbox.js';
+import { isFinished } from './state-machine.js';
 import { ConditionFailedError } from './store-errors.js';
 
 /** What a wake did: sent the run's next message now, or left a request its invocation acts on. */
@@ -25,7 +26,7 @@ export class RunWakes {
   async signalled(taskId: string): Promise<WakeResult> {
     for (let round = 0; round < 5; round += 1) {
       const current = await this.d.store.get(taskId);
-      if (current === undefined || ['succeeded', 'failed', 'cancelled'].includes(current.status)) return 'finished';
+      if (current === undefined || isFinished(current.status)) return 'finished';
       try {
         if (current.status === 'waiting' && Date.parse(current.run_at) > this.d.clock.now()) {
           await this.now(current);

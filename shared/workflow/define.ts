@@ -158,7 +158,19 @@ export function isWorkflow(def: AnyTaskDefinition): def is AnyWorkflowDefinition
   );
 }
 
+type Registry = { types(): string[]; has(type: string): boolean; get(type: string): AnyTaskDefinition };
+
+/** The registry's workflow types. */
+export function workflowTypes(registry: Pick<Registry, 'types' | 'get'>): string[] {
+  return registry.types().filter((type) => isWorkflow(registry.get(type)));
+}
+
 /** True when some type of the registry is a workflow: the deployment needs a history table. */
-export function hasWorkflows(registry: { types(): string[]; get(type: string): AnyTaskDefinition }): boolean {
-  return registry.types().some((type) => isWorkflow(registry.get(type)));
+export function hasWorkflows(registry: Pick<Registry, 'types' | 'get'>): boolean {
+  return workflowTypes(registry).length > 0;
+}
+
+/** True when `type` is a workflow type of the registry (false for a type it does not know). */
+export function isWorkflowType(registry: Registry, type: string): boolean {
+  return registry.has(type) && isWorkflow(registry.get(type));
 }

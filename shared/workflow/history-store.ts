@@ -44,6 +44,11 @@ export interface HistoryEntry {
   readonly expires_at?: number;
 }
 
+/** The step a `step_failure` entry's key (`fail#<step>#<attempt>`) belongs to, or undefined for another key. */
+export function failedStepOf(key: string): string | undefined {
+  return /^fail#(.*)#\d+$/s.exec(key)?.[1];
+}
+
 /** The answer of `append`: the entry stored under the key, and whether this call wrote it. */
 export interface AppendResult {
   readonly written: boolean;

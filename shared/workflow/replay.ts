@@ -24,7 +24,7 @@ import {
   StepTimeoutError,
   WorkflowError,
 } from './errors.js';
-import type { HistoryEntry, HistoryEntryKind } from './history-store.js';
+import { failedStepOf, type HistoryEntry, type HistoryEntryKind } from './history-store.js';
 
 import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
 
@@ -35,6 +35,8 @@ export class Replay {
   readonly suspended: Promise<WorkflowOutcome>;
   private resolveSuspended!: (o: WorkflowOutcome) => void;
   private readonly used = new Set<string>();
+  /** The recorded failed attempts of each step (`fail#<step>#<n>` entries) in attempt order, by step name. */
+  private readonly failures = new Map<string, HistoryEntry[]>();
   /** The compensations of the steps that succeeded, in the order they succeeded. */
   private readonly compensations: { readonly name: string; readonly undo: (s: StepContext) => unknown }[] = [];
   /** Wake times the code waits for. */
@@ -53,6 +55,7 @@ export class Replay {
     private readonly entries: Map<string, HistoryEntry>,
   ) {
     this.logicalNow = run.createdAt;
+    for (const entry of entries.values()) this.index(entry);
     this.suspended = new Promise((resolve) => {
       this.resolveSuspended = resolve;
     });
@@ -113,11 +116,6 @@ export class Replay {
     }
   }
 
-  /** Whether the run has compensations to run. */
-  get compensable(): boolean {
-    return this.compensations.length > 0;
-  }
-
   private async runStep<T>(name: string, fn: (s: StepContext) => Promise<T> | T, options: StepOptions<T>): Promise<T> {
     const key = `step#${this.claim(name)}`;
     const recorded = this.recordedEntry(key, 'step', name);
@@ -128,7 +126,7 @@ export class Replay {
       timeoutSeconds: options.timeoutSeconds ?? def.timeoutSeconds,
       backoff: { ...def.backoff, ...options.backoff },
     });
-    const failures = this.failuresOf(name);
+    const failures = this.failures.get(name) ?? [];
     const last = failures.at(-1);
     if (last?.until !== undefined && last.until > this.d.clock.now()) return this.waitUntil(last.until);
     if (last !== undefined) this.advance(last.until ?? last.at);
@@ -324,15 +322,15 @@ export class Replay {
     return entry;
   }
 
-  /** The recorded failed attempts of a step, in attempt order. */
-  private failuresOf(name: string): HistoryEntry[] {
-    const prefix = `fail#${name}#`;
-    const out: HistoryEntry[] = [];
-    for (const [key, entry] of this.entries) {
-      if (key.startsWith(prefix) && /^\d+$/.test(key.slice(prefix.length)) && entry.kind === 'step_failure')
-        out.push(entry);
-    }
-    return out.sort((a, b) => (a.attempt ?? 0) - (b.attempt ?? 0));
+  /** Files a `step_failure` entry under its step, in attempt order (at the start, then as appended). */
+  private index(entry: HistoryEntry): void {
+    const step = entry.kind === 'step_failure' ? failedStepOf(entry.key) : undefined;
+    if (step === undefined) return;
+    const list = [...(this.failures.get(step) ?? []), entry];
+    this.failures.set(
+      step,
+      list.sort((a, b) => (a.attempt ?? 0) - (b.attempt ?? 0)),
+    );
   }
 
   /**
@@ -361,6 +359,7 @@ export class Replay {
     }
     if (result.written) this.recorded += 1;
     this.entries.set(result.entry.key, result.entry);
+    this.index(result.entry);
     return result.entry;
   }
 

@@ -30,12 +30,7 @@ export async function runWorkflow(d: RunnerDeps, run: RunInvocation): Promise<Wo
       (error: unknown): WorkflowOutcome => ({ kind: 'failed', error }),
     );
   let outcome = await Promise.race([ended, replay.suspended]);
-  if (
-    outcome.kind === 'failed' &&
-    replay.compensable &&
-    !run.signal.aborted &&
-    failsTheRun(outcome.error, run.finalAttempt === true)
-  ) {
+  if (outcome.kind === 'failed' && !run.signal.aborted && failsTheRun(outcome.error, run.finalAttempt === true)) {
     // The run fails for good: undo what its steps did first (durable steps: they may suspend it).
     const failure = outcome;
     const compensated = replay.compensate().then(

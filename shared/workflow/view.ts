@@ -1,5 +1,5 @@
 import type { ErrorInfo } from '../task/model.js';
-import type { HistoryEntry } from './history-store.js';
+import { failedStepOf, type HistoryEntry } from './history-store.js';
 
 /** A step or sleep of a run, as `GET /api/v1/tasks/{id}` shows it (`steps`). */
 export interface StepView {
@@ -48,9 +48,10 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function stepsView(entries: readonly HistoryEntry[], now: number): StepView[] {
   const steps = new Map<string, { view: StepView; order: number; seq: number }>();
   const failures = new Map<string, HistoryEntry[]>();
+  const byKey = new Map(entries.map((e) => [e.key, e]));
   for (const e of entries) {
     if (e.kind === 'step_failure') {
-      const name = failureStepName(e.key);
+      const name = failedStepOf(e.key);
       if (name !== undefined) failures.set(name, [...(failures.get(name) ?? []), e]);
     }
   }
@@ -78,7 +79,7 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
       });
     } else if (e.kind === 'signal_wait') {
       const name = e.key.slice('signal_wait#'.length);
-      const got = entries.find((x) => x.key === `signal#${name}`);
+      const got = byKey.get(`signal#${name}`);
       steps.set(e.key, {
         seq: e.seq ?? 0,
         order: e.at,
@@ -127,9 +128,4 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
     });
   }
   return [...steps.values()].sort((a, b) => a.order - b.order || a.seq - b.seq).map((s) => s.view);
-}
-
-function failureStepName(key: string): string | undefined {
-  const m = /^fail#(.*)#(\d+)$/s.exec(key);
-  return m?.[1];
 }

@@ -25,7 +25,7 @@ import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
 import { signalRoute, type SignalDeps } from './signals.js';
-import { isWorkflow } from '../../workflow/define.js';
+import { isWorkflowType } from '../../workflow/define.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import { stepsView, waitingFor } from '../../workflow/view.js';
 
@@ -333,7 +333,7 @@ export function errorResponse(err: unknown, logger: Logger, fields: Record<strin
 /** A task as GET shows it; a workflow run with its steps (one Query of its history). */
 async function taskView(record: TaskRecord, d: ApiDeps): Promise<Record<string, unknown>> {
   const view: Record<string, unknown> = { ...toView(record) };
-  if (d.history === undefined || !d.registry.has(record.type) || !isWorkflow(d.registry.get(record.type))) return view;
+  if (d.history === undefined || !isWorkflowType(d.registry, record.type)) return view;
   const entries = await d.history.read(record.task_id);
   view.steps = stepsView(entries, (d.now ?? Date.now)());
   if (record.status === 'waiting') view.waiting_for = waitingFor(entries, record.run_at);

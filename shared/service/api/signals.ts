@@ -12,7 +12,7 @@ import { checkJsonValue } from '../../task/json-value.js';
 import type { TaskLifecycle } from '../../task/lifecycle.js';
 import { TASK_ID_PATTERN } from '../../task/model.js';
 import { isFinished } from '../../task/state-machine.js';
-import { isWorkflow, SIGNAL_NAME } from '../../workflow/define.js';
+import { isWorkflowType, SIGNAL_NAME } from '../../workflow/define.js';
 import type { HistoryStore } from '../../workflow/history-store.js';
 import { HttpError } from './errors.js';
 
@@ -41,7 +41,7 @@ export async function signalRoute(
   const checked = checkJsonValue(payload, 'body', DEFAULTS.maxResultBytes);
   if (!checked.ok) throw new ValidationError(checked.path, `${checked.path}: ${checked.reason}`);
   const record = await d.lifecycle.requests.find(id, owner);
-  if (d.history === undefined || !d.registry.has(record.type) || !isWorkflow(d.registry.get(record.type))) {
+  if (d.history === undefined || !isWorkflowType(d.registry, record.type)) {
     throw new HttpError(
       409,
       'not_a_workflow',

@@ -14,7 +14,7 @@ import { MissingHistoryStoreError, MissingLimiterError, UnprocessableMessageErro
 import { type ExclusiveGate, GateTurn, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
-import { hasWorkflows, isWorkflow } from '../../workflow/define.js';
+import { hasWorkflows, workflowTypes } from '../../workflow/define.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -74,7 +74,7 @@ export class TaskConsumer {
       throw new MissingLimiterError(FlowControl.limitedTypes(d.registry));
     }
     if (d.history === undefined && hasWorkflows(d.registry)) {
-      throw new MissingHistoryStoreError(d.registry.types().filter((t) => isWorkflow(d.registry.get(t))));
+      throw new MissingHistoryStoreError(workflowTypes(d.registry));
     }
     this.flow = new FlowControl({
       registry: d.registry,

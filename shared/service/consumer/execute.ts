@@ -37,7 +37,7 @@ export async function execute(
   heartbeat: Heartbeat,
   fields: Record<string, unknown>,
 ): Promise<RunOutcome> {
-  const workflow = isWorkflow(def) && d.workflows !== undefined ? d.workflows : undefined;
+  const workflow = isWorkflow(def) && d.workflows !== undefined ? { def, deps: d.workflows } : undefined;
   // A task has its timeout; a workflow run the invocation (each step has its own timeout, and a
   // step that would not fit waits for the next invocation), with a margin for its last write.
   const budgetMs =
@@ -67,9 +67,9 @@ export async function execute(
   };
   try {
     const running =
-      workflow !== undefined && isWorkflow(def)
-        ? runWorkflowAttempt(workflow, {
-            def,
+      workflow !== undefined
+        ? runWorkflowAttempt(workflow.deps, {
+            def: workflow.def,
             input: payload,
             claimed,
             leaseToken: () => heartbeat.current.lease_token,
