@@ -85,6 +85,12 @@ function storable(entry: HistoryEntry): HistoryEntry {
     if (typeof n !== 'number' || !Number.isFinite(n)) reject(`${field} must be a finite number, got ${String(n)}`);
     out[field] = n;
   }
+  for (const field of ['child_id', 'child_status'] as const) {
+    const v = entry[field];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') reject(`${field} must be a string`);
+    out[field] = v;
+  }
   // The item as DynamoDB would hold it: value and error as JSON text (what its size is measured on).
   const item: Record<string, unknown> = { ...out };
   if (entry.value !== undefined) {

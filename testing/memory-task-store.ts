@@ -349,6 +349,9 @@ export function holds(r: TaskRecord, c: TaskCondition): boolean {
   if (c.outboxPending === true && r.outbox_pk === undefined) return false;
   if (c.outboxPending === false && r.outbox_pk !== undefined) return false;
   if (c.noCancelRequest === true && r.cancel_requested !== undefined) return false;
+  if (c.childrenOpenAbove !== undefined && !((r.children_open ?? Number.NEGATIVE_INFINITY) > c.childrenOpenAbove)) {
+    return false;
+  }
   return true;
 }
 

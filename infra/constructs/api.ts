@@ -76,8 +76,9 @@ export interface TaskApiProps {
    */
   readonly schedulesTable?: ScheduleTable;
   /**
-   * The history table: the function reads a workflow run's history to show its steps (Query only,
-   * `HistoryTable.grantReader`), and gets its name as `KAJ_HISTORY_TABLE_NAME`.
+   * The history table: the function reads a workflow run's history to show its steps, records the
+   * signals sent to it and the ends of the children a cancel stops (`HistoryTable.grantAppend`),
+   * and gets its name as `KAJ_HISTORY_TABLE_NAME`.
    * @default - no workflows: no permission on a history table and no `KAJ_HISTORY_TABLE_NAME`
    */
   readonly historyTable?: HistoryTable;
@@ -194,7 +195,7 @@ export class TaskApi extends Construct {
       'dynamodb:Scan',
     ]);
     grantQueues(role, 'SubmitToQueues', ['sqs:SendMessage'], props.queues);
-    props.historyTable?.grantReader(role);
+    props.historyTable?.grantAppend(role);
 
     this.accessLogGroup =
       props.accessLogs === false

@@ -43,7 +43,7 @@ export interface TaskConsumerProps {
   readonly limitsTable?: LimitTable;
   /**
    * The history table: the consumer reads and appends workflow runs' histories there
-   * (`HistoryTable.grantConsumer`) and gets its name as `KAJ_HISTORY_TABLE_NAME`.
+   * (`HistoryTable.grantAppend`) and gets its name as `KAJ_HISTORY_TABLE_NAME`.
    * @default - no workflows: no permission on a history table and no `KAJ_HISTORY_TABLE_NAME`
    */
   readonly historyTable?: HistoryTable;
@@ -117,7 +117,7 @@ export class TaskConsumer extends Construct {
     );
     grantQueues(role, 'PollQueues', ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], own);
     props.limitsTable?.grantConsumer(role);
-    props.historyTable?.grantConsumer(role);
+    props.historyTable?.grantAppend(role);
 
     const mappings = {} as Record<Priority, EventSourceMapping>;
     for (const p of PRIORITIES) {

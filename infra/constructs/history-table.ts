@@ -4,15 +4,13 @@ import { HISTORY_TABLE_SCHEMA } from '../../shared/config/resources.js';
 import { KajTable, type KajTableProps } from './kaj-table.js';
 
 /**
- * What a consumer does to the history table: reads a run's history (Query on the table, strongly
+ * What a consumer and the API function do to the history table (the API records signals and the
+ * ends of children it cancels; the consumer a run's steps and its children's ends): reads a run's history (Query on the table, strongly
  * consistent), appends an entry (a PutItem conditioned on its key being free), and reads back the
  * entry that won a key where the endpoint does not return it with the failed condition (GetItem).
  * No UpdateItem, no DeleteItem: entries are immutable, and TTL removes them. No Scan.
  */
-export const HISTORY_TABLE_CONSUMER_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'] as const;
-
-/** What the API function does to the history table: reads a run's history to show its steps. */
-export const HISTORY_TABLE_READER_ACTIONS = ['dynamodb:Query'] as const;
+export const HISTORY_TABLE_APPEND_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'] as const;
 
 /**
  * The history table: the histories of workflow runs (`shared/workflow/history-store.ts`), one
@@ -36,13 +34,8 @@ export class HistoryTable extends KajTable {
     });
   }
 
-  /** What a consumer does here ({@link HISTORY_TABLE_CONSUMER_ACTIONS}), statement `HistoryTableItems`. */
-  public grantConsumer(role: iam.IRole): void {
-    this.grantItems(role, 'HistoryTableItems', HISTORY_TABLE_CONSUMER_ACTIONS);
-  }
-
-  /** What the API function does here ({@link HISTORY_TABLE_READER_ACTIONS}), statement `HistoryTableRead`. */
-  public grantReader(role: iam.IRole): void {
-    this.grantItems(role, 'HistoryTableRead', HISTORY_TABLE_READER_ACTIONS);
+  /** What a consumer or the API function does here ({@link HISTORY_TABLE_APPEND_ACTIONS}), statement `HistoryTableItems`. */
+  public grantAppend(role: iam.IRole): void {
+    this.grantItems(role, 'HistoryTableItems', HISTORY_TABLE_APPEND_ACTIONS);
   }
 }

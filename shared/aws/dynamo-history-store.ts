@@ -139,6 +139,8 @@ export function historyItemOf(entry: HistoryEntry): Record<string, AttributeValu
     if (n !== undefined) item[field] = number(n, field, where);
   }
   if (entry.expires_at !== undefined) item[TTL] = number(entry.expires_at, 'expires_at', where);
+  if (entry.child_id !== undefined) item.child_id = { S: text(entry.child_id, 'child_id', where) };
+  if (entry.child_status !== undefined) item.child_status = { S: text(entry.child_status, 'child_status', where) };
   if (entry.value !== undefined) item[HISTORY_JSON_ATTRIBUTES.value] = { S: json(entry.value, 'value', where) };
   if (entry.error !== undefined) item[HISTORY_JSON_ATTRIBUTES.error] = { S: json(entry.error, 'error', where) };
   return item;
@@ -163,6 +165,10 @@ function entryOf(item: Record<string, AttributeValue>): HistoryEntry {
   }
   const expiresAt = item[TTL]?.N;
   if (expiresAt !== undefined) entry.expires_at = Number(expiresAt);
+  const childId = item.child_id?.S;
+  if (childId !== undefined) entry.child_id = childId;
+  const childStatus = item.child_status?.S;
+  if (childStatus !== undefined) entry.child_status = childStatus;
   const value = item[HISTORY_JSON_ATTRIBUTES.value]?.S;
   if (value !== undefined) entry.value = parsed(value, 'value', where);
   const error = item[HISTORY_JSON_ATTRIBUTES.error]?.S;

@@ -317,6 +317,9 @@ function conditionExpression(expr: ExpressionBuilder, c: TaskCondition): string 
   if (c.outboxPending === true) clauses.push(`attribute_exists(${expr.name('outbox_pk')})`);
   if (c.outboxPending === false) clauses.push(`attribute_not_exists(${expr.name('outbox_pk')})`);
   if (c.noCancelRequest === true) clauses.push(`attribute_not_exists(${expr.name('cancel_requested')})`);
+  if (c.childrenOpenAbove !== undefined) {
+    clauses.push(`${expr.name('children_open')} > ${expr.value(c.childrenOpenAbove)}`);
+  }
   return clauses.join(' AND ');
 }
 

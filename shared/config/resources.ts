@@ -174,6 +174,15 @@ export const DEFAULTS = {
   maxResultBytes: 32 * 1024,
   /** History entries a workflow run may record unless its type says otherwise (`defineWorkflow`). */
   maxHistoryEntries: 10_000,
+  /** Children (`wf.run`) a workflow run may start unless its type says otherwise. */
+  maxChildren: 10_000,
+  /**
+   * A waiting run looks up its open children this long after they started (a child's end that
+   * was not recorded — its writer died in between — is found so), then at intervals that grow
+   * with the child's age up to `childCheckMaxMs`.
+   */
+  childCheckMs: 15 * 60_000,
+  childCheckMaxMs: 6 * 3_600_000,
   /** The largest `maxHistoryEntries` a workflow type may declare. */
   maxHistoryEntriesLimit: 100_000,
   /** The longest durable sleep of a workflow: 365 days. */

@@ -10,6 +10,7 @@ import type { LimitStore } from '../limit/limit-store.js';
 import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
 import { DynamoHistoryStore } from '../aws/dynamo-history-store.js';
 import { type HistoryStore, historyRetentionDays } from '../workflow/history-store.js';
+import { lifecycleWithFanIn } from '../workflow/fan-in.js';
 import type { TaskQueue } from '../task/task-queue.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
@@ -22,7 +23,7 @@ import type { ScheduleStore } from '../schedule/schedule-store.js';
 import type { TaskStore } from '../task/task-store.js';
 import { OutboxSweeper, type SweepReport } from './sweeper/sweeper.js';
 import type { TaskRegistry } from '../task/define.js';
-import { TaskLifecycle } from '../task/lifecycle.js';
+import type { TaskLifecycle } from '../task/lifecycle.js';
 import { listingField, type TaskListing } from '../task/listing.js';
 import { TaskSubmitter } from '../task/submit.js';
 
@@ -50,6 +51,8 @@ export interface KajDeps {
   readonly limits?: LimitStore;
   /** The history store of workflow runs (the history table): present when the deployment has one. */
   readonly history?: HistoryStore;
+  /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
+  readonly childCheckMs?: number;
   /** The queue names of the other lanes (see `ConsumerDeps.laneQueueNames`). */
   readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
 }
@@ -94,7 +97,12 @@ export function createKaj(deps: KajDeps): Kaj {
     metrics: deps.metrics ?? noMetrics,
     idSecret: deps.idSecret ?? DEVELOPMENT_ID_SECRET,
   };
-  const lifecycle = new TaskLifecycle(d);
+  const lifecycle = lifecycleWithFanIn(
+    d,
+    deps.history === undefined
+      ? undefined
+      : { ...d, history: deps.history, historyRetentionDays: historyRetentionDays(d.settings) },
+  );
   const submitter = new TaskSubmitter(d, lifecycle);
   // One limiter per process: the tasks it runs share its rate reservations and hand slots over.
   const limiter =

@@ -4,6 +4,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { Logger, Metrics } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
 import type { TaskStore } from './task-store.js';
+import type { FinishedListener } from './finished.js';
 
 /** What every part of the lifecycle works with: the ports, the clock, the deployment's settings. */
 export interface LifecycleDeps {
@@ -14,4 +15,6 @@ export interface LifecycleDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly settings: RuntimeSettings;
+  /** Told of each task an update ended (workflow fan-in, `shared/task/finished.ts`). @default none */
+  readonly onFinished?: FinishedListener;
 }

@@ -2,6 +2,7 @@ import { TaskClaims } from './claim.js';
 import { AttemptLeases } from './lease.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import { listedStore } from './listing.js';
+import { notifyingStore } from './finished.js';
 import { OperatorActions } from './operator-actions.js';
 import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
@@ -38,11 +39,14 @@ export class TaskLifecycle {
 
   constructor(deps: LifecycleDeps) {
     // Every status change keeps the listing index right (listing.ts): applied here, once.
-    const d: LifecycleDeps = { ...deps, store: listedStore(deps.store, deps.clock) };
+    // What follows a task's end (a workflow's fan-in) is started here too, once written.
+    const listed = listedStore(deps.store, deps.clock);
+    const store = deps.onFinished === undefined ? listed : notifyingStore(listed, deps.onFinished, deps.logger);
+    const d: LifecycleDeps = { ...deps, store };
     this.outboxes = new TaskOutbox(d);
     this.claims = new TaskClaims(d, this.outboxes);
     this.leases = new AttemptLeases(d);
-    this.wakes = new RunWakes(d, this.outboxes);
+    this.wakes = new RunWakes({ ...d, store: listed }, this.outboxes);
     this.outcomes = new AttemptOutcomes(d, this.outboxes, this.wakes);
     this.requests = new TaskRequests(d);
     this.operations = new OperatorActions(d, this.outboxes);

@@ -133,6 +133,15 @@ export interface TaskRecord {
   schedule?: string;
   /** Its run's logical date: the nominal scheduled time (ISO, UTC), before jitter. */
   scheduled_time?: string;
+  /** A child of a workflow run (`wf.run`): the run that started it. Its end is recorded in the run's history. */
+  parent_id?: string;
+  /** A child: the name of the run's call that started it (unique in the run). */
+  parent_step?: string;
+  /**
+   * A waiting workflow run: its children not yet finished when it suspended. Each child that
+   * finishes counts it down; the last one wakes the run (`RunWakes.childFinished`).
+   */
+  children_open?: number;
 }
 
 export interface AuditEntry {
@@ -187,6 +196,7 @@ export type TaskView = Pick<
   | 'last_error'
   | 'cancel_requested'
   | 'history'
+  | 'parent_id'
 >;
 
 export function toView(r: TaskRecord): TaskView {
@@ -208,5 +218,6 @@ export function toView(r: TaskRecord): TaskView {
   if (r.result !== undefined) view.result = r.result;
   if (r.last_error !== undefined) view.last_error = r.last_error;
   if (r.cancel_requested && r.status === 'running') view.cancel_requested = true;
+  if (r.parent_id !== undefined) view.parent_id = r.parent_id;
   return view;
 }

@@ -126,10 +126,11 @@ export class AttemptOutcomes {
    * Suspends a workflow run until `wakeAtMs` (a durable sleep, a step's retry): status `waiting`,
    * its next message sent first with the delay (the outbox holds it beyond SQS's 15 minutes), as
    * a retry's is. Not a failure: no history entry, and `attempts` starts again from 0 — for a
-   * workflow it counts the invocations since the run last made progress. Returns the task as stored
-   * (ended `cancelled` instead when a cancel request came first).
+   * workflow it counts the invocations since the run last made progress. `childrenOpen`: its
+   * children not yet finished, each of which counts it down (`RunWakes.childFinished`; the last
+   * wakes it). Returns the task as stored (ended `cancelled` instead when a cancel request came first).
    */
-  async suspend(record: TaskRecord, wakeAtMs: number, durationMs: number): Promise<TaskRecord> {
+  async suspend(record: TaskRecord, wakeAtMs: number, durationMs: number, childrenOpen = 0): Promise<TaskRecord> {
     const now = this.d.clock.now();
     const next: TaskRecord = {
       ...record,
@@ -146,11 +147,12 @@ export class AttemptOutcomes {
         updated_at: iso(now),
         dispatch_id: next.dispatch_id,
         attempts: 0,
+        ...(childrenOpen > 0 ? { children_open: childrenOpen } : {}),
         ...owed,
       },
-      remove: ['lease_until', 'solo'],
+      remove: ['lease_until', 'solo', ...(childrenOpen > 0 ? [] : (['children_open'] as const))],
     });
-    // A signal arrived while this invocation ran (it may have read the history before it): wake now.
+    // A signal (or a child's end) arrived while this invocation ran (it may have read the history before it): wake now.
     if (waiting.status !== 'waiting' || waiting.wake_requested !== true) return waiting;
     try {
       return await this.wakes.now(waiting);

@@ -12,6 +12,7 @@ import { resolvePolicy } from './define.js';
 import { IdempotencyConflictError, PayloadTooLargeError, TaskError, ValidationError } from './errors.js';
 import type { LifecycleDeps, TaskLifecycle } from './lifecycle.js';
 import { checkJsonValue } from './json-value.js';
+import { type ChildRequest, childTaskId } from './child.js';
 import type { TaskRecord } from './model.js';
 
 const MAX_DELAY_SECONDS = 365 * 86_400;
@@ -268,6 +269,30 @@ export class TaskSubmitter {
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
     const lane = this.d.registry.laneOf(run.type);
     if (lane !== DEFAULT_LANE) record.lane = lane;
+    return this.accept(record, () => {});
+  }
+
+  /**
+   * Creates a workflow run's child (`wf.run`) under the id derived from the run and the call's
+   * name: a replay that asks again gets the child it started (`replayed`), whatever its status.
+   * @throws ValidationError (the payload does not fit the type), UnknownTaskTypeError, StoreUnavailableError
+   */
+  async submitChild(child: ChildRequest): Promise<SubmitResult> {
+    const record = this.prepare(
+      {
+        type: child.type,
+        payload: child.payload,
+        priority: child.priority,
+        ...(child.tenant === undefined ? {} : { tenant: child.tenant }),
+        ...(child.maxAttempts === undefined ? {} : { max_attempts: child.maxAttempts }),
+        ...(child.timeoutSeconds === undefined ? {} : { timeout_seconds: child.timeoutSeconds }),
+      },
+      { owner: child.owner },
+    );
+    record.task_id = childTaskId(child.parentId, child.step);
+    record.parent_id = child.parentId;
+    record.parent_step = child.step;
+    if (child.scheduledTime !== undefined) record.scheduled_time = child.scheduledTime;
     return this.accept(record, () => {});
   }
 

@@ -16,6 +16,8 @@ export interface TaskCondition {
   readonly outboxPending?: boolean;
   /** No cancel request is recorded: an attempt's outcome may land only then (a cancel always wins). */
   readonly noCancelRequest?: boolean;
+  /** `children_open` is greater than this (a missing attribute is not). */
+  readonly childrenOpenAbove?: number;
 }
 
 /** An outbox index entry: the task's key and its index keys. */
@@ -29,7 +31,13 @@ export interface ReadOptions {
   readonly consistent?: boolean;
 }
 
-export type Counter = 'attempts' | 'lease_token' | 'crashes' | 'unattributed_crashes' | 'redrive_count';
+export type Counter =
+  | 'attempts'
+  | 'lease_token'
+  | 'crashes'
+  | 'unattributed_crashes'
+  | 'redrive_count'
+  | 'children_open';
 
 export interface TaskChanges {
   readonly set?: Partial<TaskRecord>;

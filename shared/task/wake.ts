@@ -5,8 +5,12 @@ import type { TaskOutbox } from './outbox.js';
 import { isFinished } from './state-machine.js';
 import { ConditionFailedError } from './store-errors.js';
 
-/** What a wake did: sent the run's next message now, or left a request its invocation acts on. */
-export type WakeResult = 'woken' | 'requested' | 'finished';
+/**
+ * What a wake did: sent the run's next message now, left a request its invocation acts on,
+ * counted a child down (`counted`: others are still open), or nothing (`finished` run, or a
+ * run that is not waiting for children: `ignored`).
+ */
+export type WakeResult = 'woken' | 'requested' | 'finished' | 'counted' | 'ignored';
 
 /**
  * Where a waiting workflow run is woken before its timer: a signal arrived for it. A run that
@@ -47,6 +51,51 @@ export class RunWakes {
   }
 
   /**
+   * A child of the run finished and its end is recorded in the run's history: the run's count of
+   * open children (`children_open`, written when it suspended) goes down by one, and the child
+   * that takes it to zero wakes the run — one wake however many children finish at once (the
+   * count is one atomic decrement per child; the last is the only one that finds 1). A run being
+   * run gets a wake request instead (its invocation may have read the history before this
+   * child's end): its suspension recounts. A run waiting for something else is left alone: its
+   * code reads the child's end when it gets to it.
+   */
+  async childFinished(parentId: string): Promise<WakeResult> {
+    for (let round = 0; round < 5; round += 1) {
+      let current: TaskRecord | undefined;
+      try {
+        await this.d.store.update(
+          parentId,
+          { add: { children_open: -1 } },
+          { status: ['waiting'], childrenOpenAbove: 1 },
+        );
+        return 'counted';
+      } catch (err) {
+        if (!(err instanceof ConditionFailedError)) throw err;
+        current = err.current ?? (await this.d.store.get(parentId));
+      }
+      if (current === undefined || isFinished(current.status)) return 'finished';
+      try {
+        if (current.status === 'waiting') {
+          if ((current.children_open ?? 0) < 1) return 'ignored';
+          // The last open child (the count is 1): the run goes on now.
+          await this.now(current);
+          return 'woken';
+        }
+        await this.d.store.update(
+          parentId,
+          { set: { wake_requested: true } },
+          { status: [current.status], dispatchId: current.dispatch_id },
+        );
+        return 'requested';
+      } catch (err) {
+        if (!(err instanceof ConditionFailedError)) throw err;
+        // The run moved (woken by another child, claimed, suspended again): look again.
+      }
+    }
+    return 'requested';
+  }
+
+  /**
    * Sends a waiting run's next message now and makes its dispatch the current one, the wake
    * request taken. @throws ConditionFailedError when the run is no longer waiting on `record`'s dispatch
    */
@@ -62,7 +111,11 @@ export class RunWakes {
       record.task_id,
       {
         set: { run_at: next.run_at, dispatch_id: next.dispatch_id, updated_at: iso(now), ...owed },
-        remove: ['wake_requested', ...(owed.outbox_pk === undefined ? (['outbox_pk', 'outbox_due'] as const) : [])],
+        remove: [
+          'wake_requested',
+          'children_open',
+          ...(owed.outbox_pk === undefined ? (['outbox_pk', 'outbox_due'] as const) : []),
+        ],
       },
       { status: ['waiting'], dispatchId: record.dispatch_id },
     );

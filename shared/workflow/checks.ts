@@ -42,3 +42,11 @@ export function durationMs(duration: Duration, name: string, runId: string): num
   }
   return ms;
 }
+
+/** `sleepUntil`'s time: a valid Date. */
+export function checkedDate(at: unknown, name: string): Date {
+  if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
+    throw new PermanentError(`sleepUntil "${String(name)}": not a valid Date`, { code: 'INVALID_SLEEP' });
+  }
+  return at;
+}

@@ -1,13 +1,13 @@
 /**
  * Declaring a workflow: a task type whose work is an ordinary async function made of named steps,
- * durable timers and (later) signals and children. It is registered, submitted, scheduled,
+ * durable timers, signals and child tasks. It is registered, submitted, scheduled,
  * limited and listed exactly as a task type (`defineTask`); the consumer runs it through the
  * workflow runner (`runner.ts`), which replays it over its recorded history.
  *
  * @module
  */
 import type * as z from 'zod';
-import { DEFAULTS } from '../config/resources.js';
+import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { Logger } from '../runtime/logger.js';
 import { type AnyTaskDefinition, defineTask, type TaskDefinition } from '../task/define.js';
 import { WorkflowDefinitionError, WorkflowRunnerMissingError } from './errors.js';
@@ -41,6 +41,20 @@ export interface StepContext {
   readonly attempt: number;
   /** Aborted on the step's timeout, a cancel request, or when the worker loses the run. */
   readonly signal: AbortSignal;
+}
+
+/** How `wf.run` starts a child; each field defaults to what the run has (or the child's type declares). */
+export interface ChildOptions {
+  /** The call's name, unique in the run (a loop names each: `resize_${i}`). @default the child's type */
+  readonly name?: string;
+  /** @default the run's priority */
+  readonly priority?: Priority;
+  /** @default the run's tenant */
+  readonly tenant?: string;
+  /** @default the child type's maxAttempts */
+  readonly maxAttempts?: number;
+  /** @default the child type's timeoutSeconds */
+  readonly timeoutSeconds?: number;
 }
 
 /** A duration: milliseconds, or text such as `90s`, `15m`, `1h30m`, `2d`. */
@@ -86,6 +100,16 @@ export interface WorkflowContext {
    */
   waitForSignal<T = unknown>(name: string, options: { readonly timeout: Duration }): Promise<T | null>;
   /**
+   * Starts a child — a task or a workflow — and waits for its result (the run is `waiting`
+   * meanwhile; the child's end wakes it). The child's id is derived from the run and the call's
+   * name: a replay never starts a second one. It keeps its own lane, limits, retries and dead
+   * letter, and inherits the run's owner, tenant, priority and logical date unless `options`
+   * say otherwise. `Promise.all` over many calls fans out; the run wakes once, when the last
+   * child it waits for has ended.
+   * @throws ChildFailedError when the child failed for good or was cancelled (catchable)
+   */
+  run<S extends z.ZodType, R>(child: TaskDefinition<S, R>, payload: z.input<S>, options?: ChildOptions): Promise<R>;
+  /**
    * The run's time: the time of the latest history entry the code has reached (the run's start
    * before any). The same on every replay; use it instead of `Date.now()`.
    */
@@ -100,8 +124,10 @@ export interface WorkflowOptions<S extends z.ZodType, R, T extends string>
   extends Omit<TaskDefinition<S, R, T>, 'handler'> {
   /** The process: replayed from the start on every invocation, recorded steps returning their results. */
   readonly run: (input: z.infer<S>, wf: WorkflowContext) => Promise<R>;
-  /** History entries (steps, failed attempts, sleeps) one run may record. @default DEFAULTS.maxHistoryEntries (10,000) */
+  /** History entries (steps, failed attempts, sleeps, signals) one run may record, its children's not counted. @default DEFAULTS.maxHistoryEntries (10,000) */
   readonly maxHistoryEntries?: number;
+  /** Children (`wf.run`) one run may start. @default DEFAULTS.maxChildren (10,000) */
+  readonly maxChildren?: number;
 }
 
 /** A workflow type: a task type (registered and submitted as one) with its `run`. */
@@ -110,6 +136,7 @@ export interface WorkflowDefinition<S extends z.ZodType = z.ZodType, R = unknown
   readonly kind: 'workflow';
   readonly run: (input: z.infer<S>, wf: WorkflowContext) => Promise<R>;
   readonly maxHistoryEntries: number;
+  readonly maxChildren: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds every input schema; runs get parsed inputs
@@ -140,14 +167,20 @@ export function defineWorkflow<S extends z.ZodType, R, const T extends string = 
       `${where}: maxHistoryEntries must be an integer in [1, ${DEFAULTS.maxHistoryEntriesLimit}], got ${max}`,
     );
   }
-  const { run, maxHistoryEntries: _, ...rest } = options;
+  const maxChildren = options.maxChildren ?? DEFAULTS.maxChildren;
+  if (!Number.isInteger(maxChildren) || maxChildren < 0 || maxChildren > DEFAULTS.maxHistoryEntriesLimit) {
+    throw new WorkflowDefinitionError(
+      `${where}: maxChildren must be an integer in [0, ${DEFAULTS.maxHistoryEntriesLimit}], got ${maxChildren}`,
+    );
+  }
+  const { run, maxHistoryEntries: _, maxChildren: __, ...rest } = options;
   const task = defineTask<S, R, T>({
     ...rest,
     handler: async () => {
       throw new WorkflowRunnerMissingError(options.type);
     },
   });
-  return { ...task, kind: 'workflow', run, maxHistoryEntries: max };
+  return { ...task, kind: 'workflow', run, maxHistoryEntries: max, maxChildren };
 }
 
 /** True for a type declared with `defineWorkflow`. */

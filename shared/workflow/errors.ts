@@ -93,3 +93,39 @@ export class CompensationRequestedError extends PermanentError {
     super(reason, { code: 'COMPENSATED', ...options });
   }
 }
+
+/**
+ * A child task started by `wf.run` ended without a result: failed (out of attempts, a permanent
+ * error, dead-lettered) or cancelled. Thrown by `wf.run` on the run that saw it and on every
+ * replay after, so the code can catch it; uncaught, it fails the run (and its compensations run).
+ */
+export class ChildFailedError extends PermanentError {
+  constructor(
+    /** The `wf.run` call's name. */
+    readonly step: string,
+    readonly childId: string,
+    readonly childStatus: 'failed' | 'cancelled',
+    /** The child's last error, as recorded. */
+    readonly error: ErrorInfo,
+    options: { taskId?: string } = {},
+  ) {
+    super(`child "${step}" (${childId}) ${childStatus}: ${error.name}: ${error.message}`, {
+      code: 'CHILD_FAILED',
+      ...options,
+    });
+  }
+}
+
+/** A run asked for more children than its type allows (`maxChildren`). Permanent. */
+export class ChildLimitError extends PermanentError {
+  constructor(limit: number, options: { taskId?: string } = {}) {
+    super(`the run has started ${limit} children, the most a run may start`, { code: 'CHILD_LIMIT', ...options });
+  }
+}
+
+/** A run called `wf.run` in a runner given no way to start children. */
+export class ChildRunsMissingError extends WorkflowError {
+  constructor(runId: string) {
+    super(`run ${runId}: this runner cannot start child tasks (no child port given)`);
+  }
+}

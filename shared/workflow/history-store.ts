@@ -10,9 +10,15 @@ import type { ErrorInfo } from '../task/model.js';
  * - `signal_wait`: the deadline (`until`) of a wait for a signal, recorded when the run first reached it;
  * - `signal`: a signal received (`value`: its payload, written by the signal route), or the end of
  *   its wait without one (no `value`, `until`: the deadline, written by the run) — whichever is
- *   written first is what every replay sees.
+ *   written first is what every replay sees;
+ * - `child_start`: a child task started by `wf.run` (`child_id`), recorded before it is created;
+ * - `child`: the child's end (`child_status`, its result as `value` or its `error`), written by
+ *   whoever sees it first: the write that ended the child, or the run looking it up.
  */
-export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep' | 'signal_wait' | 'signal';
+export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep' | 'signal_wait' | 'signal' | 'child_start' | 'child';
+
+/** How a child ended, as its run's history records it. */
+export type ChildStatus = 'succeeded' | 'failed' | 'cancelled';
 
 /**
  * One entry of a run's history. Entries are immutable: the first write of a key is the one
@@ -38,6 +44,10 @@ export interface HistoryEntry {
   readonly attempt?: number;
   /** A sleep: epoch ms at which the run may go on; a signal's wait: its deadline. */
   readonly until?: number;
+  /** A child's task id (`child_start`, `child`). */
+  readonly child_id?: string;
+  /** How a child ended (`child`). */
+  readonly child_status?: ChildStatus;
   /** The run's entries when the runner wrote it: orders entries written in the same millisecond. */
   readonly seq?: number;
   /** TTL, epoch seconds: when DynamoDB may delete the entry. */
@@ -47,6 +57,11 @@ export interface HistoryEntry {
 /** The step a `step_failure` entry's key (`fail#<step>#<attempt>`) belongs to, or undefined for another key. */
 export function failedStepOf(key: string): string | undefined {
   return /^fail#(.*)#\d+$/s.exec(key)?.[1];
+}
+
+/** The name of the `wf.run` call a `child_start#<name>` / `child#<name>` key belongs to, or undefined. */
+export function childNameOf(key: string): string | undefined {
+  return /^child(?:_start)?#(.*)$/s.exec(key)?.[1];
 }
 
 /** The answer of `append`: the entry stored under the key, and whether this call wrote it. */

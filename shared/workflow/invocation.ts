@@ -9,6 +9,7 @@ import type { Logger } from '../runtime/logger.js';
 import type { RandomSource } from '../runtime/random.js';
 import type { AnyWorkflowDefinition } from './define.js';
 import type { HistoryStore } from './history-store.js';
+import type { ChildRuns } from './children.js';
 
 export interface RunnerDeps {
   readonly history: HistoryStore;
@@ -17,6 +18,8 @@ export interface RunnerDeps {
   readonly random: RandomSource;
   /** How long history entries are kept after they are written, in days (their TTL). */
   readonly historyRetentionDays: number;
+  /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
+  readonly childCheckMs?: number;
 }
 
 /** The invocation: which run, under which lease, until when. */
@@ -42,13 +45,21 @@ export interface RunInvocation {
   /** Epoch ms after which no step may still be running: a step that would not fit waits for the next invocation. */
   readonly deadline: number;
   readonly scheduledTime?: Date;
+  /** Starts and looks up the run's children (`wf.run`); a run without it cannot start any. */
+  readonly children?: ChildRuns;
 }
 
 export type WorkflowOutcome =
   | { readonly kind: 'completed'; readonly value: unknown }
   | { readonly kind: 'failed'; readonly error: unknown }
   /** Nothing left to do before `wakeAt` (epoch ms): suspend the run until then. */
-  | { readonly kind: 'suspended'; readonly wakeAt: number; readonly steps: StepCounts };
+  | {
+      readonly kind: 'suspended';
+      readonly wakeAt: number;
+      /** Children the code waits for that have not ended: the run's count for their fan-in. */
+      readonly childrenOpen: number;
+      readonly steps: StepCounts;
+    };
 
 /** What the invocation did, for the logs and the benches. */
 export interface StepCounts {

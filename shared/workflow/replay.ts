@@ -13,7 +13,7 @@ import { resolvePolicy } from '../task/define.js';
 import { LeaseLostError } from '../task/errors.js';
 import { checkJsonValue } from '../task/json-value.js';
 import type { Duration, StepContext, StepOptions, WorkflowContext } from './define.js';
-import { checkName, checkSignalName, durationMs } from './checks.js';
+import { checkedDate, checkName, durationMs } from './checks.js';
 import { draws, randomOf, uuidOf } from './deterministic.js';
 import {
   DuplicateStepError,
@@ -21,10 +21,12 @@ import {
   NonDeterminismError,
   CompensationRequestedError,
   StepFailedError,
-  StepTimeoutError,
   WorkflowError,
 } from './errors.js';
 import { failedStepOf, type HistoryEntry, type HistoryEntryKind } from './history-store.js';
+import { ChildCalls, type ReplayHost } from './child-calls.js';
+import { waitForSignal } from './signal-wait.js';
+import { attemptStep } from './step-attempt.js';
 
 import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
 
@@ -48,6 +50,11 @@ export class Replay {
   private replayed = 0;
   private ran = 0;
   private recorded = 0;
+  /** Entries that count towards the run's limit (its children's are limited apart). */
+  private counted = 0;
+  private readonly children: ChildCalls;
+  /** What the replay lends `wf.run` and `wf.waitForSignal`. */
+  private readonly host: ReplayHost;
 
   constructor(
     private readonly d: RunnerDeps,
@@ -56,6 +63,25 @@ export class Replay {
   ) {
     this.logicalNow = run.createdAt;
     for (const entry of entries.values()) this.index(entry);
+    this.counted = [...entries.values()].filter((e) => e.kind !== 'child_start' && e.kind !== 'child').length;
+    const self = this;
+    this.host = {
+      entries,
+      get closed() {
+        return self.closed;
+      },
+      claim: (name) => this.claim(name),
+      append: (fields) => this.append(fields),
+      begin: () => void this.inflight++,
+      settled: () => this.settled(),
+      waitUntil: (until) => this.waitUntil(until),
+      replayedEntry: (at) => {
+        this.replayed += 1;
+        this.advance(at);
+      },
+      now: () => this.d.clock.now(),
+    };
+    this.children = new ChildCalls(this.host, run, d.childCheckMs ?? DEFAULTS.childCheckMs, d.historyRetentionDays);
     this.suspended = new Promise((resolve) => {
       this.resolveSuspended = resolve;
     });
@@ -74,7 +100,9 @@ export class Replay {
       sleep: (name, duration) => this.sleep(name, durationMs(duration, name, run.runId)),
       sleepUntil: (name, at) => this.sleepUntil(name, at),
       waitForSignal: <T>(name: string, options: { readonly timeout: Duration }) =>
-        this.waitForSignal(name, durationMs(options?.timeout, name, run.runId)) as Promise<T | null>,
+        waitForSignal(this.host, run, name, durationMs(options?.timeout, name, run.runId)) as Promise<T | null>,
+      // biome-ignore lint/suspicious/noExplicitAny: the child's result type is the caller's R
+      run: (def, payload, options) => this.children.call(def as never, payload, options) as Promise<any>,
       now: () => new Date(this.logicalNow),
       random: () => randomOf(draw()),
       uuid: () => uuidOf(draw()),
@@ -142,7 +170,7 @@ export class Replay {
       this.ran += 1;
       let failure: Classification;
       try {
-        const value = await this.attemptStep(name, fn, attempt, timeoutMs);
+        const value = await attemptStep(this.run, name, fn, attempt, timeoutMs);
         const checked = checkJsonValue(value, `step "${name}" result`, DEFAULTS.maxResultBytes);
         if (checked.ok) {
           const entry = await this.append({
@@ -189,33 +217,6 @@ export class Replay {
     }
   }
 
-  /** One attempt of a step's function, under its timeout and the run's signal. */
-  private async attemptStep<T>(
-    name: string,
-    fn: (s: StepContext) => Promise<T> | T,
-    attempt: number,
-    timeoutMs: number,
-  ): Promise<T> {
-    const controller = new AbortController();
-    const onAbort = () => controller.abort(this.run.signal.reason);
-    this.run.signal.addEventListener('abort', onAbort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const err = new StepTimeoutError(name, timeoutMs / 1000, { taskId: this.run.runId });
-        controller.abort(err);
-        reject(err);
-      }, timeoutMs);
-    });
-    try {
-      const ctx: StepContext = { key: `${this.run.runId}/${name}`, attempt, signal: controller.signal };
-      return await Promise.race([Promise.resolve().then(() => fn(ctx)), timedOut]);
-    } finally {
-      clearTimeout(timer);
-      this.run.signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   private stepResult(name: string, entry: HistoryEntry): unknown {
     this.advance(entry.at);
     if (entry.error !== undefined) throw new StepFailedError(name, entry.error, { taskId: this.run.runId });
@@ -240,49 +241,9 @@ export class Replay {
     }
   }
 
-  /**
-   * A signal's wait: the signal if it is recorded (sent before or during the wait); else the
-   * deadline recorded when the wait was first reached; past it, the end of the wait is recorded
-   * (the first write of `signal#name` wins: a signal written first is returned instead).
-   */
-  private async waitForSignal(name: string, ms: number): Promise<unknown> {
-    checkSignalName(name, this.run.runId);
-    this.claim(`signal:${name}`);
-    const key = `signal#${name}`;
-    const received = this.entries.get(key);
-    if (received !== undefined) return this.signalResult(received);
-    if (this.closed) return never();
-    this.inflight += 1;
-    try {
-      const waitKey = `signal_wait#${name}`;
-      const wait =
-        this.entries.get(waitKey) ??
-        (await this.append({ key: waitKey, kind: 'signal_wait', until: this.d.clock.now() + ms }));
-      const until = wait.until ?? wait.at;
-      if (until > this.d.clock.now()) return this.waitUntil(until);
-      // The deadline has passed: the wait ends without the signal, unless it was written first.
-      return this.signalResult(await this.append({ key, kind: 'signal', until }));
-    } finally {
-      this.settled();
-    }
-  }
-
-  private signalResult(entry: HistoryEntry): unknown {
-    if (entry.kind !== 'signal') {
-      throw new NonDeterminismError(entry.key, `recorded as a ${entry.kind}, asked for as a signal`, {
-        taskId: this.run.runId,
-      });
-    }
-    this.replayed += 1;
-    this.advance(entry.value === undefined ? (entry.until ?? entry.at) : entry.at);
-    return entry.value === undefined ? null : entry.value;
-  }
-
   private sleepUntil(name: string, at: Date): Promise<void> {
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) {
-      throw new PermanentError(`sleepUntil "${String(name)}": not a valid Date`, { code: 'INVALID_SLEEP' });
-    }
-    return this.sleepTo(name, () => at.getTime());
+    const until = checkedDate(at, name).getTime();
+    return this.sleepTo(name, () => until);
   }
 
   private sleepOver(entry: HistoryEntry): Promise<void> {
@@ -305,7 +266,10 @@ export class Replay {
    * recorded as the other kind means the history no longer fits the code.
    */
   private recordedEntry(key: string, kind: HistoryEntryKind, name: string): HistoryEntry | undefined {
-    const other = kind === 'sleep' ? [`step#${name}`, `fail#${name}#1`] : [`sleep#${name}`];
+    const other = [
+      ...(kind === 'sleep' ? [`step#${name}`, `fail#${name}#1`] : [`sleep#${name}`]),
+      `child_start#${name}`,
+    ];
     const found = other.map((k) => this.entries.get(k)).find((e) => e !== undefined);
     if (found !== undefined) {
       throw new NonDeterminismError(
@@ -340,7 +304,8 @@ export class Replay {
   private async append(
     fields: Omit<HistoryEntry, 'run_id' | 'at' | 'lease_token' | 'expires_at'>,
   ): Promise<HistoryEntry> {
-    if (this.entries.size >= this.run.def.maxHistoryEntries) {
+    const counts = fields.kind !== 'child_start' && fields.kind !== 'child';
+    if (counts && this.counted >= this.run.def.maxHistoryEntries) {
       throw new HistoryLimitError(this.run.def.maxHistoryEntries, { taskId: this.run.runId });
     }
     const now = this.d.clock.now();
@@ -358,6 +323,7 @@ export class Replay {
       throw new LeaseLostError(this.run.runId, token);
     }
     if (result.written) this.recorded += 1;
+    if (counts && !this.entries.has(result.entry.key)) this.counted += 1;
     this.entries.set(result.entry.key, result.entry);
     this.index(result.entry);
     return result.entry;
@@ -380,7 +346,12 @@ export class Replay {
     setImmediate(() => {
       if (this.closed || this.inflight > 0 || this.waits.length === 0) return;
       this.closed = true;
-      this.resolveSuspended({ kind: 'suspended', wakeAt: Math.min(...this.waits), steps: this.counts() });
+      this.resolveSuspended({
+        kind: 'suspended',
+        wakeAt: Math.min(...this.waits),
+        childrenOpen: this.children.open,
+        steps: this.counts(),
+      });
     });
   }
 

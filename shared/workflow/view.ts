@@ -1,17 +1,29 @@
 import type { ErrorInfo } from '../task/model.js';
-import { failedStepOf, type HistoryEntry } from './history-store.js';
+import { childNameOf, failedStepOf, type HistoryEntry } from './history-store.js';
 
 /** A step or sleep of a run, as `GET /api/v1/tasks/{id}` shows it (`steps`). */
 export interface StepView {
   readonly name: string;
-  readonly kind: 'step' | 'sleep' | 'signal';
+  readonly kind: 'step' | 'sleep' | 'signal' | 'child';
   /**
    * A step: `succeeded`, `failed` (out of attempts; the run saw a `StepFailedError`) or
    * `retrying` (an attempt failed, the next waits for `next_attempt_at`). A sleep: `sleeping`
    * until `until`, then `done`. A signal's wait: `waiting` (until `until`), `received` or
-   * `timed_out`.
+   * `timed_out`. A child: `running` until it ends, then `succeeded`, `failed` or `cancelled`.
    */
-  readonly status: 'succeeded' | 'failed' | 'retrying' | 'sleeping' | 'done' | 'waiting' | 'received' | 'timed_out';
+  readonly status:
+    | 'succeeded'
+    | 'failed'
+    | 'retrying'
+    | 'sleeping'
+    | 'done'
+    | 'waiting'
+    | 'received'
+    | 'timed_out'
+    | 'running'
+    | 'cancelled';
+  /** A child: its task id (`GET /api/v1/tasks/{child_id}`). */
+  readonly child_id?: string;
   /** Attempts made so far. */
   readonly attempts?: number;
   readonly started_at?: string;
@@ -31,6 +43,8 @@ export interface WaitingForView {
   readonly timer: string;
   /** The signals it waits for, with their deadlines. */
   readonly signals?: readonly { readonly name: string; readonly deadline: string }[];
+  /** Its children that have not ended. */
+  readonly children?: number;
 }
 
 /** What a `waiting` run waits for: its timer (`run_at`), and the signals it waits for. */
@@ -39,7 +53,8 @@ export function waitingFor(entries: readonly HistoryEntry[], runAt: string): Wai
   const signals = entries
     .filter((e) => e.kind === 'signal_wait' && !keys.has(`signal#${e.key.slice('signal_wait#'.length)}`))
     .map((e) => ({ name: e.key.slice('signal_wait#'.length), deadline: iso(e.until ?? e.at) }));
-  return { timer: runAt, ...(signals.length === 0 ? {} : { signals }) };
+  const children = entries.filter((e) => e.kind === 'child_start' && !keys.has(`child#${childNameOf(e.key)}`)).length;
+  return { timer: runAt, ...(signals.length === 0 ? {} : { signals }), ...(children === 0 ? {} : { children }) };
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -90,6 +105,25 @@ export function stepsView(entries: readonly HistoryEntry[], now: number): StepVi
           started_at: iso(e.at),
           until: iso(e.until ?? e.at),
           ...(got !== undefined && got.value !== undefined ? { received_at: iso(got.at) } : {}),
+        },
+      });
+    } else if (e.kind === 'child_start') {
+      const name = childNameOf(e.key) ?? e.key;
+      const end = byKey.get(`child#${name}`);
+      steps.set(e.key, {
+        seq: e.seq ?? 0,
+        order: e.at,
+        view: {
+          name,
+          kind: 'child',
+          status: end?.child_status ?? 'running',
+          ...(e.child_id === undefined ? {} : { child_id: e.child_id }),
+          started_at: iso(e.at),
+          ...(end === undefined ? {} : { ended_at: iso(end.at) }),
+          ...(end?.child_status === 'succeeded'
+            ? { result_bytes: Buffer.byteLength(JSON.stringify(end.value ?? null)) }
+            : {}),
+          ...(end?.error === undefined ? {} : { error: end.error }),
         },
       });
     } else if (e.kind === 'sleep') {

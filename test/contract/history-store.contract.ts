@@ -238,6 +238,30 @@ export function historyStoreContract(
         expect(await store.read(run())).toStrictEqual([entries[0], entries[2], entries[1]]);
       });
 
+      it('a child’s start and end: child_id and child_status read back as written', async () => {
+        const start: HistoryEntry = {
+          run_id: run(),
+          key: 'child_start#resize_0',
+          kind: 'child_start',
+          at: T0,
+          lease_token: 1,
+          child_id: 't_0123456789abcdef0123456789abcdef',
+          seq: 0,
+        };
+        const end: HistoryEntry = {
+          run_id: run(),
+          key: 'child#resize_0',
+          kind: 'child',
+          at: T0 + 5,
+          lease_token: 0,
+          child_id: 't_0123456789abcdef0123456789abcdef',
+          child_status: 'succeeded',
+          value: { px: 10 },
+        };
+        for (const e of [start, end]) expect(await store.append(e)).toStrictEqual({ written: true, entry: e });
+        expect(await store.read(run())).toStrictEqual([end, start]);
+      });
+
       it('an entry never carries undefined members: those given are dropped, absent ones stay absent', async () => {
         const minimal: HistoryEntry = { run_id: run(), key: 'sleep#a', kind: 'sleep', at: T0, lease_token: 1 };
         const withUndefined = {

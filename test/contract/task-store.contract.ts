@@ -592,6 +592,15 @@ export function describeTaskStoreContract(
         await check(running(3, { cancel_requested: false }), { status: ['running'], noCancelRequest: true }, 'fails');
       });
 
+      it('childrenOpenAbove: holds when children_open is greater; a missing children_open fails it', async () => {
+        const waiting = (n: number, open?: number): TaskRecord =>
+          minimalRecord(id(n), { status: 'waiting', ...(open === undefined ? {} : { children_open: open }) });
+        await check(waiting(1, 3), { status: ['waiting'], childrenOpenAbove: 1 }, 'holds');
+        await check(waiting(2, 1), { status: ['waiting'], childrenOpenAbove: 1 }, 'fails');
+        await check(waiting(3), { status: ['waiting'], childrenOpenAbove: 1 }, 'fails');
+        await check(waiting(4, 0), { status: ['waiting'], childrenOpenAbove: -1 }, 'holds');
+      });
+
       it('all given parts must hold: one failing part fails the whole condition', async () => {
         const all = {
           status: ['running'] as TaskStatus[],

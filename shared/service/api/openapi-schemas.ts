@@ -59,6 +59,7 @@ export const taskViewSchema = z.object({
   result: z.unknown().optional(),
   last_error: errorInfoSchema.optional(),
   cancel_requested: z.literal(true).optional(),
+  parent_id: z.string().optional().describe('a child task: the workflow run that started it (`wf.run`)'),
   history: z.array(
     z.object({
       attempt: z.number().int(),
@@ -73,8 +74,20 @@ export const taskViewSchema = z.object({
     .array(
       z.object({
         name: z.string(),
-        kind: z.enum(['step', 'sleep', 'signal']),
-        status: z.enum(['succeeded', 'failed', 'retrying', 'sleeping', 'done', 'waiting', 'received', 'timed_out']),
+        kind: z.enum(['step', 'sleep', 'signal', 'child']),
+        status: z.enum([
+          'succeeded',
+          'failed',
+          'retrying',
+          'sleeping',
+          'done',
+          'waiting',
+          'received',
+          'timed_out',
+          'running',
+          'cancelled',
+        ]),
+        child_id: z.string().optional(),
         attempts: z.number().int().optional(),
         started_at: iso.optional(),
         ended_at: iso.optional(),
@@ -86,14 +99,15 @@ export const taskViewSchema = z.object({
       }),
     )
     .optional()
-    .describe('a workflow run: its steps and sleeps in the order they started (docs/workflows.md)'),
+    .describe('a workflow run: its steps, sleeps, signals and children in the order they started (docs/workflows.md)'),
   waiting_for: z
     .object({
       timer: iso,
       signals: z.array(z.object({ name: z.string(), deadline: iso })).optional(),
+      children: z.number().int().optional(),
     })
     .optional()
-    .describe('a waiting workflow run: what wakes it (its timer, and the signals it waits for)'),
+    .describe('a waiting workflow run: what wakes it (its timer, the signals it waits for, its children not ended)'),
 });
 
 export const cancelResultSchema = z.object({

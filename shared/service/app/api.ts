@@ -13,7 +13,6 @@ import type { FunctionConfig } from '../../config/settings.js';
 import { ScheduleService } from '../../schedule/service.js';
 import { schedulerSettings } from '../../schedule/settings.js';
 import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
-import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import type { TaskRegistry } from '../../task/define.js';
 import { listingField } from '../../task/listing.js';
@@ -41,7 +40,7 @@ export function createApiFunction(
   options: FunctionOptions & { readonly defaultOwner?: string } = {},
 ): ApiFunction {
   // The submit services a direct producer builds too (`createProducer`): one submit path.
-  const { submitter, lifecycle, deps: d } = createSubmitServices(config, registry, options);
+  const { submitter, lifecycle, deps: d, history } = createSubmitServices(config, registry, options);
   const schedules =
     config.schedulesTableName === undefined
       ? undefined
@@ -52,10 +51,6 @@ export function createApiFunction(
           schedules: new DynamoScheduleStore(d.clients.dynamodb, config.schedulesTableName),
           scheduling: schedulerSettings(config.scheduleRules),
         });
-  const history =
-    config.historyTableName === undefined
-      ? undefined
-      : new DynamoHistoryStore(d.clients.dynamodb, config.historyTableName);
   const api = {
     submitter,
     registry,

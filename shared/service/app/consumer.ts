@@ -13,9 +13,9 @@ import { type InvocationContext, TaskConsumer } from '../consumer/consumer.js';
 import { Limiter } from '../../limit/limiter.js';
 import { DynamoLimitStore } from '../../aws/dynamo-limit-store.js';
 import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
-import type { HistoryStore } from '../../workflow/history-store.js';
+import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import type { TaskRegistry } from '../../task/define.js';
-import { TaskLifecycle } from '../../task/lifecycle.js';
+import { lifecycleWithFanIn } from '../../workflow/fan-in.js';
 import { type FunctionOptions, functionDeps } from './on-aws.js';
 
 export interface ConsumerFunction {
@@ -52,7 +52,10 @@ export function createConsumerFunction(
       : new DynamoHistoryStore(d.clients.dynamodb, config.historyTableName);
   const consumer = new TaskConsumer(
     { ...d, ...(limiter === undefined ? {} : { limiter }), ...(history === undefined ? {} : { history }) },
-    new TaskLifecycle(d),
+    lifecycleWithFanIn(
+      d,
+      history === undefined ? undefined : { ...d, history, historyRetentionDays: historyRetentionDays(d.settings) },
+    ),
   );
   return {
     processBatch: (event, context) => consumer.processBatch(event, context),

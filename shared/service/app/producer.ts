@@ -12,7 +12,10 @@ import type { ProducerConfig } from '../../config/producer.js';
 import { ENV, PRIORITIES, type Priority } from '../../config/resources.js';
 import { type FunctionConfig, runtimeSettings } from '../../config/settings.js';
 import type { TaskRegistry } from '../../task/define.js';
-import { TaskLifecycle } from '../../task/lifecycle.js';
+import type { TaskLifecycle } from '../../task/lifecycle.js';
+import { lifecycleWithFanIn } from '../../workflow/fan-in.js';
+import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
+import { DynamoHistoryStore } from '../../aws/dynamo-history-store.js';
 import { TaskSubmitter } from '../../task/submit.js';
 import { type FunctionDeps, type FunctionOptions, functionDeps } from './on-aws.js';
 
@@ -20,6 +23,8 @@ import { type FunctionDeps, type FunctionOptions, functionDeps } from './on-aws.
 export interface SubmitServices {
   readonly submitter: TaskSubmitter;
   readonly lifecycle: TaskLifecycle;
+  /** The history store of workflow runs, when the configuration names a history table. */
+  readonly history?: HistoryStore;
   /** What they were built on (the API function adds its schedules service on the same). */
   readonly deps: FunctionDeps & { readonly registry: TaskRegistry; readonly idSecret: string };
 }
@@ -36,8 +41,21 @@ export function createSubmitServices(
 ): SubmitServices {
   if (config.idSecret === undefined) throw new MissingEnvironmentError(ENV.idSecret);
   const deps = { ...functionDeps(config, options), registry, idSecret: config.idSecret };
-  const lifecycle = new TaskLifecycle(deps);
-  return { submitter: new TaskSubmitter(deps, lifecycle), lifecycle, deps };
+  const history =
+    config.historyTableName === undefined
+      ? undefined
+      : new DynamoHistoryStore(deps.clients.dynamodb, config.historyTableName);
+  // A cancel through the API ends tasks too: a child's end reaches its run, a run's cancel its children.
+  const lifecycle = lifecycleWithFanIn(
+    deps,
+    history === undefined ? undefined : { ...deps, history, historyRetentionDays: historyRetentionDays(deps.settings) },
+  );
+  return {
+    submitter: new TaskSubmitter(deps, lifecycle),
+    lifecycle,
+    deps,
+    ...(history === undefined ? {} : { history }),
+  };
 }
 
 /**

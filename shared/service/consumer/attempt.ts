@@ -25,7 +25,7 @@ import { checkJsonValue } from '../../task/json-value.js';
 import type { TaskLifecycle } from '../../task/lifecycle.js';
 import type { TaskRecord } from '../../task/model.js';
 import { StoreRejectedError } from '../../task/store-errors.js';
-import type { RunnerDeps } from '../../workflow/runner.js';
+import type { WorkflowDeps } from './workflow-attempt.js';
 import { type ExclusiveGate, type GateTurn, processGate } from './exclusive-gate.js';
 import type { FlowControl } from './flow-control.js';
 import { Heartbeat } from './heartbeat.js';
@@ -53,7 +53,7 @@ export interface AttemptDeps {
   readonly metrics: Metrics;
   readonly clock: Clock;
   /** What workflow runs need (their history): present when the registry has workflows. */
-  readonly workflows?: RunnerDeps;
+  readonly workflows?: WorkflowDeps;
 }
 
 export interface AttemptOptions {
@@ -270,7 +270,7 @@ async function settle(
     return 'ack';
   }
   if (outcome.kind === 'suspend') {
-    const after = await d.lifecycle.outcomes.suspend(record, outcome.wakeAt, o.durationMs);
+    const after = await d.lifecycle.outcomes.suspend(record, outcome.wakeAt, o.durationMs, outcome.childrenOpen);
     d.logger.debug(`workflow run ${after.status}`, { ...o.fields, wake_at: after.run_at });
     return 'ack';
   }

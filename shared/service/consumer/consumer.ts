@@ -15,6 +15,9 @@ import { type ExclusiveGate, GateTurn, processGate } from './exclusive-gate.js';
 import { FlowControl } from './flow-control.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import { hasWorkflows, workflowTypes } from '../../workflow/define.js';
+import { submitterChildRuns } from '../../workflow/children.js';
+import { TaskSubmitter } from '../../task/submit.js';
+import type { TaskRecord } from '../../task/model.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
@@ -29,6 +32,8 @@ export interface ConsumerDeps extends LifecycleDeps {
   readonly limiter?: Limiter;
   /** Workflow histories (the history table). Needed when a type is a workflow. */
   readonly history?: HistoryStore;
+  /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
+  readonly childCheckMs?: number;
 }
 
 /** Where a record came from: the queue of a lane and priority. */
@@ -103,6 +108,9 @@ export class TaskConsumer {
               clock: d.clock,
               random: d.random,
               historyRetentionDays: historyRetentionDays(d.settings),
+              ...(d.childCheckMs === undefined ? {} : { childCheckMs: d.childCheckMs }),
+              // A run's children are created as any task is, by the task domain's submitter.
+              childRuns: (run: TaskRecord) => submitterChildRuns(new TaskSubmitter(d, lifecycle), d.store, run),
             },
           }),
     };

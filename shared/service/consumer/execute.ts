@@ -11,10 +11,9 @@ import type { Logger } from '../../runtime/logger.js';
 import type { AnyTaskDefinition, TaskContext } from '../../task/define.js';
 import type { TaskRecord } from '../../task/model.js';
 import { isWorkflow } from '../../workflow/define.js';
-import type { RunnerDeps } from '../../workflow/runner.js';
 import type { Heartbeat } from './heartbeat.js';
 import type { RunOutcome } from './run-outcome.js';
-import { runWorkflowAttempt } from './workflow-attempt.js';
+import { runWorkflowAttempt, type WorkflowDeps } from './workflow-attempt.js';
 
 /** Time kept in reserve after a task's timeout, to record its outcome before the invocation ends. */
 export const RECORDING_RESERVE_MS = 5_000;
@@ -23,7 +22,7 @@ export interface ExecuteDeps {
   readonly logger: Logger;
   readonly clock: Clock;
   /** What workflow runs need (their history): present when the registry has workflows. */
-  readonly workflows?: RunnerDeps;
+  readonly workflows?: WorkflowDeps;
 }
 
 /** Calls the handler, racing its timeout and the loss of the lease. */

@@ -7,4 +7,4 @@ export type RunOutcome =
   | { readonly kind: 'timeout' }
   | { readonly kind: 'lease_lost'; readonly error: LeaseLostError }
   /** A workflow run with nothing to do before `wakeAt` (epoch ms). */
-  | { readonly kind: 'suspend'; readonly wakeAt: number };
+  | { readonly kind: 'suspend'; readonly wakeAt: number; readonly childrenOpen: number };

@@ -10,6 +10,7 @@ import { LeaseLostError } from '../../task/errors.js';
 import type { TaskRecord } from '../../task/model.js';
 import type { AnyWorkflowDefinition } from '../../workflow/define.js';
 import { type RunnerDeps, runWorkflow } from '../../workflow/runner.js';
+import type { ChildRuns } from '../../workflow/children.js';
 import type { RunOutcome } from './run-outcome.js';
 
 export interface WorkflowAttempt {
@@ -24,10 +25,17 @@ export interface WorkflowAttempt {
   readonly deadline: number;
 }
 
+/** What workflow runs need: the runner's dependencies, and how a run's children are started. */
+export interface WorkflowDeps extends RunnerDeps {
+  /** The children of a claimed run (`wf.run`). */
+  readonly childRuns?: (run: TaskRecord) => ChildRuns;
+}
+
 /** One invocation of the run; never rejects. */
-export async function runWorkflowAttempt(deps: RunnerDeps, a: WorkflowAttempt): Promise<RunOutcome> {
+export async function runWorkflowAttempt(deps: WorkflowDeps, a: WorkflowAttempt): Promise<RunOutcome> {
   try {
     const o = await runWorkflow(deps, {
+      ...(deps.childRuns === undefined ? {} : { children: deps.childRuns(a.claimed) }),
       def: a.def,
       input: a.input,
       runId: a.claimed.task_id,
@@ -41,7 +49,7 @@ export async function runWorkflowAttempt(deps: RunnerDeps, a: WorkflowAttempt): 
       ...(a.ctx.scheduledTime === undefined ? {} : { scheduledTime: a.ctx.scheduledTime }),
     });
     if (o.kind === 'completed') return { kind: 'ok', value: o.value };
-    if (o.kind === 'suspended') return { kind: 'suspend', wakeAt: o.wakeAt };
+    if (o.kind === 'suspended') return { kind: 'suspend', wakeAt: o.wakeAt, childrenOpen: o.childrenOpen };
     return o.error instanceof LeaseLostError
       ? { kind: 'lease_lost', error: o.error }
       : { kind: 'error', error: o.error };
