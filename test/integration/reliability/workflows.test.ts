@@ -44,6 +44,28 @@ describe.each(targets())('workflows on $name', (target) => {
     expect(steps.map((s) => [s.name, s.status])).toEqual(STEPS.map((s) => [s, 'succeeded']));
   }, 120_000);
 
+  it('children: a run fans out 20 children, each run once, and goes on when the last has ended; a child that fails for good fails the run with ChildFailedError', async () => {
+    const left = testBudget(120_000);
+    await bench.startWorker();
+    const id = await bench.submit('wf_fanout', { children: 20 });
+    const bad = await bench.submit('wf_fanout', { children: 3, poison: 1 });
+    const done = (await bench.until(id, ['succeeded', 'failed'], left())) as unknown as Record<string, unknown>;
+    expect(done.status).toBe('succeeded');
+    expect(done.result).toMatchObject({ total: 20 });
+    expect(bench.starts(`${id}:tally`)).toHaveLength(1);
+    const children = (done.steps as { kind: string; status: string; child_id: string }[]).filter(
+      (s) => s.kind === 'child',
+    );
+    expect(children.map((c) => c.status)).toEqual(Array(20).fill('succeeded'));
+    for (const c of children) expect(bench.starts(c.child_id)).toHaveLength(1);
+    const child = (await bench.record(children[0]?.child_id ?? '')) as unknown as Record<string, unknown>;
+    expect(child).toMatchObject({ parent_id: id, parent_step: 'c0', status: 'succeeded' });
+    const failed = (await bench.until(bad, ['succeeded', 'failed'], left())) as unknown as Record<string, unknown>;
+    expect(failed.status).toBe('failed');
+    expect(failed.last_error).toMatchObject({ name: 'ChildFailedError', code: 'CHILD_FAILED' });
+    expect(bench.starts(`${bad}:tally`)).toHaveLength(0);
+  }, 120_000);
+
   it('a durable sleep: the run is waiting and listed, held by no worker, and finishes after its time', async () => {
     const left = testBudget(120_000);
     await bench.startWorker();
