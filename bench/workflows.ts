@@ -3,7 +3,7 @@
  * by DynamoDB's item-size rules, on the items the history table's adapter writes), the increments
  * in dollars per million, and the CPU of replaying a run's recorded steps.
  *
- *   npm run bench:workflows [-- --runs 3 --steps 100]
+ *   npm run bench:workflows [-- --runs 3 --steps 100 --children 10000]
  *
  * The runs execute Kaj's workflow runner (`shared/workflow/runner.ts`) over the contract-tested
  * in-memory history (`testing/memory-history-store.ts`); an invocation's task-table and SQS
@@ -19,17 +19,80 @@ import { defineWorkflow, type WorkflowContext } from '../shared/workflow/define.
 import type { AppendResult, HistoryEntry, HistoryStore } from '../shared/workflow/history-store.js';
 import type { WorkflowOutcome } from '../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../testing/memory-history-store.js';
+import { MemoryTaskStore } from '../testing/memory-task-store.js';
+import { lambdaContext, lambdaSqsRecord, QUEUE_NAMES, sqsEvent, unitKaj } from '../testing/fixtures.js';
+import { PRIORITIES } from '../shared/config/resources.js';
+import { defineTask, TaskRegistry } from '../shared/task/define.js';
+import type { TaskRecord } from '../shared/task/model.js';
+import { ConditionFailedError } from '../shared/task/store-errors.js';
+import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../shared/task/task-store.js';
+import { readDeployment } from './lib/deployment.js';
 import { invokeWorkflow } from '../testing/workflow-runs.js';
-import { itemSize, readUnits, writeUnits } from './lib/dynamo-accounting.js';
+import {
+  applyChanges,
+  failedWriteCost,
+  type Item,
+  itemSize,
+  readUnits,
+  successfulWriteCost,
+  type TableModel,
+  type WriteCost,
+  writeUnits,
+} from './lib/dynamo-accounting.js';
 import { fmt, median, num, printTable, repeat, usd } from './lib/report.js';
 import { PRICES } from './prices.js';
 
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '3' }, steps: { type: 'string', default: '100' } },
+  options: {
+    runs: { type: 'string', default: '3' },
+    steps: { type: 'string', default: '100' },
+    children: { type: 'string', default: '10000' },
+  },
 });
 const RUNS = num(values.runs, 'runs', true, 1);
 const STEPS = num(values.steps, 'steps', true, 1);
+const CHILDREN = num(values.children, 'children', true, 1);
 const T0 = Date.UTC(2026, 10, 28, 9, 0, 0);
+
+/** The task store with the write units (table and indexes, AWS's rules) of what it writes. */
+class MeteredTasks implements TaskStore {
+  readonly inner = new MemoryTaskStore();
+  writes = 0;
+  writeUnits = 0;
+  constructor(private readonly table: TableModel) {}
+  async create(record: TaskRecord): Promise<void> {
+    this.writes += 1;
+    try {
+      await this.inner.create(record);
+      this.writeUnits += total(successfulWriteCost(undefined, record as unknown as Item, this.table));
+    } catch (err) {
+      this.writeUnits += 1;
+      throw err;
+    }
+  }
+  get(taskId: string, options?: ReadOptions) {
+    return this.inner.get(taskId, options);
+  }
+  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
+    const before = (await this.inner.get(taskId)) as unknown as Item | undefined;
+    this.writes += 1;
+    try {
+      const after = await this.inner.update(taskId, changes, condition);
+      this.writeUnits += total(successfulWriteCost(before, after as unknown as Item, this.table));
+      return after;
+    } catch (err) {
+      if (err instanceof ConditionFailedError) {
+        this.writeUnits += failedWriteCost(before, before && applyChanges(before, changes, this.table.partitionKey));
+      }
+      throw err;
+    }
+  }
+  listOutboxDue(partition: string, dueBy: number, limit: number) {
+    return this.inner.listOutboxDue(partition, dueBy, limit);
+  }
+}
+
+const total = (c: WriteCost) => c.tableUnits + c.indexUnits;
 
 /** The history store with the write and read units of what it stores and reads. */
 class MeteredHistory implements HistoryStore {
@@ -137,4 +200,80 @@ printTable(
   ['replayed steps', 'CPU ms per replay', 'runs'],
   [[String(STEPS), fmt(median(replay), 3), replay.map((v) => fmt(v, 3)).join(', ')]],
   [16, 18, 30],
+);
+
+console.log(
+  `\nFan-out: one run starts ${CHILDREN.toLocaleString('en-US')} children at once (Promise.all over wf.run) and sums their results`,
+);
+console.log(
+  '(in process: memory stores and queue, one consumer taking batches of 10; write units by AWS rules on the task table as deployed)\n',
+);
+const leaf = defineTask({ type: 'leaf', schema: z.object({ i: z.number() }), handler: async (p) => ({ i: p.i }) });
+const fan = defineWorkflow({
+  type: 'fan',
+  schema: z.object({ n: z.number() }),
+  timeoutSeconds: 60,
+  run: async (p, wf) => {
+    const all = await Promise.all(Array.from({ length: p.n }, (_, i) => wf.run(leaf, { i }, { name: `leaf_${i}` })));
+    return wf.step('sum', () => all.reduce((s, r) => s + r.i, 0));
+  },
+});
+const deployment = await readDeployment();
+const tasks = new MeteredTasks(deployment.table);
+const history = new MeteredHistory();
+const u = unitKaj(new TaskRegistry([leaf, fan]), undefined, undefined, { store: tasks, history });
+const started = performance.now();
+const parent = await u.kaj.submitter.submit({ type: 'fan', payload: { n: CHILDREN } }, { owner: 'bench' });
+let batches = 0;
+for (let got = 1; got > 0; ) {
+  got = 0;
+  for (const p of PRIORITIES) {
+    const msgs = u.queue.receive(p, { max: 10, visibilitySeconds: 300 });
+    got += msgs.length;
+    if (msgs.length === 0) continue;
+    batches += 1;
+    const arn = `arn:aws:sqs:us-east-1:000000000000:${QUEUE_NAMES[p]}`;
+    const event = sqsEvent(
+      ...msgs.map((m) => lambdaSqsRecord({ messageId: m.receiptHandle, eventSourceARN: arn, ...m })),
+    );
+    const res = await u.kaj.processBatch(event, lambdaContext());
+    const kept = new Set(res.batchItemFailures.map((f) => f.itemIdentifier));
+    for (const m of msgs) if (!kept.has(m.receiptHandle)) u.queue.deleteMessage(p, m.receiptHandle);
+  }
+}
+const wallS = (performance.now() - started) / 1000;
+const done = await tasks.inner.get(parent.record.task_id);
+const expected = (CHILDREN * (CHILDREN - 1)) / 2;
+if (done?.status !== 'succeeded' || done.result !== expected) {
+  throw new Error(`the fan-out run ended ${done?.status} with ${JSON.stringify(done?.result)}, not ${expected}`);
+}
+const perChild = (n: number) => fmt(n / CHILDREN, 2);
+printTable(
+  [
+    'children',
+    'run invocations',
+    'history writes/child',
+    'history WRU/child',
+    'task writes/child',
+    'task WRU/child',
+    'batches',
+    'wall s',
+  ],
+  [
+    [
+      CHILDREN.toLocaleString('en-US'),
+      String(history.queries),
+      perChild(history.writes),
+      perChild(history.writeUnits),
+      perChild(tasks.writes),
+      perChild(tasks.writeUnits),
+      String(batches),
+      fmt(wallS, 1),
+    ],
+  ],
+  [10, 16, 21, 18, 18, 15, 8, 7],
+);
+console.log(
+  `\nThe run was invoked ${history.queries} times: once to start the children, once when the last of them ended` +
+    `${history.queries > 2 ? ' (and again for children that ended while it was still starting the others: their wake request)' : ''}.`,
 );
