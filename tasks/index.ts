@@ -6,13 +6,14 @@ import { makeThumbnails } from './make-thumbnails.js';
 import { order } from './order.js';
 import { salesReport } from './sales-report.js';
 import { sendEmail } from './send-email.js';
+import { sendSms } from './send-sms.js';
 
 /**
  * Every task type this deployment runs, with its lanes (`tasks/lanes.ts`) and limits
  * (`tasks/limits.ts`). To add a type: write `tasks/<name>.ts` with `defineTask({...})` (or
  * `defineWorkflow({...})`, docs/workflows.md) and add it to this list.
  */
-export const registry = new TaskRegistry([sendEmail, makeThumbnails, salesReport, order, loanApplication], {
+export const registry = new TaskRegistry([sendEmail, sendSms, makeThumbnails, salesReport, order, loanApplication], {
   lanes,
   limits,
 });

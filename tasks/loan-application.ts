@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { PermanentError, RetryableError } from '../shared/task/define.js';
 import { defineWorkflow } from '../shared/workflow/define.js';
+import { sendSms } from './send-sms.js';
 import { delay } from './simulated.js';
 
 const STEPS = ['verify_documents', 'risk_score', 'contract_pdf', 'disburse', 'void_contract', 'send_sms'] as const;
@@ -9,7 +10,8 @@ type Step = (typeof STEPS)[number];
 /**
  * A loan application over several services and days: verify the documents, score the risk; over
  * 50,000, wait for the manager's approval (the signal `manager_approval` with `{ "approved": … }`)
- * or 48 hours, whichever comes first; make the contract, disburse the money, send an SMS. If the
+ * or 48 hours, whichever comes first; make the contract, disburse the money, send an SMS (a child
+ * task, `send_sms`). If the
  * disbursement fails for good, the contract is voided (a compensation, itself a durable step)
  * and the run fails with the disbursement's error.
  *
@@ -67,7 +69,21 @@ export const loanApplication = defineWorkflow({
       'disburse',
       service('disburse', () => ({ amount: input.amount })),
     );
-    await wf.step('send_sms', service('send_sms'));
+    // The SMS is a child task: its own retries and dead letter; the run waits for its result.
+    const sim = input.simulate?.step === 'send_sms' ? input.simulate : undefined;
+    await wf.run(
+      sendSms,
+      {
+        to: input.applicant,
+        text: `Your loan of ${input.amount} is approved.`,
+        ...(sim === undefined
+          ? {}
+          : {
+              simulate: { transient_failures: sim.transient_failures, reject: sim.reject, latency_ms: sim.latency_ms },
+            }),
+      },
+      { name: 'send_sms' },
+    );
     return { outcome: 'approved', documents: docs.id, risk, contract: contract.id };
   },
 });

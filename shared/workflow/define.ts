@@ -100,6 +100,14 @@ export interface WorkflowContext {
    */
   waitForSignal<T = unknown>(name: string, options: { readonly timeout: Duration }): Promise<T | null>;
   /**
+   * Whether the run takes the new path of a change to this code (`id`: names the change). A run
+   * that reaches this call with nothing recorded past it — one started after the deploy — gets
+   * `true` (recorded: every replay agrees); a run that recorded steps past this point with the old
+   * code gets `false`. Keep the old branch until no such run is left.
+   * @example if (await wf.patched('fraud_check')) await wf.step('fraud_check', () => check(input));
+   */
+  patched(id: string): Promise<boolean>;
+  /**
    * Starts a child — a task or a workflow — and waits for its result (the run is `waiting`
    * meanwhile; the child's end wakes it). The child's id is derived from the run and the call's
    * name: a replay never starts a second one. It keeps its own lane, limits, retries and dead

@@ -13,9 +13,18 @@ import type { ErrorInfo } from '../task/model.js';
  *   written first is what every replay sees;
  * - `child_start`: a child task started by `wf.run` (`child_id`), recorded before it is created;
  * - `child`: the child's end (`child_status`, its result as `value` or its `error`), written by
- *   whoever sees it first: the write that ended the child, or the run looking it up.
+ *   whoever sees it first: the write that ended the child, or the run looking it up;
+ * - `patch`: the run took the new path of a change (`wf.patched(id)`).
  */
-export type HistoryEntryKind = 'step' | 'step_failure' | 'sleep' | 'signal_wait' | 'signal' | 'child_start' | 'child';
+export type HistoryEntryKind =
+  | 'step'
+  | 'step_failure'
+  | 'sleep'
+  | 'signal_wait'
+  | 'signal'
+  | 'child_start'
+  | 'child'
+  | 'patch';
 
 /** How a child ended, as its run's history records it. */
 export type ChildStatus = 'succeeded' | 'failed' | 'cancelled';

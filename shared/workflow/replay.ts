@@ -26,6 +26,7 @@ import {
 import { failedStepOf, type HistoryEntry, type HistoryEntryKind } from './history-store.js';
 import { ChildCalls, type ReplayHost } from './child-calls.js';
 import { waitForSignal } from './signal-wait.js';
+import { patched, recordedCalls } from './patches.js';
 import { attemptStep } from './step-attempt.js';
 
 import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
@@ -55,6 +56,8 @@ export class Replay {
   private readonly children: ChildCalls;
   /** What the replay lends `wf.run` and `wf.waitForSignal`. */
   private readonly host: ReplayHost;
+  /** The calls the run had recorded when this replay began (`wf.patched`). */
+  private readonly recordedCalls: ReadonlySet<string>;
 
   constructor(
     private readonly d: RunnerDeps,
@@ -64,6 +67,7 @@ export class Replay {
     this.logicalNow = run.createdAt;
     for (const entry of entries.values()) this.index(entry);
     this.counted = [...entries.values()].filter((e) => e.kind !== 'child_start' && e.kind !== 'child').length;
+    this.recordedCalls = recordedCalls(entries.values());
     const self = this;
     this.host = {
       entries,
@@ -101,6 +105,7 @@ export class Replay {
       sleepUntil: (name, at) => this.sleepUntil(name, at),
       waitForSignal: <T>(name: string, options: { readonly timeout: Duration }) =>
         waitForSignal(this.host, run, name, durationMs(options?.timeout, name, run.runId)) as Promise<T | null>,
+      patched: (id) => patched(this.host, run.runId, id, this.recordedCalls, (name) => this.used.has(name)),
       // biome-ignore lint/suspicious/noExplicitAny: the child's result type is the caller's R
       run: (def, payload, options) => this.children.call(def as never, payload, options) as Promise<any>,
       now: () => new Date(this.logicalNow),

@@ -113,6 +113,11 @@ describe('tasks/ example workflows', () => {
       'disburse',
       'send_sms',
     ]);
+    // The SMS is a child task, linked both ways.
+    const sms = done.steps.find((s: { name: string }) => s.name === 'send_sms');
+    expect(sms).toMatchObject({ kind: 'child', status: 'succeeded', child_id: expect.stringMatching(/^t_/) });
+    const child = (await u.api('GET', `/api/v1/tasks/${sms.child_id}`)).json;
+    expect(child).toMatchObject({ type: 'send_sms', status: 'succeeded', parent_id: json.task_id });
   });
 
   it('loan_application: no decision within 48 hours → rejected', async () => {

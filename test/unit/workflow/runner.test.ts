@@ -119,6 +119,35 @@ describe('Function: runWorkflow — steps', () => {
     expect(Object.fromEntries(w.executions)).toEqual({ a: 1, inserted: 1, b: 1 });
   });
 
+  it('wf.patched: a run past the change takes the old path; a new run (and a run at its frontier) the new one, on every replay', async () => {
+    const v1 = async (_: unknown, wf: WorkflowContext) => {
+      await wf.step('a', w.effect('a', 1));
+      await wf.sleep('pause', '1h');
+      return wf.step('b', w.effect('b', 2));
+    };
+    const v2 = async (_: unknown, wf: WorkflowContext) => {
+      // The change: a fraud check before `a`.
+      const checked = (await wf.patched('fraud_check')) ? await wf.step('fraud', w.effect('fraud', 100)) : 0;
+      const a = await wf.step('a', w.effect('a', 1));
+      await wf.sleep('pause', '1h');
+      return checked + a + (await wf.step('b', w.effect('b', 2)));
+    };
+    // A run started before the deploy: `a` recorded past the patch point → the old path.
+    let w = world();
+    await w.invoke(v1);
+    w.advance(2 * 3_600_000);
+    expect(await w.invoke(v2)).toEqual({ kind: 'completed', value: 3 });
+    expect(Object.fromEntries(w.executions)).toEqual({ a: 1, b: 1 });
+    expect(w.history.all().some((e) => e.key === 'patch#fraud_check')).toBe(false);
+    // A run started after it: the new path, recorded, so its replay after the sleep agrees.
+    w = world();
+    expect((await w.invoke(v2)).kind).toBe('suspended');
+    w.advance(2 * 3_600_000);
+    expect(await w.invoke(v2)).toEqual({ kind: 'completed', value: 103 });
+    expect(Object.fromEntries(w.executions)).toEqual({ fraud: 1, a: 1, b: 1 });
+    expect(w.history.all().filter((e) => e.key === 'patch#fraud_check')).toHaveLength(1);
+  });
+
   it('a step name asked for twice in one run is a DuplicateStepError at the call', async () => {
     const w = world();
     const outcome = await w.invoke(async (_, wf) => {
