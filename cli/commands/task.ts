@@ -11,7 +11,8 @@ import { commonOptions, optionsOf, REASON_HELP, reasonOf } from '../options.js';
 import { json } from '../output.js';
 import { parseTaskId } from '../parse.js';
 import { withServices } from '../services.js';
-import { recordLines } from './task-record.js';
+import { recordLines, timelineLines } from './task-record.js';
+import { stepsView, waitingFor } from '../../shared/workflow/view.js';
 
 const cancelOptions = commonOptions.extend({ yes: z.boolean().optional(), reason: z.string().optional() });
 const signalOptions = commonOptions.extend({ data: z.string().optional() });
@@ -21,17 +22,39 @@ export function registerTask(program: Command, ctx: CliContext, state: RunState)
 
   task
     .command('show')
-    .description('show a task record as stored (status, attempts, history, audit, owed messages)')
+    .description(
+      'show a task record as stored (status, attempts, history, audit, owed messages) and a workflow run’s step timeline',
+    )
     .argument('<task-id>', 'the task id', parseTaskId)
     .option('--json', 'print the whole record as JSON')
     .action(async (taskId: string, _o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, commonOptions);
-      await withServices(ctx, o, async (s) => {
-        const r = await s.kaj.store.get(taskId);
-        if (r === undefined)
-          throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
-        ctx.io.out(o.json === true ? json(r) : `${recordLines(r, ctx.clock.now()).join('\n')}\n`);
-      });
+      // The deployment's types say whether it has workflows (a history table to read the timeline from).
+      const registry = await ctx.registry().catch(() => undefined);
+      await withServices(
+        ctx,
+        o,
+        async (s) => {
+          const r = await s.kaj.store.get(taskId);
+          if (r === undefined)
+            throw new CliError(`task ${taskId} not found (never existed, or expired after its retention)`);
+          // A workflow run: its steps from the history table.
+          const entries = s.kaj.history === undefined ? [] : await s.kaj.history.read(taskId);
+          const now = ctx.clock.now();
+          const steps = stepsView(entries, now);
+          const waiting = r.status === 'waiting' && entries.length > 0 ? waitingFor(entries, r.run_at) : undefined;
+          ctx.io.out(
+            o.json === true
+              ? json(
+                  entries.length === 0
+                    ? r
+                    : { ...r, steps, ...(waiting === undefined ? {} : { waiting_for: waiting }) },
+                )
+              : `${[...recordLines(r, now), ...timelineLines(steps, waiting)].join('\n')}\n`,
+          );
+        },
+        registry,
+      );
     });
 
   task
@@ -45,24 +68,31 @@ export function registerTask(program: Command, ctx: CliContext, state: RunState)
       const o = optionsOf(cmd, cancelOptions);
       const reason = reasonOf(o);
       if (!(await approved(ctx, state, o, `Cancel task ${taskId}?`, `cancel task ${taskId}`, false))) return;
-      await withServices(ctx, o, async (s) => {
-        let r;
-        try {
-          r = await s.kaj.lifecycle.requests.cancel(taskId, undefined, { actor: ctx.actor, ...reason });
-        } catch (err) {
-          if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError)
-            throw new CliError(err.message, 1, { cause: err });
-          throw err;
-        }
-        const requested = r.status === 'running';
-        if (o.json === true) ctx.io.out(json({ task_id: r.task_id, status: r.status, cancel_requested: requested }));
-        else
-          ctx.io.out(
-            requested
-              ? `task ${r.task_id} is running: cancel requested; its worker stops it at the next heartbeat\n`
-              : `task ${r.task_id} is ${r.status}\n`,
-          );
-      });
+      // With the types, a cancelled workflow run's children are cancelled too.
+      const registry = await ctx.registry().catch(() => undefined);
+      await withServices(
+        ctx,
+        o,
+        async (s) => {
+          let r;
+          try {
+            r = await s.kaj.lifecycle.requests.cancel(taskId, undefined, { actor: ctx.actor, ...reason });
+          } catch (err) {
+            if (err instanceof TaskNotFoundError || err instanceof TaskNotCancellableError)
+              throw new CliError(err.message, 1, { cause: err });
+            throw err;
+          }
+          const requested = r.status === 'running';
+          if (o.json === true) ctx.io.out(json({ task_id: r.task_id, status: r.status, cancel_requested: requested }));
+          else
+            ctx.io.out(
+              requested
+                ? `task ${r.task_id} is running: cancel requested; its worker stops it at the next heartbeat\n`
+                : `task ${r.task_id} is ${r.status}\n`,
+            );
+        },
+        registry,
+      );
     });
 
   task

@@ -155,6 +155,31 @@ describe('kaj submit, task show, task cancel, stats', () => {
     expect(JSON.parse(replay.out)).toMatchObject({ task_id: JSON.parse(again.out).task_id, replayed: true });
   });
 
+  it('a workflow run: task show prints its timeline; task signal wakes it; the timeline shows it done', async () => {
+    const sub = JSON.parse((await kaj(['submit', 'approval_flow', '--local', '--json'])).out) as { task_id: string };
+    await untilStatus(suite.runtime, [sub.task_id], 'waiting');
+    const waiting = await kaj(['task', 'show', sub.task_id, '--local']);
+    expect(waiting.out).toMatch(/status:\s+waiting/);
+    expect(waiting.out).toMatch(/timeline:\n\s+check\s+step\s+succeeded/);
+    expect(waiting.out).toMatch(/go\s+signal\s+waiting/);
+    expect(waiting.out).toMatch(/waiting for:\s+its timer at .*, signal go until /);
+    const bad = await kaj(['task', 'signal', sub.task_id, 'go', '--local', '--data', '{oops']);
+    expect(bad.code).toBe(2);
+    const sent = await kaj(['task', 'signal', sub.task_id, 'go', '--local', '--data', '{"ok":true}', '--json']);
+    expect(sent.code).toBe(0);
+    expect(JSON.parse(sent.out)).toMatchObject({ task_id: sub.task_id, signal: 'go' });
+    await untilStatus(suite.runtime, [sub.task_id], 'succeeded');
+    const done = JSON.parse((await kaj(['task', 'show', sub.task_id, '--local', '--json'])).out) as Record<string, any>;
+    expect(done.result).toEqual({ checked: 'checked', go: { ok: true } });
+    expect(done.steps.map((s: { name: string; status: string }) => `${s.name}:${s.status}`)).toEqual([
+      'check:succeeded',
+      'go:received',
+    ]);
+    const again = await kaj(['task', 'signal', sub.task_id, 'go', '--local']);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/the run is succeeded: it takes no/);
+  });
+
   it('task cancel: a delayed task is cancelled; a finished one cannot be', async () => {
     const sub = JSON.parse((await kaj(['submit', 'fixable', '--local', '--delay', '600', '--json'])).out);
     const cancelled = await kaj(['task', 'cancel', sub.task_id, '--local', '--yes', '--json']);

@@ -10,6 +10,7 @@ import { runCli } from '../../../cli/program.js';
 import { capturedIo } from '../../../testing/captured-io.js';
 import type { Priority } from '../../../shared/config/resources.js';
 import { defineTask, PermanentError, TaskRegistry } from '../../../shared/task/define.js';
+import { defineWorkflow } from '../../../shared/workflow/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../../local/runtime.js';
 
@@ -95,7 +96,7 @@ export function kajRunner(cwd: string, base: Partial<CliContext> = {}) {
   };
 }
 
-/** Task types for the CLI tests: one that always fails for good, one that fails until "fixed". */
+/** Task types for the CLI tests: one that always fails for good, one that fails until "fixed", a workflow waiting for a signal. */
 export class Scenario {
   broken = true;
   readonly successes = new Map<string, number>();
@@ -120,6 +121,15 @@ export class Scenario {
           if (this.broken) throw new PermanentError('config missing: SMTP_HOST', { code: 'CONFIG' });
           count(this.successes, ctx.taskId);
           return { ok: true };
+        },
+      }),
+      defineWorkflow({
+        type: 'approval_flow',
+        schema: z.object({}),
+        run: async (_p, wf) => {
+          const checked = await wf.step('check', () => 'checked');
+          const go = await wf.waitForSignal<{ ok: boolean }>('go', { timeout: '1h' });
+          return { checked, go };
         },
       }),
     ]);
