@@ -6,9 +6,11 @@
  * @module
  */
 import { ScheduleNotFoundError, ScheduleValidationError } from '../shared/schedule/errors.js';
+import { HttpError } from '../shared/service/api/errors.js';
 import type { Clock } from '../shared/runtime/clock.js';
 import type { Logger } from '../shared/runtime/logger.js';
 import { TaskNotCancellableError, TaskNotFoundError, ValidationError } from '../shared/task/errors.js';
+import type { TaskRecord } from '../shared/task/model.js';
 import { MAX_REASON_LENGTH, type Operator } from '../shared/task/operations.js';
 import { assets } from './assets.js';
 import { ActionRefusedError, BadParameterError, ForeignHostError, PageNotFoundError } from './errors.js';
@@ -32,6 +34,7 @@ import {
 } from './pages.js';
 import * as P from './params.js';
 import { checkAction, checkHost } from './security.js';
+import { type RunView, runView, type SignalDraft } from './workflow.js';
 
 export interface ConsoleRequest {
   readonly method: string;
@@ -74,6 +77,8 @@ const MESSAGES: Readonly<Record<string, Flash>> = {
   paused: { kind: 'ok', text: 'Paused.' },
   resumed: { kind: 'ok', text: 'Resumed.' },
   triggered: { kind: 'ok', text: 'Triggered: a run was created now.' },
+  signalled: { kind: 'ok', text: "Signal sent: recorded in the run's history; the run reads it when it waits for it." },
+  signalled_woken: { kind: 'ok', text: "Signal sent: recorded in the run's history, and the run is woken." },
 };
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -179,7 +184,7 @@ export class ConsoleApp {
       const r = await b.getTask(id);
       if (r === undefined)
         throw new PageNotFoundError(`task ${id} not found (never existed, or expired after its retention)`);
-      return page(200, taskPage(ctx, r, flashOf(req.query)));
+      return page(200, taskPage(ctx, r, flashOf(req.query), await this.run(ctx, r)));
     }
     if (a === 'dead-letters' && parts.length === 1) {
       const view = await b.deadLetters(DEAD_LETTER_READ_LIMIT);
@@ -229,6 +234,7 @@ export class ConsoleApp {
           return this.taskWithFlash(ctx, id, 409, { kind: 'bad', text: `Not cancelled: ${err.message}` });
         }
       }
+      if (y === 'signal') return this.signal(ctx, req, id);
       if (y === 'redrive') {
         const out = await b.redrive({ taskIds: [id] }, operator, () => {});
         const item = out.items.find((i) => i.task_id === id);
@@ -271,10 +277,64 @@ export class ConsoleApp {
     throw new PageNotFoundError(`no action at ${req.path}`);
   }
 
-  private async taskWithFlash(ctx: PageContext, id: string, status: number, flash: Flash): Promise<ConsoleResponse> {
+  /**
+   * Sends a signal to a workflow run as an operator (`signalRoute`): the run's page says it was
+   * sent; a refusal is the run's page with what is wrong (400 name or payload, 409 the run takes
+   * no such signal), the form keeping what was typed; an unknown task is 404.
+   */
+  private async signal(ctx: PageContext, req: ConsoleRequest, id: string): Promise<ConsoleResponse> {
+    const draft: SignalDraft = { name: (req.form.name ?? '').trim(), payload: req.form.payload ?? '' };
+    const refused = (status: number, text: string) =>
+      this.taskWithFlash(ctx, id, status, { kind: 'bad', text: `Signal not sent: ${text}` }, draft);
+    const workflows = this.o.backend.workflows;
+    if (workflows === undefined)
+      return refused(409, 'this deployment has no workflow history store, so no run here takes signals.');
+    if (draft.name === '') return refused(400, 'name: required (the name the run waits for, in lower snake case).');
+    let payload: unknown = null;
+    if (draft.payload.trim() !== '') {
+      try {
+        payload = JSON.parse(draft.payload);
+      } catch (err) {
+        return refused(400, `payload: not valid JSON (${err instanceof Error ? err.message : String(err)}).`);
+      }
+    }
+    try {
+      const r = await workflows.signal(id, draft.name, payload);
+      return redirect(req, `/tasks/${id}?msg=${r.woken ? 'signalled_woken' : 'signalled'}`);
+    } catch (err) {
+      if (err instanceof TaskNotFoundError)
+        throw new PageNotFoundError(`task ${id} not found (never existed, or expired after its retention)`);
+      // The route names the payload `body` (and its members `body.x`): here it is the payload field.
+      if (err instanceof ValidationError)
+        return refused(400, err.field === 'name' ? err.message : err.message.replace(/^body\b/, 'payload'));
+      if (err instanceof HttpError && err.status === 409) return refused(409, `${err.message} (${err.code}).`);
+      throw err;
+    }
+  }
+
+  /** A workflow run's view from its history; undefined for a task without one. */
+  private async run(ctx: PageContext, r: TaskRecord, draft?: SignalDraft): Promise<RunView | undefined> {
+    const workflows = this.o.backend.workflows;
+    if (workflows === undefined) return undefined;
+    try {
+      return runView(r, await workflows.history(r.task_id), ctx.now, draft);
+    } catch (err) {
+      const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      this.o.logger?.warn('console: reading a workflow history failed', { task_id: r.task_id, error: why });
+      return { steps: [], unreadable: why };
+    }
+  }
+
+  private async taskWithFlash(
+    ctx: PageContext,
+    id: string,
+    status: number,
+    flash: Flash,
+    draft?: SignalDraft,
+  ): Promise<ConsoleResponse> {
     const r = await this.o.backend.getTask(id);
     if (r === undefined) throw new PageNotFoundError(`task ${id} not found`);
-    return page(status, taskPage(ctx, r, flash));
+    return page(status, taskPage(ctx, r, flash, await this.run(ctx, r, draft)));
   }
 
   private job(id: string) {

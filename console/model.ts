@@ -15,6 +15,7 @@ import type { ListedTask } from '../shared/task/task-store.js';
 import type { BoundedCount } from '../shared/task/delayed-count.js';
 import type { ListedStatus, ListingView, TaskRecord } from '../shared/task/model.js';
 import type { Operator } from '../shared/task/operations.js';
+import type { HistoryEntry } from '../shared/workflow/history-store.js';
 
 /** One queue's depth (SQS's approximate attributes). */
 export interface QueueDepthRow {
@@ -153,6 +154,19 @@ export interface ScheduleConsole {
   trigger(name: string): Promise<RunResult>;
 }
 
+/** Workflow runs (docs/workflows.md): their histories, and the signals an operator sends them. */
+export interface WorkflowConsole {
+  /** The run's history entries (`HistoryStore.read`); none for a task that is no workflow run. */
+  history(runId: string): Promise<readonly HistoryEntry[]>;
+  /**
+   * `signalRoute` (`POST /api/v1/tasks/{id}/signals/{name}`, `kaj task signal`) as an operator,
+   * who may signal any run: records the signal in the run's history and wakes the run if it waits.
+   * @throws ValidationError (the name, the payload), TaskNotFoundError, HttpError (409 `not_a_workflow`,
+   *   `run_finished`, `signal_already_received`, `signal_wait_ended`)
+   */
+  signal(runId: string, name: string, payload: unknown): Promise<{ readonly woken: boolean }>;
+}
+
 /** The deployment the console shows, through Kaj's own services. */
 export interface ConsoleBackend {
   /** `local (npm start, pid 123)`, `stack kaj-prod (eu-west-1)`. */
@@ -171,4 +185,6 @@ export interface ConsoleBackend {
   purge(selection: DeadSelection, operator: Operator, onProgress: Progress): Promise<BatchOutcome>;
   /** Absent when the deployment has no scheduler. */
   readonly schedules?: ScheduleConsole;
+  /** Absent when the deployment has no history store (no workflow types). */
+  readonly workflows?: WorkflowConsole;
 }

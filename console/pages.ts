@@ -20,6 +20,7 @@ import type { Job } from './jobs.js';
 import { actionForm, type Flash, layout, type PageContext } from './layout.js';
 import type { DeadLetterView, DeadTaskRow, Overview, TaskPage, TaskQuery } from './model.js';
 import { SINCE_CHOICES, type SinceChoice } from './params.js';
+import { parentTerm, runCards, type RunView } from './workflow.js';
 
 /* ---------- overview ---------- */
 
@@ -151,7 +152,8 @@ function taskRow(t: ListedTask, delayed: boolean): Html {
 
 /* ---------- one task ---------- */
 
-export function taskPage(ctx: PageContext, r: TaskRecord, flash?: Flash): Html {
+/** A task's page; a workflow run's (`run`: from its history) adds its step timeline and what it waits for. */
+export function taskPage(ctx: PageContext, r: TaskRecord, flash?: Flash, run?: RunView): Html {
   const cancellable =
     r.status === 'queued' || r.status === 'retrying' || (r.status === 'running' && !r.cancel_requested);
   const redrivable = r.status === 'failed' && r.discarded_at === undefined;
@@ -179,6 +181,7 @@ export function taskPage(ctx: PageContext, r: TaskRecord, flash?: Flash): Html {
   <dt>Payload size</dt><dd>${bytes(jsonBytes(r.payload))}</dd>
   ${r.owner === undefined ? '' : html`<dt>Owner</dt><dd class="mono">${r.owner}</dd>`}
   ${r.tenant === undefined ? '' : html`<dt>Tenant</dt><dd>${r.tenant}</dd>`}
+  ${parentTerm(r)}
   ${r.schedule === undefined ? '' : html`<dt>Schedule</dt><dd><a href="/schedules/${r.schedule}">${r.schedule}</a> (${r.scheduled_time ?? ''})</dd>`}
   ${r.redrive_count ? html`<dt>Redriven</dt><dd>${r.redrive_count} time(s)</dd>` : ''}
 </dl></div>
@@ -190,6 +193,7 @@ export function taskPage(ctx: PageContext, r: TaskRecord, flash?: Flash): Html {
 <h2>Result</h2>${r.result === undefined ? html`<p class="muted">None.</p>` : html`<pre>${jsonText(r.result).text}</pre>`}
 </div>
 </div>
+${run === undefined ? '' : runCards(ctx, r, run)}
 <div class="card"><h2>Attempts</h2>${
       r.history.length === 0
         ? html`<p class="muted">No attempt has finished yet.</p>`

@@ -3,6 +3,7 @@ import { lanes } from './lanes.js';
 import { limits } from './limits.js';
 import { loanApplication } from './loan-application.js';
 import { makeThumbnails } from './make-thumbnails.js';
+import { nightlyClose } from './nightly-close.js';
 import { order } from './order.js';
 import { salesReport } from './sales-report.js';
 import { sendEmail } from './send-email.js';
@@ -13,7 +14,10 @@ import { sendSms } from './send-sms.js';
  * (`tasks/limits.ts`). To add a type: write `tasks/<name>.ts` with `defineTask({...})` (or
  * `defineWorkflow({...})`, docs/workflows.md) and add it to this list.
  */
-export const registry = new TaskRegistry([sendEmail, sendSms, makeThumbnails, salesReport, order, loanApplication], {
-  lanes,
-  limits,
-});
+export const registry = new TaskRegistry(
+  [sendEmail, sendSms, makeThumbnails, salesReport, order, loanApplication, nightlyClose],
+  {
+    lanes,
+    limits,
+  },
+);

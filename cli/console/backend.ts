@@ -2,8 +2,9 @@
  * The console's {@link ConsoleBackend} over the services `kaj` itself uses on a target: queue
  * depths and limits (`collectStats`, as `kaj stats`), the listing index (`TaskListing`, as
  * `kaj tasks list`), the record (`kaj task show`), the domain's audited cancel (`kaj task cancel`),
- * the DLQ listing, redrive and purge paths (`kaj dlq list/redrive/purge --task …`) and the
- * schedule service (`kaj schedules …`). Nothing here writes a task record itself.
+ * the DLQ listing, redrive and purge paths (`kaj dlq list/redrive/purge --task …`), the
+ * schedule service (`kaj schedules …`) and, for workflow runs, the history store and the signal
+ * route (`kaj task show`, `kaj task signal`). Nothing here writes a task record itself.
  *
  * @module
  */
@@ -20,12 +21,15 @@ import type {
   TaskPage,
   TaskQuery,
   Throughput,
+  WorkflowConsole,
 } from '../../console/model.js';
+import { type SignalDeps, signalRoute } from '../../shared/service/api/signals.js';
 import type { ListedTask } from '../../shared/task/task-store.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { type BoundedCount, countTableDelayed } from '../../shared/task/delayed-count.js';
 import { isListingReader, listedAt, type TaskListing } from '../../shared/task/listing.js';
 import { LISTED_STATUSES, type ListedStatus } from '../../shared/task/model.js';
+import { type HistoryStore, historyRetentionDays } from '../../shared/workflow/history-store.js';
 import type { BatchReport } from '../admin/batch.js';
 import { listDeadLetters } from '../admin/list.js';
 import { purgeDeadLetters } from '../admin/purge.js';
@@ -85,6 +89,17 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
       onProgress: (c) => onProgress({ ...c }),
     });
   const schedules = o.schedules === false ? undefined : scheduleConsole(ctx, s, o.registry);
+  const history = s.kaj.history;
+  const workflows =
+    history === undefined
+      ? undefined
+      : workflowConsole({
+          lifecycle: s.kaj.lifecycle,
+          registry: o.registry,
+          history,
+          now: () => ctx.clock.now(),
+          historyRetentionDays: historyRetentionDays(s.target.settings),
+        });
   // The auto-refresh (every 5 s) reuses the counts for a while: they are approximate anyway.
   type Counts = { readonly statuses: StatusCount[]; readonly delayedInTable: BoundedCount };
   let counted: { readonly at: number; readonly counts: Promise<Counts> } | undefined;
@@ -213,6 +228,22 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
     },
 
     ...(schedules === undefined ? {} : { schedules }),
+    ...(workflows === undefined ? {} : { workflows }),
+  };
+}
+
+/**
+ * The console's workflow runs over a history store and the domain's signal route, as `kaj task
+ * show` and `kaj task signal` use them: the console signals as an operator (no owner), who may
+ * signal any run.
+ */
+export function workflowConsole(d: SignalDeps & { readonly history: HistoryStore }): WorkflowConsole {
+  return {
+    history: (runId) => d.history.read(runId),
+    async signal(runId, name, payload) {
+      const r = await signalRoute(runId, name, payload, d, undefined);
+      return { woken: r.body.woken === true };
+    },
   };
 }
 

@@ -7,11 +7,15 @@ import { registry } from '../../../tasks/index.js';
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
 import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
+import { stepsView } from '../../../shared/workflow/view.js';
 
 function setup() {
+  const history = new MemoryHistoryStore();
   const u = unitKaj(registry, undefined, new TimerClock(), {
-    history: new MemoryHistoryStore(),
+    history,
     limits: new MemoryLimitStore(), // send_email uses a limit
+    schedules: new MemoryScheduleStore(),
   });
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await u.kaj.handleHttp(
@@ -37,7 +41,7 @@ function setup() {
       }
     }
   };
-  return { ...u, api, drain };
+  return { ...u, api, drain, history };
 }
 
 describe('tasks/ example workflows', () => {
@@ -152,5 +156,29 @@ describe('tasks/ example workflows', () => {
       'disburse:failed',
       'compensate:contract_pdf:succeeded',
     ]);
+  });
+
+  it('nightly_close (started by its schedule): every region’s report is a child of the same logical date, then the summary', async () => {
+    const u = setup();
+    await u.kaj.schedules?.syncDeclared(registry.declaredSchedules());
+    // 00:45 in Dhaka (UTC+6) the next night: the ticker creates the run.
+    vi.setSystemTime(Date.parse('2026-03-01T18:45:01Z'));
+    await u.kaj.ticker?.tick();
+    await u.drain();
+    const runs = new Set(u.queue.sent.filter((m) => m.type === 'nightly_close').map((m) => m.message.task_id));
+    expect(runs.size).toBe(1);
+    const run = await u.store.get([...runs][0] ?? '');
+    expect(run?.status).toBe('succeeded');
+    expect(run).toMatchObject({ schedule: 'nightly-close', scheduled_time: '2026-03-01T18:45:00.000Z' });
+    const result = run?.result as { day: string; reports: string[] };
+    expect(result.reports).toEqual(['north', 'south', 'east', 'west'].map((r) => `reports/sales/${r}/2026-03-01.csv`));
+    const steps = stepsView(await u.history.read(run?.task_id ?? ''), Date.now());
+    const children = steps.filter((s) => s.kind === 'child');
+    expect(children).toHaveLength(4);
+    // Each region's report is a child of the run, of its logical date: the day before, in Dhaka.
+    const child = await u.store.get(children[0]?.child_id ?? '');
+    expect(child).toMatchObject({ type: 'sales_report', status: 'succeeded', parent_id: run?.task_id });
+    expect(child?.scheduled_time).toBe(run?.scheduled_time);
+    expect(result.day).toBe('2026-03-01');
   });
 });
