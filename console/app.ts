@@ -110,7 +110,7 @@ export class ConsoleApp {
       if (req.method === 'POST') {
         if (!this.o.actionsAllowed) {
           throw new ActionRefusedError(
-            'refused: this console is read-only. Start it with `kaj ui --allow-actions` to cancel, redrive, purge or change schedules.',
+            'refused: this console is read-only. Start it with `kaj ui --allow-actions` to cancel, redrive, purge, change schedules or signal workflow runs.',
           );
         }
         checkAction(req, { token: this.o.token, port: this.o.port() });

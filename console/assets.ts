@@ -61,6 +61,8 @@ button:disabled{opacity:.5;cursor:not-allowed}
 .timeline li{position:relative;padding:0 0 14px 10px}
 .timeline li::before{content:"";position:absolute;left:-25px;top:5px;width:12px;height:12px;border-radius:50%;background:var(--muted);border:2px solid var(--card)}
 .timeline li.o-succeeded::before{background:var(--ok)}.timeline li.o-failed::before,.timeline li.o-crashed::before{background:var(--bad)}.timeline li.o-retrying::before{background:var(--warn)}
+.timeline li.o-done::before,.timeline li.o-received::before{background:var(--ok)}.timeline li.o-timed_out::before{background:var(--warn)}.timeline li.o-waiting::before,.timeline li.o-sleeping::before,.timeline li.o-running::before{background:var(--accent)}
+.st-waiting,.st-sleeping{color:var(--accent)}.st-received,.st-done{color:var(--ok)}.st-timed_out{color:var(--warn)}
 .chart{display:block;width:100%;height:120px}
 .chart .s{fill:var(--ok)}.chart .f{fill:var(--bad)}.chart .r{fill:var(--warn)}.chart .axis{stroke:var(--line)}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:13px;color:var(--muted);margin:6px 0 0}

@@ -54,8 +54,8 @@ export function layout(
   )}</nav>
   <span class="target">${ctx.label} ${
     ctx.actionsAllowed
-      ? html`<span class="badge rw" title="cancel, redrive, purge and schedule changes are enabled">actions on</span>`
-      : html`<span class="badge ro" title="start with --allow-actions to enable cancel, redrive, purge and schedule changes">read-only</span>`
+      ? html`<span class="badge rw" title="cancel, redrive, purge, schedule changes and workflow signals are enabled">actions on</span>`
+      : html`<span class="badge ro" title="start with --allow-actions to enable cancel, redrive, purge, schedule changes and workflow signals">read-only</span>`
   }</span>
 </header>
 <main id="main">

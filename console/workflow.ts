@@ -31,7 +31,7 @@ export interface RunView {
   readonly unreadable?: string;
 }
 
-/** Steps an error message is cut to on the page (the whole one stays in the title). */
+/** Characters an error message is cut to on the page (the whole one stays in the title). */
 const ERROR_CHARS = 400;
 
 /**
