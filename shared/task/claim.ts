@@ -35,8 +35,12 @@ export type ClaimOutcome =
       readonly permit?: Permit;
       readonly commit?: () => Promise<ClaimOutcome>;
     }
-  /** Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled. */
-  | { readonly kind: 'drop'; readonly reason: string }
+  /**
+   * Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled.
+   * `finished`: the task, finished, when this is the message of its last dispatch (the one that
+   * ran it: its worker may have died between the end's write and what follows it).
+   */
+  | { readonly kind: 'drop'; readonly reason: string; readonly finished?: TaskRecord }
   /** Look again in `seconds`: another worker holds a live lease, or the record's write is still landing. */
   | { readonly kind: 'defer'; readonly seconds: number; readonly reason: string }
   /** The task crashed its workers too often and was failed here; acknowledge the message. */
@@ -161,7 +165,7 @@ export class TaskClaims {
       }
       return { kind: 'drop', reason: 'superseded by a newer dispatch' };
     }
-    if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}` };
+    if (isFinished(current.status)) return { kind: 'drop', reason: `task is ${current.status}`, finished: current };
     const leaseUntil = current.lease_until ?? 0;
     const leaseLive = current.status === 'running' && leaseUntil > now;
     if (current.cancel_requested === true && !leaseLive) return this.endCancelledUnclaimed(current, now);

@@ -14,8 +14,12 @@ import type { TaskRecord } from './model.js';
 import { isFinished } from './state-machine.js';
 import type { TaskStore } from './task-store.js';
 
-/** Called with a task as stored right after an update ended it. */
-export type FinishedListener = (record: TaskRecord) => Promise<void>;
+/**
+ * Called with a task as stored right after an update ended it; `again` when it is called once
+ * more for a task found finished (the message that ran it came back: its worker may have died
+ * before what follows the end was done), so the listener must be idempotent.
+ */
+export type FinishedListener = (record: TaskRecord, again?: boolean) => Promise<void>;
 
 /** `store`, with `listener` told of each update that ended a task. */
 export function notifyingStore(store: TaskStore, listener: FinishedListener, logger: Logger): TaskStore {
@@ -27,17 +31,26 @@ export function notifyingStore(store: TaskStore, listener: FinishedListener, log
     update: async (taskId, changes, condition) => {
       const stored = await store.update(taskId, changes, condition);
       const from = condition.status ?? (condition.orLeaseExpiredBefore === undefined ? [] : ['running' as const]);
-      if (isFinished(stored.status) && from.some((s) => !isFinished(s))) {
-        try {
-          await listener(stored);
-        } catch (err) {
-          logger.warn('what follows a task end failed; the run recovers it on its check timer', {
-            task_id: taskId,
-            error: err instanceof Error ? err.name : String(err),
-          });
-        }
-      }
+      if (isFinished(stored.status) && from.some((s) => !isFinished(s)))
+        await followEnd(listener, logger, stored, false);
       return stored;
     },
   };
+}
+
+/** Runs the listener on a task's end; its failure is logged, never thrown. */
+export async function followEnd(
+  listener: FinishedListener,
+  logger: Logger,
+  record: TaskRecord,
+  again: boolean,
+): Promise<void> {
+  try {
+    await listener(record, again);
+  } catch (err) {
+    logger.warn('what follows a task end failed; the run recovers it on its check timer', {
+      task_id: record.task_id,
+      error: err instanceof Error ? err.name : String(err),
+    });
+  }
 }

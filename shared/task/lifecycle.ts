@@ -2,7 +2,8 @@ import { TaskClaims } from './claim.js';
 import { AttemptLeases } from './lease.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import { listedStore } from './listing.js';
-import { notifyingStore } from './finished.js';
+import { followEnd, notifyingStore } from './finished.js';
+import type { TaskRecord } from './model.js';
 import { OperatorActions } from './operator-actions.js';
 import { AttemptOutcomes } from './outcome.js';
 import { TaskOutbox } from './outbox.js';
@@ -36,8 +37,10 @@ export class TaskLifecycle {
   readonly requests: TaskRequests;
   readonly operations: OperatorActions;
   readonly wakes: RunWakes;
+  private readonly deps: LifecycleDeps;
 
   constructor(deps: LifecycleDeps) {
+    this.deps = deps;
     // Every status change keeps the listing index right (listing.ts): applied here, once.
     // What follows a task's end (a workflow's fan-in) is started here too, once written.
     const listed = listedStore(deps.store, deps.clock);
@@ -50,5 +53,13 @@ export class TaskLifecycle {
     this.outcomes = new AttemptOutcomes(d, this.outboxes, this.wakes);
     this.requests = new TaskRequests(d);
     this.operations = new OperatorActions(d, this.outboxes);
+  }
+
+  /**
+   * What follows a task's end, once more: for a finished task whose last message came back (its
+   * worker may have died between the end's write and what follows it). Idempotent listeners only.
+   */
+  async followEndAgain(record: TaskRecord): Promise<void> {
+    if (this.deps.onFinished !== undefined) await followEnd(this.deps.onFinished, this.deps.logger, record, true);
   }
 }

@@ -7,9 +7,12 @@
  * - a cancelled run's open children are cancelled (running ones get their abort signal).
  *
  * Exactly once without a transaction: the end is one conditional put, the count one atomic
- * decrement made only by the child whose put wrote the end. A crash between the child's final
- * write and these leaves the run waiting on its check timer, whose lookup records the end itself
- * (`child-calls.ts`): never a parent waiting forever.
+ * decrement made by the child whose put wrote the end. A worker that dies between the child's
+ * final write and these leaves the child's message on the queue: it comes back (within the
+ * queue's visibility timeout), finds the child finished, and does both again
+ * (`TaskLifecycle.followEndAgain`: the put is idempotent; a second count only wakes the run to
+ * recount). Beyond that, the waiting run's check timer looks its open children up and records
+ * their ends itself (`child-calls.ts`): never a parent waiting forever.
  *
  * @module
  */
@@ -39,9 +42,9 @@ export interface FanInDeps {
 
 /** The listener of task ends for workflows, acting through `lifecycle()` (the lifecycle it listens to). */
 export function fanInListener(d: FanInDeps, lifecycle: () => TaskLifecycle): FinishedListener {
-  return async (record: TaskRecord) => {
-    if (record.parent_id !== undefined) await childEnded(d, lifecycle(), record);
-    if (record.status === 'cancelled' && isWorkflowType(d.registry, record.type)) {
+  return async (record: TaskRecord, again = false) => {
+    if (record.parent_id !== undefined) await childEnded(d, lifecycle(), record, again);
+    if (!again && record.status === 'cancelled' && isWorkflowType(d.registry, record.type)) {
       await cancelChildren(d, lifecycle(), record.task_id);
     }
   };
@@ -59,12 +62,22 @@ export function lifecycleWithFanIn(deps: LifecycleDeps, fanIn: FanInDeps | undef
   return lifecycle;
 }
 
-/** Records a child's end in its run's history; the writer of that record counts the run down. */
-export async function childEnded(d: FanInDeps, lifecycle: TaskLifecycle, child: TaskRecord): Promise<void> {
+/**
+ * Records a child's end in its run's history; the writer of that record counts the run down.
+ * `again` (the child's message came back after its end: its worker may have died between the
+ * record and the count): counts down even when the record was there — at worst one count too
+ * many, which wakes the run early to recount (a replay counts its open children from its history).
+ */
+export async function childEnded(
+  d: FanInDeps,
+  lifecycle: TaskLifecycle,
+  child: TaskRecord,
+  again = false,
+): Promise<void> {
   const entry = childEndEntry(child, d.clock.now(), d.historyRetentionDays);
   if (entry === undefined) return;
   const { written } = await d.history.append(entry);
-  if (!written) return;
+  if (!written && !again) return;
   const woke = await lifecycle.wakes.childFinished(entry.run_id);
   d.logger.debug('child ended', { task_id: child.task_id, parent_id: entry.run_id, parent: woke });
 }

@@ -13,10 +13,7 @@ import type { IConstruct } from 'constructs';
 import * as z from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { largestEnvironmentBytes } from '../../infra/config.js';
-import {
-  HISTORY_TABLE_APPEND_ACTIONS,
-  HistoryTable,
-} from '../../infra/constructs/history-table.js';
+import { HISTORY_TABLE_APPEND_ACTIONS, HistoryTable } from '../../infra/constructs/history-table.js';
 import { OUTPUT_KEYS, parseStackOutputs } from '../../infra/outputs.js';
 import { ENV, HISTORY_TABLE_SCHEMA, resourceNames } from '../../shared/config/resources.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';

@@ -221,6 +221,8 @@ export class TaskConsumer {
       case 'drop':
         this.d.metrics.count(METRICS.claimsRejected, undefined);
         this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
+        // A workflow's child whose worker died after its end's write: its run still hears of it.
+        if (claim.finished?.parent_id !== undefined) await this.lifecycle.followEndAgain(claim.finished);
         return 'ack';
       case 'defer':
         await hold.setVisibility(held, claim.seconds);

@@ -214,6 +214,30 @@ describe('Workflow children (wf.run): fan-out, exactly-once fan-in, failures, ca
     expect(calls.resize).toBe(1);
   });
 
+  it('a worker dies after a child’s end is written: the child’s message comes back and the run hears of it', async () => {
+    const u = setup();
+    const id = await submit(u, { count: 2 });
+    await deliverLatest(u, id);
+    await deliverLatest(u, childTaskId(id, 'resize_0'));
+    // Child 1's end reaches the history but its count-down is lost (the worker dies in between).
+    u.store.beforeUpdate = (taskId, changes) => {
+      if (taskId === id && changes.add?.children_open !== undefined) {
+        u.store.beforeUpdate = undefined;
+        throw new Error('worker killed');
+      }
+    };
+    const childMessage = messagesOf(u, childTaskId(id, 'resize_1')).at(-1);
+    await deliver(u, childMessage);
+    expect((await u.store.get(id))?.status).toBe('waiting');
+    const before = messagesOf(u, id).length;
+    // Its message was not acknowledged: SQS gives it back; the child is finished, the run is told again.
+    await deliver(u, childMessage);
+    expect(messagesOf(u, id).length).toBe(before + 1);
+    await deliverLatest(u, id);
+    expect((await u.store.get(id))?.status).toBe('succeeded');
+    expect(calls.resize).toBe(2);
+  });
+
   it('cancelling a run cancels its 1,000 open children; a running child gets its abort signal', async () => {
     const u = setup();
     const id = await submit(u, { count: 1_000 });
