@@ -19,6 +19,9 @@
  *   b  first-attempt success, 1 KB payload        e  failed at once (PermanentError): dead letter
  *   c  one retry, then success                     f  each submit replayed once (same idempotency key)
  *   g, h, i  first-attempt success, submitted with POST /api/v1/tasks/batch, 1 / 10 / 100 a request
+ *   l  a workflow run of four steps (the `order` example's shape)
+ *   m  a workflow run: two steps, a signal sent through the signal route, two steps, a child task
+ *      (the `loan_application` example's shape over 50,000); its child's costs included
  *   j, k  first-attempt success, submitted directly by the producer (`kaj/client/direct`: the same
  *         submit code in the producer's process, on its IAM role), one a call / 10 a call
  *         (`submitMany`: one SendMessageBatch): no API Gateway request, no API function invocation,
@@ -56,6 +59,10 @@ import { BenchClock, seededRandom } from './lib/determinism.js';
 import { fmt as format, median, num, printTable, repeat, usd } from './lib/report.js';
 import { MemoryTaskQueue, type ReceivedTaskMessage } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
+import { defineWorkflow } from '../shared/workflow/define.js';
+import { historyRetentionDays } from '../shared/workflow/history-store.js';
+import { signalRoute } from '../shared/service/api/signals.js';
+import { MeteredHistory } from './lib/history-accounting.js';
 
 const { values } = parseArgs({
   options: {
@@ -107,14 +114,42 @@ const payloadSchema = z.object({
   fail_attempts: z.number().int().optional(),
   permanent: z.boolean().optional(),
 });
+const sendEmail = defineTask({
+  type: 'send_email',
+  schema: payloadSchema,
+  handler: async (p, ctx) => {
+    if (p.permanent === true) throw new PermanentError('bench: permanent failure');
+    if (ctx.attempt <= (p.fail_attempts ?? 0)) throw new Error('bench: transient failure');
+    return { sent: true };
+  },
+});
+/** A result of about 100 bytes, as a step returning an id and a few fields would. */
+const stepResult = (name: string) => ({ id: `${name}-0123456789abcdef`, status: 'ok', amount: 1234.5 });
 const registry = new TaskRegistry([
-  defineTask({
-    type: 'send_email',
-    schema: payloadSchema,
-    handler: async (p, ctx) => {
-      if (p.permanent === true) throw new PermanentError('bench: permanent failure');
-      if (ctx.attempt <= (p.fail_attempts ?? 0)) throw new Error('bench: transient failure');
-      return { sent: true };
+  sendEmail,
+  // The order example's shape (tasks/order.ts): four steps.
+  defineWorkflow({
+    type: 'order_flow',
+    schema: z.object({}),
+    run: async (_p, wf) => {
+      for (const name of ['reserve_stock', 'charge_payment', 'make_invoice', 'send_email'])
+        await wf.step(name, () => stepResult(name));
+      return 'done';
+    },
+  }),
+  // The loan example's shape (tasks/loan-application.ts, over 50,000): two steps, the manager's
+  // signal (sent by the scenario through the signal route), two steps, the SMS as a child task.
+  defineWorkflow({
+    type: 'loan_flow',
+    schema: z.object({}),
+    run: async (_p, wf) => {
+      await wf.step('verify_documents', () => stepResult('verify_documents'));
+      await wf.step('risk_score', () => stepResult('risk_score'));
+      await wf.waitForSignal('manager_approval', { timeout: '48h' });
+      await wf.step('contract_pdf', () => stepResult('contract_pdf'));
+      await wf.step('disburse', () => stepResult('disburse'));
+      await wf.run(sendEmail, SMALL, { name: 'send_sms' });
+      return 'approved';
     },
   }),
 ]);
@@ -133,6 +168,10 @@ interface Scenario {
   readonly batch?: number;
   /** Submitted by the producer itself (`kaj/client/direct`): no HTTP request, no API invocation. */
   readonly direct?: boolean;
+  /** A workflow run: once every run waits, this signal is sent to each through the signal route. */
+  readonly signal?: string;
+  /** A workflow run: its steps (what a "per million steps" figure divides by). */
+  readonly steps?: number;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -162,6 +201,14 @@ const SCENARIOS: readonly Scenario[] = [
     body: () => ({ type: 'send_email', payload: SMALL }),
     batch: 10,
     direct: true,
+  },
+  { key: 'l', title: 'workflow: order, 4 steps', body: () => ({ type: 'order_flow', payload: {} }), steps: 4 },
+  {
+    key: 'm',
+    title: 'workflow: loan, 4 steps+signal+child',
+    body: () => ({ type: 'loan_flow', payload: {} }),
+    signal: 'manager_approval',
+    steps: 4,
   },
 ];
 
@@ -207,7 +254,9 @@ function world(model: DeploymentModel, seed: number) {
   const sqs = new SqsLedger();
   const inner = new MemoryTaskStore();
   const memq = new MemoryTaskQueue({ now: () => clock.now() });
+  const history = new MeteredHistory();
   const kaj = createKaj({
+    history,
     store: new AccountingTaskStore(inner, model.table, dynamo, TABLE_SCHEMA.outboxIndex.name),
     queue: new CountingTaskQueue(memq, sqs),
     registry,
@@ -216,14 +265,16 @@ function world(model: DeploymentModel, seed: number) {
     clock,
     random: seededRandom(seed),
   });
-  return { kaj, clock, dynamo, sqs, inner, memq };
+  return { kaj, clock, dynamo, sqs, inner, memq, history };
 }
 
 async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
   const n = OPTS.tasks;
   const names = resourceNames('kaj');
   const outboxName = TABLE_SCHEMA.outboxIndex.name;
-  const { kaj, clock, dynamo, sqs, inner, memq } = world(model, seed);
+  const { kaj, clock, dynamo, sqs, inner, memq, history } = world(model, seed);
+  const runs: string[] = [];
+  let signalled = s.signal === undefined;
   const tag = (t: string): void => {
     dynamo.tag = t;
     sqs.tag = t;
@@ -248,7 +299,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
   }
   for (let i = 0; s.batch === undefined && i < n; i++) {
     const body = s.body(i);
-    await kaj.submitter.submit(body, CALLER);
+    runs.push((await kaj.submitter.submit(body, CALLER)).record.task_id);
     request(1);
     if (s.replay === true) {
       await kaj.submitter.submit(body, CALLER);
@@ -283,6 +334,23 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
       }
     }
     if (settled()) break;
+    if (!signalled) {
+      // Every run waits for its signal: someone sends it (an HTTP request to the API function).
+      signalled = true;
+      tag('api');
+      for (const id of runs) {
+        const deps = {
+          ...kaj,
+          registry,
+          history,
+          now: () => clock.now(),
+          historyRetentionDays: historyRetentionDays(runtimeSettings(), registry),
+        };
+        await signalRoute(id, s.signal as string, { approved: true }, deps, CALLER.owner);
+        request(1);
+      }
+      continue;
+    }
     const next = Math.min(memq.nextVisibleAt() ?? Number.POSITIVE_INFINITY, nextSweep);
     if (next > START + HORIZON_MS) break;
     clock.t = Math.max(clock.t, next);
@@ -298,7 +366,7 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
   const calls = (api: string): number =>
     sqs.calls.filter((c) => c.api === api && c.by === 'kaj').reduce((t, c) => t + c.requests, 0);
   const retentionS = runtimeSettings().retentionDays * DAY_S;
-  let storageGbMonths = 0;
+  let storageGbMonths = history.storageGbMonths;
   for (const item of inner.items.values()) {
     const created = Date.parse(String(item.created_at)) / 1000;
     const expires = typeof item.expires_at === 'number' ? item.expires_at : created + retentionS;
@@ -333,6 +401,8 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
     apiItems,
     deliveries: delivered,
     storageGbMonths,
+    historyWru: history.writeUnits,
+    historyRru: history.readUnits,
     // Not per task: tasks left unfinished or in the outbox at the horizon.
     unsettled: unsettled * n,
   };
@@ -358,8 +428,8 @@ function dollars(m: Measured, model: DeploymentModel) {
   const fill = batchFill(model);
   const consumerInvocations = m.deliveries / fill;
   const esm = esmRequests(m.deliveries, m.acknowledged, fill);
-  const dynamoWrites = cost(PRICES.dynamodb.writeRequestUnit, (m.tableWru + m.indexWru) * million);
-  const dynamoReads = cost(PRICES.dynamodb.readRequestUnit, m.rru * million);
+  const dynamoWrites = cost(PRICES.dynamodb.writeRequestUnit, (m.tableWru + m.indexWru + m.historyWru) * million);
+  const dynamoReads = cost(PRICES.dynamodb.readRequestUnit, (m.rru + m.historyRru) * million);
   const dynamoStorage = cost(PRICES.dynamodb.storage, m.storageGbMonths * million);
   const sqsBilled = m.sqsKajBilled + esm.receive + esm.deleteBatch;
   const lambda =
@@ -462,7 +532,8 @@ async function main(): Promise<void> {
     ['DynamoDB, per task (AWS rules)'],
     ['  table WRU', ...per((m) => fmt(m.tableWru))],
     [`  index WRU (${TABLE_SCHEMA.outboxIndex.name}, ${projection})`, ...per((m) => fmt(m.indexWru))],
-    ['  total WRU', ...per((m) => fmt(m.tableWru + m.indexWru))],
+    ['  history WRU / RRU (workflows)', ...per((m) => `${fmt(m.historyWru)}/${fmt(m.historyRru)}`)],
+    ['  total WRU', ...per((m) => fmt(m.tableWru + m.indexWru + m.historyWru))],
     [
       '  index writes put/move/update/delete',
       ...per((m) => [m.indexPut, m.indexMove, m.indexUpdate, m.indexDelete].map((x) => fmt(x)).join('/')),
@@ -519,6 +590,15 @@ async function main(): Promise<void> {
   ];
   console.log('');
   printTable(['', ...cols], rows, widths);
+
+  console.log('\nWorkflows (per run above; a step is one wf.step):');
+  for (const r of results.filter((x) => x.s.steps !== undefined)) {
+    const total = dollars(r.m, model).total;
+    console.log(
+      `  (${r.s.key}) ${r.s.title}: ${usd(total)} per million runs = ${usd(total / (r.s.steps as number))} per million steps, all in; ` +
+        `Step Functions Standard: $${PRICES.stepFunctions.standardTransition.usd} per ${PRICES.stepFunctions.standardTransition.per.toLocaleString('en-US')} state transitions (at least one per step)`,
+    );
+  }
 
   writeLog('(a)', results[0]?.first as RunResult);
   if (values.log) for (const r of results.slice(1)) writeLog(`(${r.s.key}) ${r.s.title}`, r.first);

@@ -119,6 +119,16 @@ export const PRICES = {
       note: 'First 10,000 metrics; a fixed monthly cost (per task type × metric), not counted per task',
     },
   },
+  /** Not used by Kaj: the comparison its workflows are priced against. */
+  stepFunctions: {
+    standardTransition: {
+      usd: 25,
+      per: 1_000_000,
+      unit: 'state transition (Standard workflows)',
+      source: 'https://aws.amazon.com/step-functions/pricing/',
+      note: 'After the free tier of 4,000 a month; Express workflows are priced by requests and duration instead',
+    },
+  },
 } as const satisfies Record<string, Record<string, Price>>;
 
 /** SQS bills each 64 KB (65,536 bytes) chunk of a request's payload as one request. */

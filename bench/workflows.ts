@@ -11,12 +11,11 @@
  *
  * @module
  */
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
-import { historyItemOf } from '../shared/aws/dynamo-history-store.js';
 import { defineWorkflow, type WorkflowContext } from '../shared/workflow/define.js';
-import type { AppendResult, HistoryEntry, HistoryStore } from '../shared/workflow/history-store.js';
+import type { HistoryStore } from '../shared/workflow/history-store.js';
+import { MeteredHistory } from './lib/history-accounting.js';
 import type { WorkflowOutcome } from '../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../testing/memory-history-store.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
@@ -32,12 +31,9 @@ import {
   applyChanges,
   failedWriteCost,
   type Item,
-  itemSize,
-  readUnits,
   successfulWriteCost,
   type TableModel,
   type WriteCost,
-  writeUnits,
 } from './lib/dynamo-accounting.js';
 import { fmt, median, num, printTable, repeat, usd } from './lib/report.js';
 import { PRICES } from './prices.js';
@@ -93,34 +89,6 @@ class MeteredTasks implements TaskStore {
 }
 
 const total = (c: WriteCost) => c.tableUnits + c.indexUnits;
-
-/** The history store with the write and read units of what it stores and reads. */
-class MeteredHistory implements HistoryStore {
-  readonly inner = new MemoryHistoryStore();
-  writeUnits = 0;
-  writes = 0;
-  queries = 0;
-  readUnits = 0;
-  async read(runId: string): Promise<HistoryEntry[]> {
-    const entries = await this.inner.read(runId);
-    this.queries += 1;
-    this.readUnits += readUnits(
-      entries.reduce((n, e) => n + bytesOf(e), 0),
-      true,
-    );
-    return entries;
-  }
-  async append(entry: HistoryEntry): Promise<AppendResult> {
-    const result = await this.inner.append(entry);
-    this.writes += 1;
-    this.writeUnits += writeUnits(bytesOf(entry)); // a refused conditional put is billed as a write too
-    return result;
-  }
-}
-
-function bytesOf(entry: HistoryEntry): number {
-  return itemSize(unmarshall(historyItemOf(entry)));
-}
 
 /** Invokes `run` until it completes, advancing the clock to each wake; counts invocations. */
 async function complete(

@@ -128,7 +128,7 @@ export function registerTask(program: Command, ctx: CliContext, state: RunState)
                 registry,
                 ...(s.kaj.history === undefined ? {} : { history: s.kaj.history }),
                 now: () => ctx.clock.now(),
-                historyRetentionDays: historyRetentionDays(s.target.settings),
+                historyRetentionDays: historyRetentionDays(s.target.settings, registry),
               },
               undefined,
             );

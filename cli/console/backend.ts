@@ -98,7 +98,7 @@ export function servicesBackend(ctx: CliContext, s: Services, o: BackendOptions)
           registry: o.registry,
           history,
           now: () => ctx.clock.now(),
-          historyRetentionDays: historyRetentionDays(s.target.settings),
+          historyRetentionDays: historyRetentionDays(s.target.settings, o.registry),
         });
   // The auto-refresh (every 5 s) reuses the counts for a while: they are approximate anyway.
   type Counts = { readonly statuses: StatusCount[]; readonly delayedInTable: BoundedCount };

@@ -174,6 +174,12 @@ export const DEFAULTS = {
   maxResultBytes: 32 * 1024,
   /** History entries a workflow run may record unless its type says otherwise (`defineWorkflow`). */
   maxHistoryEntries: 10_000,
+  /**
+   * How long a workflow run may last unless its type says otherwise (`defineWorkflow({ maxRunDays })`):
+   * its history is kept this long plus the deployment's retention, and a run older than this
+   * fails (its history would start to expire). At most the longest sleep, 365 days.
+   */
+  maxRunDays: 90,
   /** Children (`wf.run`) a workflow run may start unless its type says otherwise. */
   maxChildren: 10_000,
   /**

@@ -101,7 +101,7 @@ export function createKaj(deps: KajDeps): Kaj {
     d,
     deps.history === undefined
       ? undefined
-      : { ...d, history: deps.history, historyRetentionDays: historyRetentionDays(d.settings) },
+      : { ...d, history: deps.history, historyRetentionDays: historyRetentionDays(d.settings, deps.registry) },
   );
   const submitter = new TaskSubmitter(d, lifecycle);
   // One limiter per process: the tasks it runs share its rate reservations and hand slots over.
@@ -153,7 +153,7 @@ export function createKaj(deps: KajDeps): Kaj {
         ...(schedules === undefined ? {} : { schedules }),
         ...(deps.history === undefined
           ? {}
-          : { history: deps.history, historyRetentionDays: historyRetentionDays(d.settings) }),
+          : { history: deps.history, historyRetentionDays: historyRetentionDays(d.settings, deps.registry) }),
         ...listed,
       }),
     processBatch: (event, context) => consumer.processBatch(event, context),

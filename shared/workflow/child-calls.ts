@@ -31,6 +31,8 @@ export interface ReplayHost {
   /** A recorded entry was given back instead of run. */
   replayedEntry(at: number): void;
   now(): number;
+  /** `until`, if it is before the end of the run's life. @throws RunExpiredError */
+  withinRun(name: string, until: number): number;
 }
 
 export class ChildCalls {

@@ -136,6 +136,12 @@ export interface WorkflowOptions<S extends z.ZodType, R, T extends string>
   readonly maxHistoryEntries?: number;
   /** Children (`wf.run`) one run may start. @default DEFAULTS.maxChildren (10,000) */
   readonly maxChildren?: number;
+  /**
+   * How long a run may last, in days (1-365): no sleep or signal wait may end later, and a run
+   * still going then fails with `RunExpiredError`. The history is kept this long plus the
+   * deployment's retention, so a longer one costs storage. @default DEFAULTS.maxRunDays (90)
+   */
+  readonly maxRunDays?: number;
 }
 
 /** A workflow type: a task type (registered and submitted as one) with its `run`. */
@@ -145,6 +151,7 @@ export interface WorkflowDefinition<S extends z.ZodType = z.ZodType, R = unknown
   readonly run: (input: z.infer<S>, wf: WorkflowContext) => Promise<R>;
   readonly maxHistoryEntries: number;
   readonly maxChildren: number;
+  readonly maxRunDays: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds every input schema; runs get parsed inputs
@@ -181,14 +188,19 @@ export function defineWorkflow<S extends z.ZodType, R, const T extends string = 
       `${where}: maxChildren must be an integer in [0, ${DEFAULTS.maxHistoryEntriesLimit}], got ${maxChildren}`,
     );
   }
-  const { run, maxHistoryEntries: _, maxChildren: __, ...rest } = options;
+  const maxRunDays = options.maxRunDays ?? DEFAULTS.maxRunDays;
+  const longest = DEFAULTS.maxSleepMs / 86_400_000;
+  if (!Number.isInteger(maxRunDays) || maxRunDays < 1 || maxRunDays > longest) {
+    throw new WorkflowDefinitionError(`${where}: maxRunDays must be an integer in [1, ${longest}], got ${maxRunDays}`);
+  }
+  const { run, maxHistoryEntries: _, maxChildren: __, maxRunDays: ___, ...rest } = options;
   const task = defineTask<S, R, T>({
     ...rest,
     handler: async () => {
       throw new WorkflowRunnerMissingError(options.type);
     },
   });
-  return { ...task, kind: 'workflow', run, maxHistoryEntries: max, maxChildren };
+  return { ...task, kind: 'workflow', run, maxHistoryEntries: max, maxChildren, maxRunDays };
 }
 
 /** True for a type declared with `defineWorkflow`. */

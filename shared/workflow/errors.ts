@@ -129,3 +129,13 @@ export class ChildRunsMissingError extends WorkflowError {
     super(`run ${runId}: this runner cannot start child tasks (no child port given)`);
   }
 }
+
+/**
+ * A run outlived its type's `maxRunDays` (or asked for a wait that would end after it): its
+ * history is kept only that long (plus the retention). Permanent.
+ */
+export class RunExpiredError extends PermanentError {
+  constructor(message: string, options: { taskId?: string } = {}) {
+    super(message, { code: 'RUN_EXPIRED', ...options });
+  }
+}

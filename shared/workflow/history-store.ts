@@ -100,9 +100,19 @@ export interface HistoryStore {
 }
 
 /**
- * How long a history entry is kept after it is written (its TTL), in days: past the longest
- * sleep of a run, then as long as a finished task is kept.
+ * How long a history entry is kept after it is written (its TTL), in days: the longest a run of
+ * the deployment may last (the largest `maxRunDays` of its workflow types), then as long as a
+ * finished task is kept. Every writer of entries (the runner, the signal route, a child's end)
+ * uses the same figure.
  */
-export function historyRetentionDays(settings: { readonly retentionDays: number }): number {
-  return settings.retentionDays + Math.ceil(DEFAULTS.maxSleepMs / 86_400_000);
+export function historyRetentionDays(
+  settings: { readonly retentionDays: number },
+  registry?: { types(): string[]; get(type: string): unknown },
+): number {
+  let longest: number = DEFAULTS.maxRunDays;
+  for (const type of registry?.types() ?? []) {
+    const days = (registry?.get(type) as { maxRunDays?: unknown } | undefined)?.maxRunDays;
+    if (typeof days === 'number' && days > longest) longest = days;
+  }
+  return settings.retentionDays + longest;
 }

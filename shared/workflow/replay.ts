@@ -20,6 +20,7 @@ import {
   HistoryLimitError,
   NonDeterminismError,
   CompensationRequestedError,
+  RunExpiredError,
   StepFailedError,
   WorkflowError,
 } from './errors.js';
@@ -84,6 +85,7 @@ export class Replay {
         this.advance(at);
       },
       now: () => this.d.clock.now(),
+      withinRun: (name, until) => this.withinRun(name, until),
     };
     this.children = new ChildCalls(this.host, run, d.childCheckMs ?? DEFAULTS.childCheckMs, d.historyRetentionDays);
     this.suspended = new Promise((resolve) => {
@@ -240,7 +242,7 @@ export class Replay {
     if (this.closed) return never();
     this.inflight += 1;
     try {
-      return this.sleepOver(await this.append({ key, kind: 'sleep', until: until() }));
+      return this.sleepOver(await this.append({ key, kind: 'sleep', until: this.withinRun(name, until()) }));
     } finally {
       this.settled();
     }
@@ -358,6 +360,18 @@ export class Replay {
         steps: this.counts(),
       });
     });
+  }
+
+  /** `until`, if it is before the end of the run's life (`maxRunDays`). @throws RunExpiredError */
+  withinRun(name: string, until: number): number {
+    const end = this.run.createdAt + this.run.def.maxRunDays * 86_400_000;
+    if (until > end) {
+      throw new RunExpiredError(
+        `"${name}" would wait until ${new Date(until).toISOString()}, after the run's end of life (${new Date(end).toISOString()}: maxRunDays ${this.run.def.maxRunDays})`,
+        { taskId: this.run.runId },
+      );
+    }
+    return until;
   }
 
   private advance(at: number): void {

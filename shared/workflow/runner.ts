@@ -16,11 +16,21 @@ import type { RunInvocation, RunnerDeps, WorkflowOutcome } from './invocation.js
 import { classifyError } from '../retry/classify.js';
 import { LeaseLostError } from '../task/errors.js';
 import { Replay } from './replay.js';
+import { RunExpiredError } from './errors.js';
 
 export type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
 
 /** Runs one invocation of `run`'s workflow: every ending of its code is an outcome; it rejects only when the history cannot be read. */
 export async function runWorkflow(d: RunnerDeps, run: RunInvocation): Promise<WorkflowOutcome> {
+  const end = run.createdAt + run.def.maxRunDays * 86_400_000;
+  if (d.clock.now() > end) {
+    // Its history starts to expire: the run ends here rather than replay from a partial one.
+    const error = new RunExpiredError(
+      `the run is older than its type's maxRunDays (${run.def.maxRunDays}): it ended ${new Date(end).toISOString()}`,
+      { taskId: run.runId },
+    );
+    return { kind: 'failed', error };
+  }
   const entries = new Map((await d.history.read(run.runId)).map((e) => [e.key, e]));
   const replay = new Replay(d, run, entries);
   const ended = Promise.resolve()

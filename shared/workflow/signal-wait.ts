@@ -27,7 +27,9 @@ export async function waitForSignal(
   r.begin();
   try {
     const waitKey = `signal_wait#${name}`;
-    const wait = r.entries.get(waitKey) ?? (await r.append({ key: waitKey, kind: 'signal_wait', until: r.now() + ms }));
+    const wait =
+      r.entries.get(waitKey) ??
+      (await r.append({ key: waitKey, kind: 'signal_wait', until: r.withinRun(name, r.now() + ms) }));
     const until = wait.until ?? wait.at;
     if (until > r.now()) return r.waitUntil(until);
     // The deadline has passed: the wait ends without the signal, unless it was written first.

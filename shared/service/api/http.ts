@@ -346,6 +346,7 @@ function signalDeps(d: ApiDeps): SignalDeps {
     registry: d.registry,
     ...(d.history === undefined ? {} : { history: d.history }),
     now: d.now ?? Date.now,
-    historyRetentionDays: d.historyRetentionDays ?? historyRetentionDays({ retentionDays: DEFAULTS.retentionDays }),
+    historyRetentionDays:
+      d.historyRetentionDays ?? historyRetentionDays({ retentionDays: DEFAULTS.retentionDays }, d.registry),
   };
 }

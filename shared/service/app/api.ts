@@ -59,7 +59,7 @@ export function createApiFunction(
     defaultOwner: options.defaultOwner ?? 'anonymous',
     now: () => d.clock.now(),
     ...(schedules === undefined ? {} : { schedules }),
-    ...(history === undefined ? {} : { history, historyRetentionDays: historyRetentionDays(d.settings) }),
+    ...(history === undefined ? {} : { history, historyRetentionDays: historyRetentionDays(d.settings, registry) }),
     ...listingField(d.store, config.idSecret),
   };
   const serve = (event: APIGatewayProxyEventV2) => handleHttp(event, api);

@@ -54,7 +54,9 @@ export function createConsumerFunction(
     { ...d, ...(limiter === undefined ? {} : { limiter }), ...(history === undefined ? {} : { history }) },
     lifecycleWithFanIn(
       d,
-      history === undefined ? undefined : { ...d, history, historyRetentionDays: historyRetentionDays(d.settings) },
+      history === undefined
+        ? undefined
+        : { ...d, history, historyRetentionDays: historyRetentionDays(d.settings, d.registry) },
     ),
   );
   return {

@@ -48,7 +48,9 @@ export function createSubmitServices(
   // A cancel through the API ends tasks too: a child's end reaches its run, a run's cancel its children.
   const lifecycle = lifecycleWithFanIn(
     deps,
-    history === undefined ? undefined : { ...deps, history, historyRetentionDays: historyRetentionDays(deps.settings) },
+    history === undefined
+      ? undefined
+      : { ...deps, history, historyRetentionDays: historyRetentionDays(deps.settings, registry) },
   );
   return {
     submitter: new TaskSubmitter(deps, lifecycle),

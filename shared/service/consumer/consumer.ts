@@ -107,7 +107,7 @@ export class TaskConsumer {
               history: d.history,
               clock: d.clock,
               random: d.random,
-              historyRetentionDays: historyRetentionDays(d.settings),
+              historyRetentionDays: historyRetentionDays(d.settings, d.registry),
               ...(d.childCheckMs === undefined ? {} : { childCheckMs: d.childCheckMs }),
               // A run's children are created as any task is, by the task domain's submitter.
               childRuns: (run: TaskRecord) => submitterChildRuns(new TaskSubmitter(d, lifecycle), d.store, run),

@@ -7,8 +7,11 @@ import {
   DuplicateStepError,
   HistoryLimitError,
   NonDeterminismError,
+  RunExpiredError,
   StepFailedError,
 } from '../../../shared/workflow/errors.js';
+import { historyRetentionDays } from '../../../shared/workflow/history-store.js';
+import { TaskRegistry } from '../../../shared/task/define.js';
 import type { RunInvocation, WorkflowOutcome } from '../../../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
 import { invokeWorkflow } from '../../../testing/workflow-runs.js';
@@ -502,6 +505,35 @@ describe('Function: runWorkflow — fencing and limits', () => {
     });
     expect(lost.kind).toBe('failed');
     expect((lost as { error: unknown }).error).toBeInstanceOf(LeaseLostError);
+  });
+
+  it('maxRunDays: a wait ending after the run’s end of life is refused at the call; a run older than it fails', async () => {
+    const w = world();
+    const long = await w.invoke(async (_, wf) => {
+      await wf.sleep('too_long', '91d'); // the default maxRunDays is 90
+    });
+    expect((long as { error: unknown }).error).toBeInstanceOf(RunExpiredError);
+    expect(String((long as { error: Error }).error.message)).toContain('"too_long" would wait until');
+    expect(w.history.all()).toEqual([]);
+    const signal = await w.invoke(async (_, wf) => wf.waitForSignal('approval', { timeout: '100d' }));
+    expect((signal as { error: unknown }).error).toBeInstanceOf(RunExpiredError);
+    // A run still going after its 90 days (a child that never ended, retries): it ends, running nothing.
+    w.advance(90 * DAY + 1);
+    const old = await w.invoke(async (_, wf) => wf.step('late', w.effect('late', 1)));
+    expect((old as { error: unknown }).error).toBeInstanceOf(RunExpiredError);
+    expect(w.executions.get('late')).toBeUndefined();
+  });
+
+  it('history entries are kept the deployment’s retention plus its longest maxRunDays', () => {
+    const registry = new TaskRegistry([
+      defineWorkflow({ type: 'short_flow', schema: z.unknown(), run: async () => 1 }),
+      defineWorkflow({ type: 'long_flow', schema: z.unknown(), maxRunDays: 200, run: async () => 1 }),
+    ]);
+    expect(historyRetentionDays({ retentionDays: 30 })).toBe(30 + 90);
+    expect(historyRetentionDays({ retentionDays: 30 }, registry)).toBe(30 + 200);
+    expect(() => defineWorkflow({ type: 'x_flow', schema: z.unknown(), maxRunDays: 366, run: async () => 1 })).toThrow(
+      /maxRunDays must be an integer in \[1, 365\]/,
+    );
   });
 
   it('a run over its limit of history entries fails with HistoryLimitError', async () => {
