@@ -36,9 +36,8 @@ export type ClaimOutcome =
       readonly commit?: () => Promise<ClaimOutcome>;
     }
   /**
-   * Acknowledge and drop: the message is a duplicate, stale, or its task is finished or cancelled.
-   * `finished`: the task, finished, when this is the message of its last dispatch (the one that
-   * ran it: its worker may have died between the end's write and what follows it).
+   * Acknowledge and drop: a duplicate, stale, or its task finished (`finished`: the task, when the
+   * message ran it — its worker may have died between the end's write and what follows it).
    */
   | { readonly kind: 'drop'; readonly reason: string; readonly finished?: TaskRecord }
   /** Look again in `seconds`: another worker holds a live lease, or the record's write is still landing. */

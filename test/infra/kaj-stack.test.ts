@@ -239,8 +239,11 @@ describe('task table', () => {
 describe('least privilege', () => {
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
-  it("the API can read/write single task items and schedules, read the listing (its index, the outbox index, a page's rows), list schedules and send to every lane's priority queues, nothing else", () => {
+  it("the API can read/write single task items and schedules, read the listing (its index, the outbox index, a page's rows), list schedules, send to every lane's priority queues and (with a workflow type) read and append histories, nothing else", () => {
     const id = base.logicalId(base.stack.api.handler);
+    // The history table exists when tasks/index.ts declares a workflow (test/infra/history-table.test.ts).
+    const history = base.stack.historyTable;
+    const historyArns = history === undefined ? [] : [getAtt(base.logicalId(history.table))];
     expect(grantedActions(base, id)).toEqual(
       [
         ...LOGS,
@@ -256,7 +259,7 @@ describe('least privilege', () => {
     );
     const tableArn = getAtt(base.logicalId(base.stack.taskTable.table));
     const schedulesArn = getAtt(base.logicalId(base.stack.scheduleTable.table));
-    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn]);
+    expect(resourcesOf(base, id, 'dynamodb:PutItem')).toEqual([tableArn, schedulesArn, ...historyArns]);
     expect(resourcesOf(base, id, 'dynamodb:UpdateItem')).toEqual([tableArn, schedulesArn]);
     expect(resourcesOf(base, id, 'dynamodb:BatchGetItem')).toEqual([tableArn]);
     expect(resourcesOf(base, id, 'dynamodb:DeleteItem')).toEqual([schedulesArn]);
