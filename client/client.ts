@@ -4,6 +4,13 @@ import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smit
 import type { Priority } from '../shared/config/resources.js';
 import type { PayloadsOf, TaskRegistry } from '../shared/task/define.js';
 import type { TaskStatus, TaskView } from '../shared/task/model.js';
+import type { StepView, WaitingForView } from '../shared/workflow/view.js';
+
+/** A task as `GET /api/v1/tasks/{id}` answers: a workflow run adds its steps and what it waits for. */
+export type TaskDetails = TaskView & {
+  readonly steps?: readonly StepView[];
+  readonly waiting_for?: WaitingForView;
+};
 import { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
 import { Sha256, signedHeaders } from './sign.js';
 import type { KajAnswer, KajTransport } from './transport.js';
@@ -173,9 +180,12 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
     return out;
   }
 
-  /** @throws KajApiError 404 for an unknown task or another caller's */
-  async get(taskId: string): Promise<TaskView> {
-    return (await this.request('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}`)).body as TaskView;
+  /**
+   * The task; a workflow run adds its `steps` and, while waiting, `waiting_for`; a child its `parent_id`.
+   * @throws KajApiError 404 for an unknown task or another caller's
+   */
+  async get(taskId: string): Promise<TaskDetails> {
+    return (await this.request('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}`)).body as TaskDetails;
   }
 
   /** Cancels a task: `cancelled` at once, or `running` with `cancel_requested` until its handler stops. */
@@ -211,7 +221,10 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
    * Polls until the task is `succeeded`, `failed` or `cancelled`, and returns it.
    * @throws KajTimeoutError when it has not finished within `timeoutMs`
    */
-  async waitFor(taskId: string, o: { readonly timeoutMs?: number; readonly pollMs?: number } = {}): Promise<TaskView> {
+  async waitFor(
+    taskId: string,
+    o: { readonly timeoutMs?: number; readonly pollMs?: number } = {},
+  ): Promise<TaskDetails> {
     const timeoutMs = o.timeoutMs ?? 60_000;
     const pollMs = o.pollMs ?? 500;
     let waited = 0;

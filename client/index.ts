@@ -4,7 +4,14 @@
  *
  * @module
  */
-export { KajClient, type KajClientOptions, type SubmitOptions, type Submitted, type SubmittedItem } from './client.js';
+export {
+  KajClient,
+  type KajClientOptions,
+  type SubmitOptions,
+  type Submitted,
+  type SubmittedItem,
+  type TaskDetails,
+} from './client.js';
 /** The client's errors: `KajClientError` and its subclasses. */
 export * from './errors.js';
 export type { PayloadsOf } from '../shared/task/define.js';
