@@ -4,7 +4,9 @@
  * - a child's end is recorded in its run's history (`child#<name>`: the first write wins, so a
  *   redelivered end or the run's own lookup never records a second one), and the child that wrote
  *   it counts the run's open children down — the last one wakes the run (`RunWakes.childFinished`);
- * - a cancelled run's open children are cancelled (running ones get their abort signal).
+ * - a cancelled run's open children are cancelled (running ones get their abort signal); if that
+ *   is cut off, the run's pending message (a waiting run always has its timer's) comes back,
+ *   finds the run cancelled, and cancels the rest.
  *
  * Exactly once without a transaction: the end is one conditional put, the count one atomic
  * decrement made by the child whose put wrote the end. A worker that dies between the child's
@@ -44,7 +46,7 @@ export interface FanInDeps {
 export function fanInListener(d: FanInDeps, lifecycle: () => TaskLifecycle): FinishedListener {
   return async (record: TaskRecord, again = false) => {
     if (record.parent_id !== undefined) await childEnded(d, lifecycle(), record, again);
-    if (!again && record.status === 'cancelled' && isWorkflowType(d.registry, record.type)) {
+    if (record.status === 'cancelled' && isWorkflowType(d.registry, record.type)) {
       await cancelChildren(d, lifecycle(), record.task_id);
     }
   };

@@ -221,8 +221,9 @@ export class TaskConsumer {
       case 'drop':
         this.d.metrics.count(METRICS.claimsRejected, undefined);
         this.d.logger.debug('message dropped', { ...fields, reason: claim.reason });
-        // A workflow's child whose worker died after its end's write: its run still hears of it.
-        if (claim.finished?.parent_id !== undefined) await this.lifecycle.followEndAgain(claim.finished);
+        // What follows a task's end, again (a worker may have died before it was done): a
+        // workflow's child's run still hears of it; a cancelled run's children are still stopped.
+        if (claim.finished !== undefined) await this.lifecycle.followEndAgain(claim.finished);
         return 'ack';
       case 'defer':
         await hold.setVisibility(held, claim.seconds);

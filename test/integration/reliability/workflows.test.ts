@@ -53,12 +53,13 @@ describe.each(targets())('workflows on $name', (target) => {
     expect(done.status).toBe('succeeded');
     expect(done.result).toMatchObject({ total: 20 });
     expect(bench.starts(`${id}:tally`)).toHaveLength(1);
-    const children = (done.steps as { kind: string; status: string; child_id: string }[]).filter(
+    const children = (done.steps as { name: string; kind: string; status: string; child_id: string }[]).filter(
       (s) => s.kind === 'child',
     );
     expect(children.map((c) => c.status)).toEqual(Array(20).fill('succeeded'));
     for (const c of children) expect(bench.starts(c.child_id)).toHaveLength(1);
-    const child = (await bench.record(children[0]?.child_id ?? '')) as unknown as Record<string, unknown>;
+    const c0 = children.find((c) => c.name === 'c0');
+    const child = (await bench.record(c0?.child_id ?? '')) as unknown as Record<string, unknown>;
     expect(child).toMatchObject({ parent_id: id, parent_step: 'c0', status: 'succeeded' });
     const failed = (await bench.until(bad, ['succeeded', 'failed'], left())) as unknown as Record<string, unknown>;
     expect(failed.status).toBe('failed');

@@ -247,12 +247,8 @@ describe('Module: composition roots', () => {
     const inputs = bundleInputs;
     const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
       api: [/^shared\/service\/consumer\//, /^shared\/service\/sweeper\//],
-      consumer: [
-        /^shared\/service\/api\//,
-        /^shared\/service\/sweeper\//,
-        /^shared\/task\/submit\.ts$/,
-        /^shared\/schedule\//,
-      ],
+      // The consumer carries the submitter: a workflow run creates its children (`wf.run`).
+      consumer: [/^shared\/service\/api\//, /^shared\/service\/sweeper\//, /^shared\/schedule\//],
       sweeper: [
         /^shared\/service\/api\//,
         /^shared\/service\/consumer\//,

@@ -266,6 +266,32 @@ describe('Workflow children (wf.run): fan-out, exactly-once fan-in, failures, ca
     expect((await u.store.get(childTaskId(id, 'resize_7')))?.history.at(-1)?.outcome).toBe('cancelled');
   });
 
+  it('a cancel cut off among the children: the run’s pending timer message comes back and cancels the rest', async () => {
+    const u = setup();
+    const id = await submit(u, { count: 40 });
+    await deliverLatest(u, id);
+    let cancels = 0;
+    u.store.beforeUpdate = (taskId, changes) => {
+      if (taskId === id || changes.set?.status !== 'cancelled') return;
+      cancels += 1;
+      if (cancels > 10) throw new Error('the API function timed out');
+    };
+    const res = await u.kaj.handleHttp(apiEvent('DELETE', `/api/v1/tasks/${id}`));
+    expect(res.statusCode).toBe(200);
+    u.store.beforeUpdate = undefined;
+    const open = async () => {
+      let n = 0;
+      for (let i = 0; i < 40; i += 1)
+        if ((await u.store.get(childTaskId(id, `resize_${i}`)))?.status !== 'cancelled') n += 1;
+      return n;
+    };
+    expect(await open()).toBeGreaterThan(0);
+    // The waiting run's check timer message, due later, comes back and finds the run cancelled.
+    await deliverLatest(u, id);
+    expect(await open()).toBe(0);
+    expect(calls.resize).toBe(0);
+  });
+
   it('a payload that does not fit the child’s type fails the run at the call, naming it; no child is created', async () => {
     const u = setup();
     const bad = defineWorkflow({

@@ -122,9 +122,11 @@ describe('Class: TaskLifecycle', () => {
         reason: 'superseded by a newer dispatch',
       });
       await kaj.lifecycle.outcomes.succeed(record, { ok: 1 }, 5);
+      // The message that ran it: dropped, with the task (what follows its end may be done again).
       expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is succeeded',
+        finished: expect.objectContaining({ task_id: record.task_id, status: 'succeeded' }),
       });
       expect(await claimAndStart(kaj.lifecycle, 't_missing', 'x')).toEqual({ kind: 'drop', reason: 'task not found' });
     });
@@ -494,6 +496,7 @@ describe('Class: TaskLifecycle', () => {
       expect(await claimAndStart(kaj.lifecycle, record.task_id, record.dispatch_id, REDELIVERY)).toEqual({
         kind: 'drop',
         reason: 'task is cancelled',
+        finished: expect.objectContaining({ task_id: record.task_id, status: 'cancelled' }),
       });
     });
 
