@@ -1,3 +1,4 @@
+import { describe, it } from 'vitest';
 import { deleteResources } from '../../local/bootstrap.js';
 import { EMBEDDED_TARGET, type EmulatorTarget, emulatorTargets, MOTO_TARGET } from '../../local/emulators.js';
 import { startLocalRuntime, type LocalRuntime, type LocalRuntimeOptions } from '../../local/runtime.js';
@@ -40,4 +41,30 @@ export async function startOnTarget(
       await t.stop();
     },
   };
+}
+
+/**
+ * Half of `targets()`: the embedded emulators, or every other target (moto, an endpoint). A slow
+ * suite is split in two files over the same cases (`*.cases.ts`), one per half, so that two test
+ * workers run it side by side instead of one running it twice.
+ */
+export function targetsHalf(half: 'embedded' | 'others'): Target[] {
+  return targets().filter((t) => (t.name === EMBEDDED_TARGET.name) === (half === 'embedded'));
+}
+
+/**
+ * `describe.each` over one half of the targets (`targetsHalf`). With no target in it (moto not
+ * installed, no endpoint given), the suite is skipped, saying so, instead of leaving a test file
+ * with no test.
+ */
+export function describeHalf(half: 'embedded' | 'others', title: string, cases: (target: Target) => void): void {
+  const on = targetsHalf(half);
+  if (on.length > 0) {
+    describe.each(on)(title, cases);
+    return;
+  }
+  // biome-ignore lint/plugin/no-conditional-skip: this half has no target here (moto not installed, no endpoint given)
+  describe.skipIf(true)(`${title.replace(' on $name', '')} [skipped: moto is not installed here]`, () => {
+    it('runs on moto', () => {});
+  });
 }
