@@ -22,8 +22,9 @@ const HELP = `
 Serves the console at http://127.0.0.1:PORT/ until Ctrl-C. It reads the target with your own
 credentials, through the same services as the other kaj commands (kaj stats, kaj tasks list,
 kaj task show, kaj dlq list/redrive/purge, kaj schedules): nothing is deployed or opened to
-the network. Read-only by default: --allow-actions enables cancel, redrive, purge and the
-schedule actions (each needs the token of the page, so other local pages cannot act).
+the network. Read-only by default: --allow-actions enables cancel, redrive, purge, a workflow
+run's signals and the schedule actions (each needs the token of the page, so other local pages
+cannot act).
 Throughput and queue ages come from CloudWatch (cloudwatch:GetMetricData). The IAM permissions
 it needs are in docs/operations.md ("The console").
 
@@ -36,7 +37,7 @@ export function registerUi(program: Command, ctx: CliContext, _state: RunState):
     .command('ui')
     .description('serve the web console on 127.0.0.1 against the target (read-only unless --allow-actions)')
     .option('--port <n>', `port on 127.0.0.1 (default ${DEFAULT_UI_PORT}; 0 picks a free one)`, parseNonNegativeInt)
-    .option('--allow-actions', 'allow cancel, redrive, purge and schedule changes from the console')
+    .option('--allow-actions', 'allow cancel, redrive, purge, signals and schedule changes from the console')
     .addHelpText('after', HELP)
     .action(async (_o: unknown, cmd: Command) => {
       const o = optionsOf(cmd, uiOptions);
