@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
@@ -5,11 +6,12 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * The order test files start in: the suites that spawn worker processes and wait out leases and
  * visibility timeouts (test/integration/reliability/, test/integration/flow-control/) first, then
- * the other integration and infrastructure suites, then the unit and contract tests, each group in
+ * the other integration, infrastructure and contract suites (the contract suites run on the
+ * emulators too), then the unit tests, each group in
  * vitest's own order (the last run's durations, else the larger file first). Longest first keeps
  * one long file from starting last while the other workers have nothing left to run.
  */
-const GROUPS = [/^test\/integration\/(reliability|flow-control)\//, /^test\/(integration|infra)\//];
+const GROUPS = [/^test\/integration\/(reliability|flow-control)\//, /^test\/(integration|infra|contract)\//];
 
 /** The index of the first of GROUPS that holds `spec`'s file (the rest: one past the last). */
 function group(spec: TestSpecification): number {
@@ -20,9 +22,20 @@ function group(spec: TestSpecification): number {
 
 class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    // Array.prototype.sort is stable: vitest's order holds within each group.
-    return (await super.sort(files)).sort((a, b) => group(a) - group(b));
+    // Array.prototype.sort is stable: vitest's order holds within each group — except in the
+    // first, where a suite split over two targets (`x.test.ts` and `x.moto.test.ts`, both a few
+    // lines running `x.cases.ts`) is as large as its cases: the largest first.
+    return (await super.sort(files)).sort(
+      (a, b) => group(a) - group(b) || (group(a) === 0 ? weight(b) - weight(a) : 0),
+    );
   }
+}
+
+/** A file's size, with the cases it runs when it is one half of a split suite. */
+function weight(spec: TestSpecification): number {
+  const file = spec.moduleId;
+  const cases = file.replace(/(\.moto)?\.test\.ts$/, '.cases.ts');
+  return statSync(file).size + (cases !== file && existsSync(cases) ? statSync(cases).size : 0);
 }
 
 export default defineConfig({
