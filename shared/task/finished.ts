@@ -1,7 +1,7 @@
 /**
  * Where what follows a task's end is started: every update that takes a task from an unfinished
- * status to a finished one (success, failure, dead letter, cancel — by the consumer, the API, the
- * sweeper or an operator) is handed to the deployment's listener once written. Workflows listen:
+ * status to a finished one (success, failure, dead letter, cancel — by the consumer, the API or
+ * the CLI) is handed to the deployment's listener once written. Workflows listen:
  * a child's end is recorded in its run's history and wakes the run, a cancelled run's children
  * are cancelled (`shared/workflow/fan-in.ts`). The listener is best effort by contract — its
  * failure is logged, never the update's — because the run recovers what it missed on its own

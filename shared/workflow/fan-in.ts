@@ -1,6 +1,6 @@
 /**
  * Fan-in: what follows a task's end for workflows (`shared/task/finished.ts` calls it once the
- * end is written, whoever wrote it — consumer, API, sweeper, operator):
+ * end is written, whoever wrote it — the consumer, the API, the CLI):
  * - a child's end is recorded in its run's history (`child#<name>`: the first write wins, so a
  *   redelivered end or the run's own lookup never records a second one), and the child that wrote
  *   it counts the run's open children down — the last one wakes the run (`RunWakes.childFinished`);
