@@ -48,7 +48,29 @@ const album = defineWorkflow({
   },
 });
 
-const registry = new TaskRegistry([resize, album]);
+/** A child that is itself a workflow: a step, a durable sleep, a grandchild. */
+const albumPage = defineWorkflow({
+  type: 'album_page',
+  schema: z.object({ page: z.number().int() }),
+  timeoutSeconds: 30,
+  run: async (input, wf) => {
+    const layout = await wf.step('layout', () => `page-${input.page}`);
+    await wf.sleep('settle', '1m');
+    const cover = await wf.run(resize, { n: input.page }, { name: 'cover' });
+    return { layout, px: cover.px };
+  },
+});
+const book = defineWorkflow({
+  type: 'book',
+  schema: z.object({}),
+  timeoutSeconds: 30,
+  run: async (_input, wf) => {
+    const pages = await Promise.all([1, 2].map((page) => wf.run(albumPage, { page }, { name: `page_${page}` })));
+    return { pages };
+  },
+});
+
+const registry = new TaskRegistry([resize, album, albumPage, book]);
 
 function setup() {
   const history = new MemoryHistoryStore();
@@ -290,6 +312,46 @@ describe('Workflow children (wf.run): fan-out, exactly-once fan-in, failures, ca
     await deliverLatest(u, id);
     expect(await open()).toBe(0);
     expect(calls.resize).toBe(0);
+  });
+
+  it('a child may be a workflow: it sleeps and runs its own child; the run gets its result; a cancel reaches the grandchildren', async () => {
+    const u = setup();
+    const res = await u.kaj.handleHttp(
+      apiEvent('POST', '/api/v1/tasks', { body: JSON.stringify({ type: 'book', payload: {} }) }),
+    );
+    const id = (JSON.parse(res.body) as { task_id: string }).task_id;
+    await deliverLatest(u, id);
+    const pages = [1, 2].map((p) => childTaskId(id, `page_${p}`));
+    for (const p of pages) await deliverLatest(u, p); // each page: its step, then its sleep
+    for (const p of pages) expect((await u.store.get(p))?.status).toBe('waiting');
+    vi.setSystemTime(Date.now() + 61_000);
+    for (const p of pages) await deliverLatest(u, p); // the sleep is over: the cover starts
+    for (const p of pages) await deliverLatest(u, childTaskId(p, 'cover'));
+    for (const p of pages) await deliverLatest(u, p); // the cover's end woke its page
+    await deliverLatest(u, id); // the last page's end woke the book
+    const done = await u.store.get(id);
+    expect(done?.status).toBe('succeeded');
+    expect(done?.result).toEqual({
+      pages: [
+        { layout: 'page-1', px: 10 },
+        { layout: 'page-2', px: 20 },
+      ],
+    });
+
+    // Cancelling a book whose pages wait for their covers: pages and covers end cancelled.
+    const again = await u.kaj.handleHttp(
+      apiEvent('POST', '/api/v1/tasks', { body: JSON.stringify({ type: 'book', payload: {} }) }),
+    );
+    const second = (JSON.parse(again.body) as { task_id: string }).task_id;
+    await deliverLatest(u, second);
+    const secondPages = [1, 2].map((p) => childTaskId(second, `page_${p}`));
+    for (const p of secondPages) await deliverLatest(u, p);
+    vi.setSystemTime(Date.now() + 61_000);
+    for (const p of secondPages) await deliverLatest(u, p);
+    const covers = secondPages.map((p) => childTaskId(p, 'cover'));
+    for (const c of covers) expect((await u.store.get(c))?.status).toBe('queued');
+    expect((await u.kaj.handleHttp(apiEvent('DELETE', `/api/v1/tasks/${second}`))).statusCode).toBe(200);
+    for (const t of [second, ...secondPages, ...covers]) expect((await u.store.get(t))?.status).toBe('cancelled');
   });
 
   it('a payload that does not fit the child’s type fails the run at the call, naming it; no child is created', async () => {
