@@ -93,8 +93,9 @@ function lambdaEnvironment(): Record<string, string> {
     string
   >;
   const deadLetterQueueUrls = Object.fromEntries(PRIORITIES.map((p) => [p, url(`kaj-${p}-dlq`)])) as typeof queueUrls;
-  // The example deployment's lanes, and the schedules and limits tables: a consumer whose task
-  // types use a limit refuses to start without the limits table (MissingLimiterError).
+  // The example deployment's lanes, and the schedules, limits and history tables: a consumer whose
+  // task types use a limit refuses to start without the limits table (MissingLimiterError), one
+  // with a workflow type without the history table (MissingHistoryStoreError).
   const laneQueueUrls = Object.fromEntries(
     Object.keys(lanes).map((lane) => {
       const names = laneQueueNames('kaj', lane);
@@ -107,6 +108,7 @@ function lambdaEnvironment(): Record<string, string> {
       tableName: names.table,
       schedulesTableName: names.schedules,
       limitsTableName: names.limits,
+      historyTableName: names.history,
       laneQueueUrls,
       queueUrls,
       deadLetterQueueUrls,
