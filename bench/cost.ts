@@ -338,14 +338,14 @@ async function runScenario(s: Scenario, model: DeploymentModel, seed: number) {
       // Every run waits for its signal: someone sends it (an HTTP request to the API function).
       signalled = true;
       tag('api');
+      const deps = {
+        ...kaj,
+        registry,
+        history,
+        now: () => clock.now(),
+        historyRetentionDays: historyRetentionDays(runtimeSettings(), registry),
+      };
       for (const id of runs) {
-        const deps = {
-          ...kaj,
-          registry,
-          history,
-          now: () => clock.now(),
-          historyRetentionDays: historyRetentionDays(runtimeSettings(), registry),
-        };
         await signalRoute(id, s.signal as string, { approved: true }, deps, CALLER.owner);
         request(1);
       }

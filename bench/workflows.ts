@@ -20,21 +20,11 @@ import type { WorkflowOutcome } from '../shared/workflow/runner.js';
 import { MemoryHistoryStore } from '../testing/memory-history-store.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';
 import { lambdaContext, lambdaSqsRecord, QUEUE_NAMES, sqsEvent, unitKaj } from '../testing/fixtures.js';
-import { PRIORITIES } from '../shared/config/resources.js';
+import { PRIORITIES, TABLE_SCHEMA } from '../shared/config/resources.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
-import type { TaskRecord } from '../shared/task/model.js';
-import { ConditionFailedError } from '../shared/task/store-errors.js';
-import type { ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../shared/task/task-store.js';
 import { readDeployment } from './lib/deployment.js';
 import { invokeWorkflow } from '../testing/workflow-runs.js';
-import {
-  applyChanges,
-  failedWriteCost,
-  type Item,
-  successfulWriteCost,
-  type TableModel,
-  type WriteCost,
-} from './lib/dynamo-accounting.js';
+import { AccountingTaskStore, DynamoLedger, summarize } from './lib/dynamo-accounting.js';
 import { fmt, median, num, printTable, repeat, usd } from './lib/report.js';
 import { PRICES } from './prices.js';
 
@@ -49,46 +39,6 @@ const RUNS = num(values.runs, 'runs', true, 1);
 const STEPS = num(values.steps, 'steps', true, 1);
 const CHILDREN = num(values.children, 'children', true, 1);
 const T0 = Date.UTC(2026, 10, 28, 9, 0, 0);
-
-/** The task store with the write units (table and indexes, AWS's rules) of what it writes. */
-class MeteredTasks implements TaskStore {
-  readonly inner = new MemoryTaskStore();
-  writes = 0;
-  writeUnits = 0;
-  constructor(private readonly table: TableModel) {}
-  async create(record: TaskRecord): Promise<void> {
-    this.writes += 1;
-    try {
-      await this.inner.create(record);
-      this.writeUnits += total(successfulWriteCost(undefined, record as unknown as Item, this.table));
-    } catch (err) {
-      this.writeUnits += 1;
-      throw err;
-    }
-  }
-  get(taskId: string, options?: ReadOptions) {
-    return this.inner.get(taskId, options);
-  }
-  async update(taskId: string, changes: TaskChanges, condition: TaskCondition): Promise<TaskRecord> {
-    const before = (await this.inner.get(taskId)) as unknown as Item | undefined;
-    this.writes += 1;
-    try {
-      const after = await this.inner.update(taskId, changes, condition);
-      this.writeUnits += total(successfulWriteCost(before, after as unknown as Item, this.table));
-      return after;
-    } catch (err) {
-      if (err instanceof ConditionFailedError) {
-        this.writeUnits += failedWriteCost(before, before && applyChanges(before, changes, this.table.partitionKey));
-      }
-      throw err;
-    }
-  }
-  listOutboxDue(partition: string, dueBy: number, limit: number) {
-    return this.inner.listOutboxDue(partition, dueBy, limit);
-  }
-}
-
-const total = (c: WriteCost) => c.tableUnits + c.indexUnits;
 
 /** Invokes `run` until it completes, advancing the clock to each wake; counts invocations. */
 async function complete(
@@ -189,9 +139,11 @@ const fan = defineWorkflow({
 const deployment = await readDeployment();
 /** One fan-out run: its counts (the same every time) and its wall time. */
 async function fanOut() {
-  const tasks = new MeteredTasks(deployment.table);
+  const memory = new MemoryTaskStore();
+  const ledger = new DynamoLedger();
+  const store = new AccountingTaskStore(memory, deployment.table, ledger, TABLE_SCHEMA.outboxIndex.name);
   const history = new MeteredHistory();
-  const u = unitKaj(new TaskRegistry([leaf, fan]), undefined, undefined, { store: tasks, history });
+  const u = unitKaj(new TaskRegistry([leaf, fan]), undefined, undefined, { store, history });
   const started = performance.now();
   const parent = await u.kaj.submitter.submit({ type: 'fan', payload: { n: CHILDREN } }, { owner: 'bench' });
   let batches = 0;
@@ -212,11 +164,13 @@ async function fanOut() {
     }
   }
   const wallS = (performance.now() - started) / 1000;
-  const done = await tasks.inner.get(parent.record.task_id);
+  const done = await memory.get(parent.record.task_id);
   const expected = (CHILDREN * (CHILDREN - 1)) / 2;
   if (done?.status !== 'succeeded' || done.result !== expected) {
     throw new Error(`the fan-out run ended ${done?.status} with ${JSON.stringify(done?.result)}, not ${expected}`);
   }
+  const d = summarize(ledger.ops);
+  const tasks = { writes: d.requests.PutItem + d.requests.UpdateItem, writeUnits: d.tableWru + d.indexWru };
   return { tasks, history, batches, wallS };
 }
 const fans = await repeat(RUNS, () => fanOut());

@@ -24,7 +24,6 @@ export type FinishedListener = (record: TaskRecord, again?: boolean) => Promise<
 /** `store`, with `listener` told of each update that ended a task. */
 export function notifyingStore(store: TaskStore, listener: FinishedListener, logger: Logger): TaskStore {
   return {
-    ...store,
     create: (record) => store.create(record),
     get: (taskId, options) => store.get(taskId, options),
     listOutboxDue: (partition, dueBy, limit) => store.listOutboxDue(partition, dueBy, limit),

@@ -30,18 +30,10 @@ export class RunWakes {
   async signalled(taskId: string): Promise<WakeResult> {
     for (let round = 0; round < 5; round += 1) {
       const current = await this.d.store.get(taskId);
-      if (current === undefined || isFinished(current.status)) return 'finished';
       try {
-        if (current.status === 'waiting' && Date.parse(current.run_at) > this.d.clock.now()) {
-          await this.now(current);
-          return 'woken';
-        }
-        await this.d.store.update(
-          taskId,
-          { set: { wake_requested: true } },
-          { status: [current.status], dispatchId: current.dispatch_id },
+        return await this.wakeOrRequest(current, (w) =>
+          Date.parse(w.run_at) > this.d.clock.now() ? 'wake' : 'request',
         );
-        return 'requested';
       } catch (err) {
         if (!(err instanceof ConditionFailedError)) throw err;
         // The run moved (claimed, suspended, woken): look again.
@@ -73,25 +65,38 @@ export class RunWakes {
         if (!(err instanceof ConditionFailedError)) throw err;
         current = err.current ?? (await this.d.store.get(parentId));
       }
-      if (current === undefined || isFinished(current.status)) return 'finished';
       try {
-        if (current.status === 'waiting') {
-          if ((current.children_open ?? 0) < 1) return 'ignored';
-          // The last open child (the count is 1): the run goes on now.
-          await this.now(current);
-          return 'woken';
-        }
-        await this.d.store.update(
-          parentId,
-          { set: { wake_requested: true } },
-          { status: [current.status], dispatchId: current.dispatch_id },
-        );
-        return 'requested';
+        // Waiting with a count of 1: this was the last open child, the run goes on now.
+        return await this.wakeOrRequest(current, (w) => ((w.children_open ?? 0) < 1 ? 'ignore' : 'wake'));
       } catch (err) {
         if (!(err instanceof ConditionFailedError)) throw err;
         // The run moved (woken by another child, claimed, suspended again): look again.
       }
     }
+    return 'requested';
+  }
+
+  /**
+   * One look at the run: a finished one is left; a waiting one is woken now or left as `decide`
+   * says (`request`: it is due anyway, so a request serves); any other gets a wake request its
+   * invocation's suspension honours. @throws ConditionFailedError when the run moved meanwhile
+   */
+  private async wakeOrRequest(
+    current: TaskRecord | undefined,
+    decide: (waiting: TaskRecord) => 'wake' | 'request' | 'ignore',
+  ): Promise<WakeResult> {
+    if (current === undefined || isFinished(current.status)) return 'finished';
+    const choice = current.status === 'waiting' ? decide(current) : 'request';
+    if (choice === 'ignore') return 'ignored';
+    if (choice === 'wake') {
+      await this.now(current);
+      return 'woken';
+    }
+    await this.d.store.update(
+      current.task_id,
+      { set: { wake_requested: true } },
+      { status: [current.status], dispatchId: current.dispatch_id },
+    );
     return 'requested';
   }
 

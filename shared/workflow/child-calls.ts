@@ -10,7 +10,8 @@
 import { DEFAULTS } from '../config/resources.js';
 import { PermanentError } from '../retry/errors.js';
 import type { AnyTaskDefinition } from '../task/define.js';
-import { type ChildLook, childEndEntry, childIdOf } from './children.js';
+import { childTaskId } from '../task/child.js';
+import { type ChildEnd, type ChildLook, childEndOf } from './children.js';
 import type { ChildOptions } from './define.js';
 import { ChildFailedError, ChildLimitError, ChildRunsMissingError, NonDeterminismError } from './errors.js';
 import type { HistoryEntry } from './history-store.js';
@@ -45,7 +46,6 @@ export class ChildCalls {
     private readonly r: ReplayHost,
     private readonly run: RunInvocation,
     private readonly checkMs: number,
-    private readonly retentionDays: number,
   ) {
     this.started = [...r.entries.values()].filter((e) => e.kind === 'child_start').length;
   }
@@ -96,26 +96,14 @@ export class ChildCalls {
         start = await this.r.append({
           key: `child_start#${name}`,
           kind: 'child_start',
-          child_id: childIdOf(runId, name),
+          child_id: childTaskId(runId, name),
         });
       } else if (start.at + this.checkMs <= now) {
-        const childId = start.child_id ?? childIdOf(runId, name);
+        const childId = start.child_id ?? childTaskId(runId, name);
         const look = await this.look(childId);
         if (look.kind !== 'open') {
-          const end =
-            look.kind === 'ended'
-              ? childEndEntry({ ...look.record, parent_id: runId, parent_step: name }, now, this.retentionDays)
-              : undefined;
-          const {
-            run_id: _r,
-            at: _a,
-            lease_token: _l,
-            expires_at: _e,
-            ...fields
-          } = end ?? {
-            ...missingEnd(name, childId),
-          };
-          return this.result(name, await this.r.append(fields));
+          const end = look.kind === 'ended' ? childEndOf(look.record, name) : undefined;
+          return this.result(name, await this.r.append(end ?? missingEnd(name, childId)));
         }
       }
       this.open += 1;
@@ -173,13 +161,10 @@ export function nextCheck(startAt: number, now: number, checkMs: number): number
 }
 
 /** The end recorded for a child whose task is gone (expired before its end was recorded). */
-function missingEnd(name: string, childId: string): HistoryEntry {
+function missingEnd(name: string, childId: string): ChildEnd {
   return {
-    run_id: '',
     key: `child#${name}`,
     kind: 'child',
-    at: 0,
-    lease_token: 0,
     child_id: childId,
     child_status: 'failed',
     error: { name: 'ChildMissingError', message: `child task ${childId} no longer exists`, retryable: false },

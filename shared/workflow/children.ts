@@ -8,7 +8,6 @@
 import type { Priority } from '../config/resources.js';
 import { forEachBounded } from '../runtime/bounded.js';
 import type { AnyTaskDefinition } from '../task/define.js';
-import { childTaskId } from '../task/child.js';
 import type { ErrorInfo, TaskRecord } from '../task/model.js';
 import { isFinished } from '../task/state-machine.js';
 import type { TaskSubmitter } from '../task/submit.js';
@@ -72,31 +71,41 @@ export function submitterChildRuns(submitter: TaskSubmitter, store: TaskStore, p
   };
 }
 
-/** The id of the run's child started by the call `step`. */
-export function childIdOf(runId: string, step: string): string {
-  return childTaskId(runId, step);
+/** What the `child#<step>` entry of a child's end records: its result, or why it has none. */
+export type ChildEnd = Pick<HistoryEntry, 'key' | 'kind' | 'child_id' | 'child_status' | 'value' | 'error'>;
+
+/** The end of a finished child, for its run's history (undefined for a task that is no finished child). */
+export function childEndOf(
+  child: Pick<TaskRecord, 'task_id' | 'status' | 'result' | 'last_error' | 'parent_step'>,
+  step = child.parent_step,
+): ChildEnd | undefined {
+  if (step === undefined || !isFinished(child.status)) return undefined;
+  const status = child.status as ChildStatus;
+  return {
+    key: `child#${step}`,
+    kind: 'child',
+    child_id: child.task_id,
+    child_status: status,
+    ...(status === 'succeeded' ? { value: child.result ?? null } : { error: endError(child) }),
+  };
 }
 
 /**
- * The `child#<step>` entry of a child's end in its run's history: its result, or why it has none.
- * Written by whoever sees the end first; its lease token is 0 (no run attempt wrote it).
+ * The `child#<step>` entry of a child's end in its run's history, as the write that ended the
+ * child records it (its lease token is 0: no run attempt wrote it).
  */
 export function childEndEntry(
   child: Pick<TaskRecord, 'task_id' | 'status' | 'result' | 'last_error' | 'parent_id' | 'parent_step'>,
   now: number,
   retentionDays: number,
 ): HistoryEntry | undefined {
-  if (child.parent_id === undefined || child.parent_step === undefined || !isFinished(child.status)) return undefined;
-  const status = child.status as ChildStatus;
+  const end = childEndOf(child);
+  if (child.parent_id === undefined || end === undefined) return undefined;
   return {
+    ...end,
     run_id: child.parent_id,
-    key: `child#${child.parent_step}`,
-    kind: 'child',
     at: now,
     lease_token: 0,
-    child_id: child.task_id,
-    child_status: status,
-    ...(status === 'succeeded' ? { value: child.result ?? null } : { error: endError(child) }),
     expires_at: Math.floor(now / 1000) + retentionDays * 86_400,
   };
 }

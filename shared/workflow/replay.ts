@@ -67,7 +67,7 @@ export class Replay {
   ) {
     this.logicalNow = run.createdAt;
     for (const entry of entries.values()) this.index(entry);
-    this.counted = [...entries.values()].filter((e) => e.kind !== 'child_start' && e.kind !== 'child').length;
+    this.counted = [...entries.values()].filter((e) => countsTowardLimit(e.kind)).length;
     this.recordedCalls = recordedCalls(entries.values());
     const self = this;
     this.host = {
@@ -87,7 +87,7 @@ export class Replay {
       now: () => this.d.clock.now(),
       withinRun: (name, until) => this.withinRun(name, until),
     };
-    this.children = new ChildCalls(this.host, run, d.childCheckMs ?? DEFAULTS.childCheckMs, d.historyRetentionDays);
+    this.children = new ChildCalls(this.host, run, d.childCheckMs ?? DEFAULTS.childCheckMs);
     this.suspended = new Promise((resolve) => {
       this.resolveSuspended = resolve;
     });
@@ -311,7 +311,7 @@ export class Replay {
   private async append(
     fields: Omit<HistoryEntry, 'run_id' | 'at' | 'lease_token' | 'expires_at'>,
   ): Promise<HistoryEntry> {
-    const counts = fields.kind !== 'child_start' && fields.kind !== 'child';
+    const counts = countsTowardLimit(fields.kind);
     if (counts && this.counted >= this.run.def.maxHistoryEntries) {
       throw new HistoryLimitError(this.run.def.maxHistoryEntries, { taskId: this.run.runId });
     }
@@ -381,6 +381,11 @@ export class Replay {
   private throwIfAborted(): void {
     if (this.run.signal.aborted) throw this.run.signal.reason ?? new Error('aborted');
   }
+}
+
+/** Whether an entry of `kind` counts towards the run's `maxHistoryEntries` (its children's are limited apart). */
+function countsTowardLimit(kind: HistoryEntryKind): boolean {
+  return kind !== 'child_start' && kind !== 'child';
 }
 
 function never(): Promise<never> {

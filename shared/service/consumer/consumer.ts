@@ -91,6 +91,7 @@ export class TaskConsumer {
       maxReceiveCount: d.settings.maxReceiveCount,
       deferral: { baseSeconds: DEFAULTS.limitDeferBaseSeconds, capSeconds: DEFAULTS.limitDeferCapSeconds },
     });
+    const submitter = new TaskSubmitter(d, lifecycle);
     this.attempt = {
       lifecycle,
       flow: this.flow,
@@ -110,7 +111,7 @@ export class TaskConsumer {
               historyRetentionDays: historyRetentionDays(d.settings, d.registry),
               ...(d.childCheckMs === undefined ? {} : { childCheckMs: d.childCheckMs }),
               // A run's children are created as any task is, by the task domain's submitter.
-              childRuns: (run: TaskRecord) => submitterChildRuns(new TaskSubmitter(d, lifecycle), d.store, run),
+              childRuns: (run: TaskRecord) => submitterChildRuns(submitter, d.store, run),
             },
           }),
     };
