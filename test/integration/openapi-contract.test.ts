@@ -55,7 +55,12 @@ function contractRegistry(): TaskRegistry {
     defineWorkflow({
       type: 'oas_flow',
       schema: z.object({}),
-      run: async (_input, wf) => wf.waitForSignal('go', { timeout: '1h' }),
+      // It keeps waiting after "go", so a second "go" meets a live run (not a finished one) however
+      // quickly the worker takes the first.
+      run: async (_input, wf) => {
+        await wf.waitForSignal('go', { timeout: '1h' });
+        return wf.waitForSignal('stop', { timeout: '1h' });
+      },
     }),
   ]);
 }
