@@ -23,7 +23,6 @@ const ROOTS = ['^shared/service/app/', '^shared/service/all-in-one\\.ts$'];
 const AWS_PACKAGES = [
   '(^|/)node_modules/@aws-sdk/',
   '(^|/)node_modules/@smithy/',
-  '(^|/)node_modules/@aws-lambda-powertools/',
   '(^|/)node_modules/(@types/)?aws-lambda/',
 ];
 

@@ -55,7 +55,7 @@ import {
 } from './lib/dynamo-accounting.js';
 import { CountingTaskQueue, esmRequests, idleReceivesPerDay, SqsLedger } from './lib/request-counting.js';
 import { BYTES_PER_GB, cost, PRICES, PRICES_AS_OF, PRICES_REGION } from './prices.js';
-import { BenchClock, seededRandom } from './lib/determinism.js';
+import { BenchClock, seededRandom } from '../testing/determinism.js';
 import { fmt as format, median, num, printTable, repeat, usd } from './lib/report.js';
 import { MemoryTaskQueue, type ReceivedTaskMessage } from '../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../testing/memory-task-store.js';

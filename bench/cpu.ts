@@ -22,18 +22,18 @@
  * functions do).
  */
 import { fork } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
+import { sqsRecordOf } from '../local/event-source.js';
 import { PRIORITIES, type Priority } from '../shared/config/resources.js';
-import type { FunctionConfig } from '../shared/config/settings.js';
-import { runtimeSettings } from '../shared/config/settings.js';
+import { functionEnvironment, loadFunctionConfig } from '../shared/config/settings.js';
 import type { Logger, Metrics } from '../shared/runtime/logger.js';
 import { defineTask, TaskRegistry } from '../shared/task/define.js';
-import { connectInstantEndpoint, type SentMessage, startInstantEndpoint } from './lib/instant-endpoint.js';
+import { apiEvent } from '../testing/fixtures.js';
 import { VARIANTS, type VariantName } from './lib/cpu-variants.js';
+import { connectInstantEndpoint, type SentMessage, startInstantEndpoint } from './lib/instant-endpoint.js';
 import { median } from './lib/report.js';
 
 const LOGGING = ['silent', 'deployed'] as const;
@@ -49,17 +49,16 @@ interface WorkerArgs {
 }
 
 /**
- * One round's µs of CPU per task, user + system and user alone (system time is mostly the loopback
- * TCP stack, which AWS would not cost), and AWS requests per task by target, for each phase.
+ * One phase of a round, per task: µs of CPU, user + system and user alone (system time is mostly
+ * the loopback TCP stack, which AWS would not cost), and AWS requests by target.
  */
-type RoundResult = {
-  submitUs: number;
-  submitUserUs: number;
-  consumeUs: number;
-  consumeUserUs: number;
-  submitCalls: Record<string, number>;
-  consumeCalls: Record<string, number>;
-};
+interface Phase {
+  readonly us: number;
+  readonly userUs: number;
+  readonly calls: Record<string, number>;
+}
+const PHASES = ['submit', 'consume'] as const;
+type RoundResult = Record<(typeof PHASES)[number], Phase>;
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -67,9 +66,19 @@ const REGION = 'us-east-1';
 // ---------------------------------------------------------------------------------------------
 // Worker
 
-/** What a Lambda's environment gives the SDK: region, session credentials (a token adds a signed header). */
+/**
+ * What a Lambda's environment gives the SDK (region, session credentials: a token adds a signed
+ * header) and the function (its resources, as the stack sets them).
+ */
 function lambdaLikeEnvironment(endpoint: string): Record<string, string> {
+  const urls = (suffix: string) => {
+    const out = {} as Record<Priority, string>;
+    for (const p of PRIORITIES) out[p] = `${endpoint}/${ACCOUNT}/kaj-bench-${p}${suffix}`;
+    return out;
+  };
   return {
+    ...functionEnvironment({ tableName: 'kaj-bench-tasks', queueUrls: urls(''), deadLetterQueueUrls: urls('-dlq') }),
+    KAJ_ID_SECRET: 'kaj-bench-id-secret',
     AWS_REGION: REGION,
     AWS_ACCESS_KEY_ID: 'ASIABENCHBENCHBENCH0',
     AWS_SECRET_ACCESS_KEY: 'benchbenchbenchbenchbenchbenchbenchbench',
@@ -84,80 +93,31 @@ function lambdaLikeEnvironment(endpoint: string): Record<string, string> {
   };
 }
 
-function functionConfig(endpoint: string): FunctionConfig {
-  const url = (name: string) => `${endpoint}/${ACCOUNT}/${name}`;
-  const queueUrls = {} as Record<Priority, string>;
-  const deadLetterQueueUrls = {} as Record<Priority, string>;
-  for (const p of PRIORITIES) {
-    queueUrls[p] = url(`kaj-bench-${p}`);
-    deadLetterQueueUrls[p] = url(`kaj-bench-${p}-dlq`);
-  }
-  return {
-    tableName: 'kaj-bench-tasks',
-    queueUrls,
-    deadLetterQueueUrls,
-    settings: runtimeSettings(),
-    idSecret: 'kaj-bench-id-secret',
-  };
-}
-
 const noop = defineTask({
   type: 'noop',
   schema: z.object({ n: z.number().int() }),
   handler: async () => undefined,
 });
 
-function submitEvent(n: number): APIGatewayProxyEventV2 {
+/** A signed `POST /api/v1/tasks` as API Gateway hands it to the API function. */
+function submitEvent(n: number) {
   const body = JSON.stringify({ type: 'noop', payload: { n } });
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: '/api/v1/tasks',
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json', 'content-length': String(body.length), host: 'api.example.com' },
-    requestContext: {
-      accountId: ACCOUNT,
-      apiId: 'bench',
-      domainName: 'api.example.com',
-      domainPrefix: 'api',
-      http: { method: 'POST', path: '/api/v1/tasks', protocol: 'HTTP/1.1', sourceIp: '10.0.0.1', userAgent: 'bench' },
-      requestId: randomUUID(),
-      routeKey: '$default',
-      stage: '$default',
-      time: new Date().toISOString(),
-      timeEpoch: Date.now(),
-      authorizer: { iam: { userArn: `arn:aws:sts::${ACCOUNT}:assumed-role/producer/session-1` } },
-    } as APIGatewayProxyEventV2['requestContext'],
+  return apiEvent('POST', '/api/v1/tasks', {
     body,
-    isBase64Encoded: false,
-  };
+    headers: { 'content-length': String(body.length), host: 'api.example.com' },
+    userArn: `arn:aws:sts::${ACCOUNT}:assumed-role/producer/session-1`,
+  });
 }
 
 /** A message as the event source mapping hands it to the consumer. */
 function sqsRecord(m: SentMessage): SQSRecord {
-  const queue = m.queueUrl.split('/').pop() ?? '';
-  const now = String(Date.now());
-  return {
-    messageId: m.messageId,
-    receiptHandle: `AQEB${m.messageId}${'r'.repeat(300)}`,
-    body: m.body,
-    attributes: {
-      ApproximateReceiveCount: '1',
-      SentTimestamp: now,
-      SenderId: 'AROABENCH:producer',
-      ApproximateFirstReceiveTimestamp: now,
-    },
-    messageAttributes: Object.fromEntries(
-      Object.entries(m.attributes).map(([k, a]) => [
-        k,
-        { dataType: a.DataType, stringValue: a.StringValue, stringListValues: [], binaryListValues: [] },
-      ]),
-    ),
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:${REGION}:${ACCOUNT}:${queue}`,
-    awsRegion: REGION,
+  const message = {
+    MessageId: m.messageId,
+    ReceiptHandle: `AQEB${m.messageId}${'r'.repeat(300)}`,
+    Body: m.body,
+    MessageAttributes: m.attributes,
   };
+  return sqsRecordOf(message, `arn:aws:sqs:${REGION}:${ACCOUNT}:${m.queueUrl.split('/').pop()}`, REGION);
 }
 
 const context = { getRemainingTimeInMillis: () => 900_000 };
@@ -175,7 +135,7 @@ function perTask(after: Record<string, number>, before: Record<string, number>, 
 async function worker(args: WorkerArgs): Promise<void> {
   const endpoint = connectInstantEndpoint(args.endpoint);
   const registry = new TaskRegistry([noop]);
-  const config = functionConfig(args.endpoint);
+  const config = loadFunctionConfig();
   let observe: { logger: Logger; metrics: Metrics & { flush(): void } } | undefined;
   if (args.logging === 'deployed') {
     const { createLogger, createMetrics } = await import('../shared/service/observability.js');
@@ -185,49 +145,40 @@ async function worker(args: WorkerArgs): Promise<void> {
   const fns = await VARIANTS[args.variant](config, registry, observe ?? {});
   let n = 0;
 
-  const round = async (): Promise<RoundResult> => {
-    // Submit
+  /** Invokes `invoke` on each input, one at a time, each followed by a metrics flush as the functions do. */
+  const phase = async <T>(inputs: readonly T[], invoke: (input: T) => Promise<void>): Promise<Phase> => {
     const s0 = await endpoint.stats();
-    const events = Array.from({ length: args.tasks }, () => submitEvent(n++));
-    let c0 = process.cpuUsage();
-    for (const e of events) {
+    const c0 = process.cpuUsage();
+    for (const input of inputs) {
       try {
-        const r = await fns.api(e);
-        if (r.statusCode !== 202) throw new Error(`submit answered ${r.statusCode}: ${r.body}`);
+        await invoke(input);
       } finally {
         flush();
       }
     }
-    const submit = process.cpuUsage(c0);
-    const s1 = await endpoint.stats();
-    // Consume what the submits sent
+    const c = process.cpuUsage(c0);
+    const calls = perTask(await endpoint.stats(), s0, args.tasks);
+    return { us: (c.user + c.system) / args.tasks, userUs: c.user / args.tasks, calls };
+  };
+
+  const round = async (): Promise<RoundResult> => {
+    const events = Array.from({ length: args.tasks }, () => submitEvent(n++));
+    const submit = await phase(events, async (e) => {
+      const r = await fns.api(e);
+      if (r.statusCode !== 202) throw new Error(`submit answered ${r.statusCode}: ${r.body}`);
+    });
+    // Consume what the submits sent, 10 records an event.
     const messages = fns.messages?.() ?? (await endpoint.messages());
     if (messages.length !== args.tasks) throw new Error(`expected ${args.tasks} messages, got ${messages.length}`);
     const batches: SQSEvent[] = [];
-    for (let i = 0; i < messages.length; i += 10) {
-      batches.push({ Records: messages.slice(i, i + 10).map(sqsRecord) });
-    }
-    c0 = process.cpuUsage();
-    for (const batch of batches) {
-      try {
-        const r = await fns.consumer(batch, context);
-        if (r.batchItemFailures.length > 0) throw new Error(`consumer failed ${r.batchItemFailures.length} records`);
-      } finally {
-        flush();
-      }
-    }
-    const consume = process.cpuUsage(c0);
-    const s2 = await endpoint.stats();
+    for (let i = 0; i < messages.length; i += 10) batches.push({ Records: messages.slice(i, i + 10).map(sqsRecord) });
+    const consume = await phase(batches, async (batch) => {
+      const r = await fns.consumer(batch, context);
+      if (r.batchItemFailures.length > 0) throw new Error(`consumer failed ${r.batchItemFailures.length} records`);
+    });
     const left = await endpoint.messages();
     if (left.length > 0) throw new Error(`the consumer sent ${left.length} messages; a no-op task sends none`);
-    return {
-      submitUs: (submit.user + submit.system) / args.tasks,
-      submitUserUs: submit.user / args.tasks,
-      consumeUs: (consume.user + consume.system) / args.tasks,
-      consumeUserUs: consume.user / args.tasks,
-      submitCalls: perTask(s1, s0, args.tasks),
-      consumeCalls: perTask(s2, s1, args.tasks),
-    };
+    return { submit, consume };
   };
 
   process.on('message', (m) => {
@@ -352,25 +303,18 @@ async function main(): Promise<void> {
     );
     for (const w of workers) {
       const rs = rounds.get(w) ?? [];
-      const med = (f: (r: RoundResult) => number) => median(rs.map(f)).toFixed(0);
-      const min = (f: (r: RoundResult) => number) => Math.min(...rs.map(f)).toFixed(0);
-      const both = (total: (r: RoundResult) => number, user: (r: RoundResult) => number) =>
-        `${med(total)} [${med(user)}]`;
-      process.stdout.write(
-        `${w.args.variant.padEnd(20)} ${w.args.logging.padEnd(9)} ${both(
-          (r) => r.submitUs,
-          (r) => r.submitUserUs,
-        ).padStart(16)} ${min((r) => r.submitUs).padStart(5)} ${both(
-          (r) => r.consumeUs,
-          (r) => r.consumeUserUs,
-        ).padStart(17)} ${min((r) => r.consumeUs).padStart(5)}\n`,
-      );
+      const cells = PHASES.map((p) => {
+        const med = (f: (x: Phase) => number) => median(rs.map((r) => f(r[p]))).toFixed(0);
+        const min = Math.min(...rs.map((r) => r[p].us)).toFixed(0);
+        return `${`${med((x) => x.us)} [${med((x) => x.userUs)}]`.padStart(p === 'submit' ? 16 : 17)} ${min.padStart(5)}`;
+      });
+      process.stdout.write(`${w.args.variant.padEnd(20)} ${w.args.logging.padEnd(9)} ${cells.join(' ')}\n`);
     }
     process.stdout.write('\nEvery round (submit/consume, µs per task)\n');
     for (const w of workers) {
       const rs = rounds.get(w) ?? [];
       process.stdout.write(
-        `  ${w.args.variant.padEnd(20)} ${w.args.logging.padEnd(9)} ${rs.map((r) => `${r.submitUs.toFixed(0)}/${r.consumeUs.toFixed(0)}`).join(' ')}\n`,
+        `  ${w.args.variant.padEnd(20)} ${w.args.logging.padEnd(9)} ${rs.map((r) => `${r.submit.us.toFixed(0)}/${r.consume.us.toFixed(0)}`).join(' ')}\n`,
       );
     }
     process.stdout.write('\nAWS requests per task (counted at the endpoint, last round)\n');
@@ -378,7 +322,7 @@ async function main(): Promise<void> {
       const last = rounds.get(w)?.at(-1);
       if (last && w.args.logging === loggings[0]) {
         process.stdout.write(
-          `  ${w.args.variant.padEnd(20)} submit ${calls(last.submitCalls)}; consume ${calls(last.consumeCalls)}\n`,
+          `  ${w.args.variant.padEnd(20)} submit ${calls(last.submit.calls)}; consume ${calls(last.consume.calls)}\n`,
         );
       }
     }

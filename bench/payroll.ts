@@ -1,15 +1,15 @@
 /**
  * The payroll run on the real local runtime:
  *
- *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10] [--workers 2]
- *                            [--time-scale 1] [--jitter MS] [--lease 10] [--timeline] [--json]
+ *   npm run bench:payroll -- [--slips 2000] [--configs seed,kaj] [--runs 3] [--kills 10]
+ *                            [--time-scale 1] [--jitter MS] [--lease 10] [--timeline]
  *
  * `--slips` salary slips: each a `render_slip` task (cpu lane, 0.8 s, holds a `database`
  * connection) that submits a `send_slip` task (io lane, `email_provider`) through Kaj's API with
  * the idempotency key `slip:2026-11:emp-N`, sent to a simulated provider in a process of its own
  * that takes 1.2 s and answers 429 beyond 40 emails in any sliding second
- * (bench/payroll/email-provider.ts). Workers are separate processes (`local/worker.ts`), the limits
- * holding across them through the limits table. `--time-scale N` stretches time N times (rate
+ * (bench/payroll/email-provider.ts). Two workers, each a process of its own (`local/worker.ts`), the
+ * limits holding across them through the limits table. `--time-scale N` stretches time N times (rate
  * 40/N, durations × N, every ratio kept) for machines where the emulators cannot carry the real
  * rate; `--jitter MS` declares the rate with `arrivalJitterMs: MS` instead of 25.
  *
@@ -41,6 +41,7 @@ import { spawnWorker, type WorkerProcess, waitWorkerReady } from '../testing/wor
 
 /** The registry module the workers load (`createRegistry`, configured by the environment). */
 const PAYROLL_REGISTRY_MODULE = 'bench/payroll/tasks.ts';
+const WORKERS = 2;
 
 /** The payroll's real figures; `--time-scale N` divides the rate and multiplies the durations by N. */
 let RATE_PER_SECOND = 40;
@@ -51,12 +52,11 @@ const bindingRate = (config: PayrollConfig): number => (config === 'seed' ? 45 /
 
 /**
  * One run's figures: `firstEmailS`, from the first submit to the provider's first accepted email;
- * `unfinished`, tasks neither succeeded nor failed by `type:status:attempts`; `letters`, up to 10
- * DLQ messages with their receive counts; `stories`, up to 10 tasks that did not succeed, as their
- * records tell it; `settledS`, until no task was left unfinished; `sharedCrashes` / `suspects`,
- * crashed attempts of tasks that ran beside others, and tasks that then ran alone; `lateStarts`,
- * rate starts the limiters forfeited; `gateClosedS`, worker-seconds with no new task started
- * (draining for a suspect, then running it alone).
+ * `letters`, up to 10 DLQ messages with their receive counts; `stories`, up to 10 tasks that did
+ * not succeed, as their records tell it; `settledS`, until no task was left unfinished;
+ * `sharedCrashes` / `suspects`, crashed attempts of tasks that ran beside others, and tasks that
+ * then ran alone; `lateStarts`, rate starts the limiters forfeited; `gateClosedS`, worker-seconds
+ * with no new task started (draining for a suspect, then running it alone).
  */
 type RunResult = Awaited<ReturnType<typeof runOnce>>;
 
@@ -67,11 +67,9 @@ function args() {
       configs: { type: 'string', default: 'seed,kaj' },
       runs: { type: 'string', default: '3' },
       kills: { type: 'string', default: '0' },
-      workers: { type: 'string', default: '2' },
       'time-scale': { type: 'string', default: '1' },
       jitter: { type: 'string' },
       lease: { type: 'string', default: '10' },
-      json: { type: 'boolean', default: false },
       timeline: { type: 'boolean', default: false },
     },
   });
@@ -81,11 +79,9 @@ function args() {
     configs,
     runs: Number(values.runs),
     kills: Number(values.kills),
-    workers: Number(values.workers),
     timeScale: Number(values['time-scale']),
     jitter: values.jitter,
     lease: Number(values.lease),
-    json: values.json === true,
     timeline: values.timeline === true,
   };
 }
@@ -195,7 +191,7 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     files.push(file);
     return startWorker({ label: `w${seq}`, rt, env, lease: o.lease, countsFile: file });
   };
-  const workers = await Promise.all(Array.from({ length: o.workers }, () => spawnOne()));
+  const workers = await Promise.all(Array.from({ length: WORKERS }, () => spawnOne()));
 
   const doc = DynamoDBDocumentClient.from(rt.clients.dynamodb);
   const started = Date.now();
@@ -294,8 +290,6 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
 
   let succeeded = 0;
   let failed = 0;
-  let maxAttemptsSeen = 0;
-  const unfinished: Record<string, number> = {};
   const stories: string[] = [];
   let sharedCrashes = 0;
   let suspects = 0;
@@ -303,18 +297,15 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     for (const item of page.Items ?? []) {
       if (item.status === 'succeeded') succeeded += 1;
       if (item.status === 'failed') failed += 1;
-      if (item.status !== 'succeeded' && item.status !== 'failed') {
-        const k = `${String(item.type)}:${String(item.status)}:attempts ${String(item.attempts)}`;
-        unfinished[k] = (unfinished[k] ?? 0) + 1;
-      }
       if (item.status !== 'succeeded' && stories.length < 10) stories.push(storyOf(item));
       sharedCrashes += Number(item.unattributed_crashes ?? 0);
       if (Number(item.crashes ?? 0) > 0 || Number(item.unattributed_crashes ?? 0) >= SHARED_CRASHES_BEFORE_SOLO)
         suspects += 1;
-      if (item.type === 'send_slip') maxAttemptsSeen = Math.max(maxAttemptsSeen, Number(item.attempts));
     }
   }
+  // The dead letters, and why up to 10 of each DLQ are there: their receive count, and the task's state.
   let dlq = 0;
+  const letters: string[] = [];
   for (const pr of PRIORITIES) {
     const a = await rt.clients.sqs.send(
       new GetQueueAttributesCommand({
@@ -323,10 +314,6 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
       }),
     );
     dlq += Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
-  }
-  // Why a dead letter is there: its receive count, and the task's state.
-  const letters: string[] = [];
-  for (const pr of PRIORITIES) {
     const got = await rt.clients.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: rt.resources.deadLetterQueueUrls[pr],
@@ -354,13 +341,11 @@ async function runOnce(config: PayrollConfig, o: ReturnType<typeof args>, kills:
     failed,
     lost: 2 * o.slips - succeeded - failed,
     dlq,
-    unfinished,
     letters,
     stories,
     settledS,
     sharedCrashes,
     suspects,
-    maxAttemptsSeen,
     deferrals: counts.metrics.LimitDeferrals ?? 0,
     pauses: counts.metrics.LimitPauses ?? 0,
     lateStarts,
@@ -403,7 +388,7 @@ function line(r: RunResult, slips: number): string {
     `peak/1s ${pr.peakPerSecond} (starts ${pr.peakStartsPerSecond}; arrival delay median ${pr.arrivalDelayMs.median} ms, max ${pr.arrivalDelayMs.max} ms; provider's loop delay p99 ${pr.loopDelayMs.p99} ms, max ${pr.loopDelayMs.max} ms)`,
     `dup emails ${pr.duplicates} (replays absorbed ${pr.replays})`,
     `all settled +${r.settledS.toFixed(1)} s, shared crashes ${r.sharedCrashes}, suspects ${r.suspects}, ran alone ${r.ranAlone} (workers closed for them ${r.gateClosedS.toFixed(1)} s)`,
-    `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.lost > 0 ? ` (unfinished: ${JSON.stringify(r.unfinished)}; letters: ${r.letters.slice(0, 5).join('; ')})` : ''}${r.stories.length > 0 ? ` (not succeeded: ${r.stories.join('; ')})` : ''}`,
+    `succeeded ${r.succeeded}/${2 * slips} failed ${r.failed} lost ${r.lost} dlq ${r.dlq}${r.dlq > 0 ? ` (letters: ${r.letters.slice(0, 5).join('; ')})` : ''}${r.stories.length > 0 ? ` (not succeeded: ${r.stories.join('; ')})` : ''}`,
     `deferrals ${(r.deferrals / slips).toFixed(2)}/slip pauses ${r.pauses}`,
     `per slip: SQS ${q.sqs.toFixed(1)} (CMV ${q.changeVisibility.toFixed(2)}), DDB reads ${q.dynamodbReads.toFixed(2)}, writes ${q.dynamodbWrites.toFixed(2)} (limits table ${q.limitsTableWrites.toFixed(2)}, of which refused ${q.limitsTableRefused.toFixed(2)})`,
   ].join(' | ');
@@ -445,7 +430,7 @@ async function main(): Promise<void> {
 async function runAll(o: ReturnType<typeof args>): Promise<void> {
   const results: RunResult[] = [];
   process.stdout.write(
-    `payroll: ${o.slips} slips (render ${RENDER_MS} ms on the cpu lane, email ${EMAIL_MS} ms, provider ${RATE_PER_SECOND}/s; time scale ${o.timeScale}), ${o.workers} worker processes, lease ${o.lease} s, ${o.runs} run(s) per configuration\n`,
+    `payroll: ${o.slips} slips (render ${RENDER_MS} ms on the cpu lane, email ${EMAIL_MS} ms, provider ${RATE_PER_SECOND}/s; time scale ${o.timeScale}), ${WORKERS} worker processes, lease ${o.lease} s, ${o.runs} run(s) per configuration\n`,
   );
   for (const config of o.configs) {
     for (let i = 0; i < o.runs; i += 1) {
@@ -464,7 +449,6 @@ async function runAll(o: ReturnType<typeof args>): Promise<void> {
       `  ${config.padEnd(4)} makespan ${m((r) => r.makespanS).toFixed(1)} s, floor ${rs[0]?.floorS.toFixed(1)} s, ratio ${m((r) => r.ratio).toFixed(3)}, steady ${m((r) => r.provider.steadyPerSecond).toFixed(2)}/s, 429s ${m((r) => r.provider.tooManyRequests)}, arrivals over the limit ${m((r) => r.provider.arrivalsOverLimit)}, peak/1s ${m((r) => r.provider.peakPerSecond)}, peak in flight ${m((r) => r.provider.peakInFlight)}, dup ${m((r) => r.provider.duplicates)}, failed ${m((r) => r.failed)}, deferrals/slip ${m((r) => r.deferrals / o.slips).toFixed(2)}, SQS/slip ${m((r) => perSlip(r, o.slips).sqs).toFixed(1)}, DDB writes/slip ${m((r) => perSlip(r, o.slips).dynamodbWrites).toFixed(2)}\n`,
     );
   }
-  if (o.json) process.stdout.write(`${JSON.stringify(results)}\n`);
 }
 
 main().then(

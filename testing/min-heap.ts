@@ -1,7 +1,6 @@
 /**
  * A binary min-heap under a strict order (`earlier`): the virtual clock's timer queue
- * (testing/virtual-clock.ts), the payroll simulation's message queues (bench/payroll/sim-queue.ts)
- * and the capacity simulation's outbox index (bench/capacity/sim-store.ts).
+ * (testing/virtual-clock.ts) and the payroll simulation's message queues (bench/payroll/simulate.ts).
  *
  * @module
  */

@@ -12,35 +12,16 @@
  *
  * @module
  */
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { Priority } from '../../shared/config/resources.js';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { KajConfig } from '../../infra/config.js';
+import { type Priority, resourceNames } from '../../shared/config/resources.js';
 import type { InvocationContext } from '../../shared/service/consumer/consumer.js';
-import type { SimMessage, SimTaskQueue } from './sim-queue.js';
+import { lambdaSqsRecord } from '../../testing/fixtures.js';
 import type { VirtualClock } from '../../testing/virtual-clock.js';
+import type { SimMessage, SimTaskQueue } from './sim-queue.js';
 
-export interface MappingSettings {
-  readonly maxConcurrency: number;
-  readonly batchSize: number;
-  readonly maxBatchingWindowSeconds: number;
-}
-
-export interface ConsumerEnvironment {
-  processBatch(event: SQSEvent, context: InvocationContext): Promise<SQSBatchResponse>;
-}
-
-export interface EventSourceOptions {
-  readonly priority: Priority;
-  readonly queueName: string;
-  readonly mapping: MappingSettings;
-  readonly queue: SimTaskQueue;
-  readonly time: VirtualClock;
-  readonly functionTimeoutMs: number;
-  /** Receive-to-handler latency of each invocation (poll, invoke, runtime). */
-  readonly invokeOverheadMs: number;
-  readonly newEnvironment: () => ConsumerEnvironment;
-  /** The consumer function's concurrency, shared by the three mappings. */
-  readonly function: FunctionConcurrency;
-}
+/** An execution environment's consumer. */
+export type ProcessBatch = (event: SQSEvent, context: InvocationContext) => Promise<SQSBatchResponse>;
 
 /** Concurrent invocations of the consumer function, all mappings together. */
 export interface FunctionConcurrency {
@@ -49,10 +30,12 @@ export interface FunctionConcurrency {
 }
 
 /** Lambda's documented SQS scaling: initial concurrent batches and the scale-up rate. */
-export const INITIAL_BATCHES = 5;
-export const SCALE_UP_PER_MINUTE = 300;
+const INITIAL_BATCHES = 5;
+const SCALE_UP_PER_MINUTE = 300;
 /** Idle time before the mapping scales back (not documented; an assumption of the model). */
 const IDLE_SCALE_DOWN_MS = 60_000;
+/** Receive-to-handler latency of each invocation (poll, invoke, runtime). */
+const INVOKE_OVERHEAD_MS = 25;
 
 export class SimEventSource {
   /** Invocations running now. */
@@ -63,15 +46,23 @@ export class SimEventSource {
   /** Concurrency the mapping has scaled to (≤ maxConcurrency). */
   private allowed: number;
   private lastBusyAt = 0;
-  private readonly idle: ConsumerEnvironment[] = [];
+  private readonly idle: ProcessBatch[] = [];
   private readonly arn: string;
   private windowTimer: unknown;
 
-  constructor(private readonly o: EventSourceOptions) {
-    this.allowed = Math.min(INITIAL_BATCHES, o.mapping.maxConcurrency);
-    this.arn = `arn:aws:sqs:us-east-1:000000000000:${o.queueName}`;
+  constructor(
+    private readonly priority: Priority,
+    private readonly config: KajConfig,
+    private readonly queue: SimTaskQueue,
+    private readonly time: VirtualClock,
+    /** The consumer function's concurrency, shared by the three mappings. */
+    private readonly fn: FunctionConcurrency,
+    private readonly newEnvironment: () => ProcessBatch,
+  ) {
+    this.allowed = Math.min(INITIAL_BATCHES, config.concurrency[priority]);
+    this.arn = `arn:aws:sqs:us-east-1:000000000000:${resourceNames(config.stackName).queues[priority]}`;
     // Scaling decisions once a second: grow while messages wait behind busy pollers.
-    o.time.every(1000, () => this.scale());
+    time.every(1000, () => this.scale());
   }
 
   /**
@@ -79,81 +70,66 @@ export class SimEventSource {
    * window, only full batches go at once; what is left goes when the window has passed (`flush`).
    */
   pump(flush = false): void {
-    const { mapping, queue, priority, time } = this.o;
-    const windowMs = mapping.maxBatchingWindowSeconds * 1000;
+    const { queue, priority, time } = this;
+    const batchSize = this.config.batchSize[priority];
+    const windowMs = this.config.maxBatchingWindowSeconds[priority] * 1000;
     while (this.busy < this.allowed && queue.visibleCount(priority) > 0) {
-      if (!flush && windowMs > 0 && queue.visibleCount(priority) < mapping.batchSize) {
+      if (!flush && windowMs > 0 && queue.visibleCount(priority) < batchSize) {
         this.windowTimer ??= time.at(windowMs, () => {
           this.windowTimer = undefined;
           this.pump(true);
         });
         return;
       }
-      void this.invoke(queue.receive(priority, mapping.batchSize));
+      void this.invoke(queue.receive(priority, batchSize));
     }
   }
 
   private scale(): void {
-    const { mapping, queue, priority, time } = this.o;
+    const { queue, priority, time } = this;
+    const maxConcurrency = this.config.concurrency[priority];
     if (this.busy > 0) this.lastBusyAt = time.now();
     const waiting = queue.visibleCount(priority) > 0;
     if (waiting && this.busy >= this.allowed) {
-      this.allowed = Math.min(mapping.maxConcurrency, this.allowed + SCALE_UP_PER_MINUTE / 60);
+      this.allowed = Math.min(maxConcurrency, this.allowed + SCALE_UP_PER_MINUTE / 60);
     } else if (!waiting && time.now() - this.lastBusyAt > IDLE_SCALE_DOWN_MS) {
-      this.allowed = Math.min(mapping.maxConcurrency, Math.max(INITIAL_BATCHES, this.busy));
+      this.allowed = Math.min(maxConcurrency, Math.max(INITIAL_BATCHES, this.busy));
     }
     this.pump();
   }
 
   private async invoke(messages: SimMessage[]): Promise<void> {
-    const { time, queue } = this.o;
-    const fn = this.o.function;
+    const { time, fn } = this;
     this.busy += 1;
     fn.busy += 1;
     this.invocations += 1;
     if (this.busy > this.peakBusy) this.peakBusy = this.busy;
     if (fn.busy > fn.peak) fn.peak = fn.busy;
-    const env = this.idle.pop() ?? this.o.newEnvironment();
+    const processBatch = this.idle.pop() ?? this.newEnvironment();
     try {
-      await time.sleep(this.o.invokeOverheadMs);
-      const deadline = time.now() + this.o.functionTimeoutMs;
-      const event: SQSEvent = { Records: messages.map((m) => this.record(m)) };
+      await time.sleep(INVOKE_OVERHEAD_MS);
+      const deadline = time.now() + this.config.consumerTimeoutSeconds * 1000;
+      const event: SQSEvent = {
+        Records: messages.map((m) =>
+          lambdaSqsRecord({ ...m, receiptHandle: m.receiptHandle ?? '', eventSourceARN: this.arn }),
+        ),
+      };
       let failed: Set<string>;
       try {
-        const response = await env.processBatch(event, {
+        const response = await processBatch(event, {
           getRemainingTimeInMillis: () => Math.max(0, deadline - time.now()),
         });
         failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
       } catch {
         failed = new Set(messages.map((m) => m.messageId));
       }
-      queue.delete(event.Records.filter((r) => !failed.has(r.messageId)).map((r) => r.receiptHandle));
+      this.queue.delete(event.Records.filter((r) => !failed.has(r.messageId)).map((r) => r.receiptHandle));
     } finally {
-      this.idle.push(env);
+      this.idle.push(processBatch);
       this.busy -= 1;
       fn.busy -= 1;
       this.lastBusyAt = time.now();
       this.pump();
     }
-  }
-
-  private record(m: SimMessage): SQSRecord {
-    const now = String(this.o.time.now());
-    return {
-      messageId: m.messageId,
-      receiptHandle: m.receiptHandle ?? '',
-      body: m.body,
-      attributes: {
-        ApproximateReceiveCount: String(m.receiveCount),
-        SentTimestamp: String(m.sentAt),
-        SenderId: 'capacity-sim',
-        ApproximateFirstReceiveTimestamp: now,
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: this.arn,
-      awsRegion: 'us-east-1',
-    };
   }
 }

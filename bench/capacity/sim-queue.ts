@@ -23,7 +23,6 @@ export interface SimMessage {
   readonly dead: boolean;
   /** The task type it was sent with (its `kaj-type` attribute). */
   readonly type: string;
-  readonly sentAt: number;
   receiveCount: number;
   receiptHandle: string | undefined;
   /** The visibility timer of a received message. */
@@ -56,10 +55,7 @@ export class SimTaskQueue implements TaskQueue {
   private readonly visible = new Map<Priority, Fifo<SimMessage>>(PRIORITIES.map((p) => [p, new Fifo()]));
   private readonly visibleDead = new Map<Priority, Fifo<SimMessage>>(PRIORITIES.map((p) => [p, new Fifo()]));
   private readonly inFlight = new Map<string, SimMessage>();
-  private readonly delayed = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
   private seq = 0;
-  /** Dead letters written, by priority. */
-  readonly dead = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
   /** Called when messages become visible on a priority's queue (the pollers' long poll returns). */
   onVisible: (p: Priority) => void = () => {};
 
@@ -72,16 +68,6 @@ export class SimTaskQueue implements TaskQueue {
   /** ApproximateNumberOfMessagesVisible. */
   visibleCount(p: Priority): number {
     return (this.visible.get(p) as Fifo<SimMessage>).length;
-  }
-
-  /** ApproximateNumberOfMessagesDelayed. */
-  delayedCount(p: Priority): number {
-    return this.delayed.get(p) ?? 0;
-  }
-
-  /** ApproximateNumberOfMessagesNotVisible, all queues. */
-  get inFlightCount(): number {
-    return this.inFlight.size;
   }
 
   async send(priority: Priority, message: TaskMessage, options: { delaySeconds: number; type: string }): Promise<void> {
@@ -98,7 +84,6 @@ export class SimTaskQueue implements TaskQueue {
 
   async sendDead(letter: DeadLetter): Promise<void> {
     this.meter.add('sqs.requests');
-    this.dead.set(letter.priority, (this.dead.get(letter.priority) ?? 0) + 1);
     this.show(this.message(letter.priority, true, JSON.stringify(letter), letter.type));
   }
 
@@ -157,7 +142,6 @@ export class SimTaskQueue implements TaskQueue {
       priority,
       dead,
       type,
-      sentAt: this.time.now(),
       receiveCount: 0,
       receiptHandle: undefined,
       timer: undefined,
@@ -167,15 +151,8 @@ export class SimTaskQueue implements TaskQueue {
   private enqueue(p: Priority, body: string, type: string, delaySeconds: number): void {
     const m = this.message(p, false, body, type);
     const delayMs = Math.max(0, Math.min(DEFAULTS.maxSqsDelaySeconds, Math.ceil(delaySeconds))) * 1000;
-    if (delayMs === 0) {
-      this.show(m);
-      return;
-    }
-    this.delayed.set(p, (this.delayed.get(p) ?? 0) + 1);
-    this.time.at(delayMs, () => {
-      this.delayed.set(p, (this.delayed.get(p) ?? 0) - 1);
-      this.show(m);
-    });
+    if (delayMs === 0) this.show(m);
+    else this.time.at(delayMs, () => this.show(m));
   }
 
   /** Hides a received message for `ms` (0: visible again at once) under its current handle. */

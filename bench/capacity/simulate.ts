@@ -2,7 +2,7 @@
  * One replay of the reference workload through Kaj's real code on the virtual clock.
  *
  *   producers ─► API throttle (token bucket: the stage's rate and burst) ─► submitter.submit
- *     ─► SimTaskStore + SimTaskQueue ─► SimEventSource per priority ─► processBatch (consumer)
+ *     ─► MeteredTaskStore + SimTaskQueue ─► SimEventSource per priority ─► processBatch (consumer)
  *   and the sweeper every minute, as EventBridge runs it.
  *
  * What is real: `createKaj` and everything behind it — the submitter, the consumer's claim,
@@ -25,8 +25,8 @@ import type { TaskStore } from '../../shared/task/task-store.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import { type FunctionConcurrency, SimEventSource } from './event-source.js';
 import { attributed, decorate, PeakMeter } from './meter.js';
+import { MeteredTaskStore } from './metered-store.js';
 import { SimTaskQueue } from './sim-queue.js';
-import { SimTaskStore } from './sim-store.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { hourlyRates, SeededRandom, type Workload } from './workload.js';
 import { Times as Samples } from '../payroll/sim-provider.js';
@@ -40,10 +40,6 @@ export interface SimOptions {
   readonly measureFromHour: number;
   /** ... to this one (may pass 24: the next day has the same shape). */
   readonly toHour: number;
-  /** Poll-to-handler latency of each consumer invocation. @default 25 */
-  readonly invokeOverheadMs?: number;
-  /** Latency of each table / queue request the sweeper makes (its 50 s budget then bounds a sweep). */
-  readonly sweeperRequestMs?: number;
   /** Progress lines on stderr. */
   readonly progress?: (line: string) => void;
 }
@@ -51,8 +47,8 @@ export interface SimOptions {
 /**
  * What a replay measured. Waits (per priority) are those of the tasks produced in the measured
  * period: started ones, and those still waiting at the end counted with their wait so far (a
- * percentile that falls among the latter is a lower bound: `…IsLowerBound`); `p99Fresh…` leaves
- * the injected backlog out.
+ * percentile that falls among the latter is a lower bound: `lowerBound`); `p99Fresh` leaves the
+ * injected backlog out.
  */
 export type SimReport = Awaited<ReturnType<typeof simulate>>;
 
@@ -64,12 +60,14 @@ const QUEUE_CALLS = [
   'changeVisibility',
 ] as const satisfies readonly (keyof TaskQueue)[];
 
+/** Latency of each table / queue request the sweeper makes (its 50 s budget then bounds a sweep). */
+const SWEEPER_REQUEST_MS = 10;
 /** A Monday, so that the replayed day starts at a clean UTC midnight. */
-export const DAY_START = Date.UTC(2026, 0, 5);
+const DAY_START = Date.UTC(2026, 0, 5);
 const HOUR = 3_600_000;
 
 /** `14:15` for a virtual time (`+1d 02:00` on the next day). */
-export function clockTime(ms: number): string {
+function clockTime(ms: number): string {
   const minutes = Math.round((ms - DAY_START) / 60_000);
   const day = Math.floor(minutes / 1440);
   const hh = String(Math.floor((minutes % 1440) / 60)).padStart(2, '0');
@@ -81,26 +79,21 @@ const quantile = (sorted: Float64Array, q: number): number =>
   sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN);
 
 /**
- * Percentiles of waits where some tasks never started: those count with the wait so far
+ * A percentile of waits where some tasks never started: those count with the wait so far
  * (`censored`, a lower bound of their true wait). The true percentile then lies between the
  * combined one and the started tasks' value at the same rank (at least that many tasks waited no
  * longer); it is reported as exact when those agree within 1 %, else as a lower bound.
  */
-function waitPercentiles(started: Samples, censored: Samples): { at(q: number): [number, boolean]; max: number } {
+function waitPercentile(started: Samples, censored: Samples, q: number): { ms: number; lowerBound: boolean } {
   const s = started.sorted();
   const all = new Samples();
   for (const v of s) all.push(v);
   for (const v of censored.sorted()) all.push(v);
   const sorted = all.sorted();
-  return {
-    at: (q) => {
-      const v = quantile(sorted, q);
-      const rank = Math.min(sorted.length - 1, Math.floor(q * sorted.length));
-      const upper = rank < s.length ? (s[rank] as number) : Number.POSITIVE_INFINITY;
-      return [v, upper > v * 1.01 + 1];
-    },
-    max: sorted.length > 0 ? (sorted[sorted.length - 1] as number) : Number.NaN,
-  };
+  const ms = quantile(sorted, q);
+  const rank = Math.min(sorted.length - 1, Math.floor(q * sorted.length));
+  const upper = rank < s.length ? (s[rank] as number) : Number.POSITIVE_INFINITY;
+  return { ms, lowerBound: upper > ms * 1.01 + 1 };
 }
 
 /** Work the producers have produced and the API has not admitted yet. */
@@ -109,6 +102,23 @@ interface Pending {
   readonly at: number;
   readonly ms: number;
 }
+
+/** What one priority's tasks went through; `fresh…`: the injected backlog left out. */
+const priorityStats = () => ({
+  /** Waits of the tasks produced in the measured period that started, and of those that never did. */
+  waits: new Samples(),
+  freshWaits: new Samples(),
+  censored: new Samples(),
+  freshCensored: new Samples(),
+  arrived: 0,
+  ran: 0,
+  /** Backlog tasks not started yet, and when the last one started. */
+  backlogLeft: 0,
+  lastBacklogStart: undefined as number | undefined,
+  maxBacklog: 0,
+  /** When the queue was back under one batch, from the start of the peak. */
+  recoveredMs: undefined as number | undefined,
+});
 
 export async function simulate(label: string, config: KajConfig, o: SimOptions) {
   const started = performance.now();
@@ -121,35 +131,30 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
 
   const time = new VirtualClock(from, { wholeMilliseconds: true });
   const meter = new PeakMeter(() => time.now());
-  const store = new SimTaskStore(() => time.now(), meter);
+  const store = new MeteredTaskStore(() => time.now(), meter);
   const queue = new SimTaskQueue(time, meter, config.queueVisibilityTimeoutSeconds * 1000);
   // Arrivals and durations draw from their own stream, so both configurations see the same day.
   const arrivals = new SeededRandom(o.seed);
-  const kajRandom = new SeededRandom(o.seed ^ 0x5eed);
-
-  const waits = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
-  const freshWaits = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
-  const ran = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
-  const recovered = new Map<Priority, number>();
+  const stats = Object.fromEntries(PRIORITIES.map((p) => [p, priorityStats()])) as Record<
+    Priority,
+    ReturnType<typeof priorityStats>
+  >;
   /** Tasks whose handler is running (a lazily claimed task still reads `queued` in the table). */
   const running = new Set<string>();
-  const arrived = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
-  const backlogLeft = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
-  const lastBacklogStart = new Map<Priority, number>();
-  const maxBacklog = new Map<Priority, number>(PRIORITIES.map((p) => [p, 0]));
 
   const work = defineTask({
     type: 'work',
     schema: z.object({ ms: z.number().int().nonnegative(), at: z.number(), b: z.literal(1).optional() }),
     handler: async (payload, ctx) => {
-      if (time.now() >= measureFrom) ran.set(ctx.priority, (ran.get(ctx.priority) ?? 0) + 1);
+      const s = stats[ctx.priority];
+      if (time.now() >= measureFrom) s.ran += 1;
       if (payload.at >= measureFrom) {
-        (waits.get(ctx.priority) as Samples).push(time.now() - payload.at);
-        if (payload.b === undefined) (freshWaits.get(ctx.priority) as Samples).push(time.now() - payload.at);
+        s.waits.push(time.now() - payload.at);
+        if (payload.b === undefined) s.freshWaits.push(time.now() - payload.at);
       }
       if (payload.b === 1) {
-        backlogLeft.set(ctx.priority, (backlogLeft.get(ctx.priority) ?? 0) - 1);
-        lastBacklogStart.set(ctx.priority, time.now());
+        s.backlogLeft -= 1;
+        s.lastBacklogStart = time.now();
       }
       running.add(ctx.taskId);
       await time.sleep(payload.ms);
@@ -168,14 +173,14 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
     }),
     queueNames: resourceNames(config.stackName).queues,
     clock: time,
-    random: kajRandom,
+    random: new SeededRandom(o.seed ^ 0x5eed),
   };
   const storeOf = (who: string): TaskStore => attributed(store, STORE_CALLS, meter, who);
   const queueOf = (who: string): TaskQueue => attributed(queue, QUEUE_CALLS, meter, who);
   const api = createKaj({ ...deps, store: storeOf('api'), queue: queueOf('api') });
-  // The sweeper's Lambda waits `sweeperRequestMs` for every table and queue request.
+  // The sweeper's Lambda waits SWEEPER_REQUEST_MS for every table and queue request.
   const slow = async (call: () => unknown) => {
-    await time.sleep(o.sweeperRequestMs ?? 10);
+    await time.sleep(SWEEPER_REQUEST_MS);
     return call();
   };
   const sweeper = createKaj({
@@ -183,29 +188,14 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
     store: decorate(storeOf('sweeper'), STORE_CALLS, slow),
     queue: decorate(queueOf('sweeper'), QUEUE_CALLS, slow),
   });
-  const consumerStore = storeOf('consumer');
-  const consumerQueue = queueOf('consumer');
+  const consumerDeps = { ...deps, store: storeOf('consumer'), queue: queueOf('consumer') };
   const fn: FunctionConcurrency = { busy: 0, peak: 0 };
   const sources = {} as Record<Priority, SimEventSource>;
   for (const p of PRIORITIES) {
-    sources[p] = new SimEventSource({
-      priority: p,
-      queueName: deps.queueNames[p],
-      mapping: {
-        maxConcurrency: config.concurrency[p],
-        batchSize: config.batchSize[p],
-        maxBatchingWindowSeconds: config.maxBatchingWindowSeconds[p],
-      },
-      queue,
-      time,
-      functionTimeoutMs: config.consumerTimeoutSeconds * 1000,
-      invokeOverheadMs: o.invokeOverheadMs ?? 25,
-      function: fn,
-      newEnvironment: () => {
-        // One execution environment: its own Kaj, its own gate (one batch at a time, as on Lambda).
-        const k = createKaj({ ...deps, store: consumerStore, queue: consumerQueue, gate: new ExclusiveGate() });
-        return { processBatch: (event, context) => k.processBatch(event, context) };
-      },
+    // Each execution environment has its own Kaj, its own gate (one batch at a time, as on Lambda).
+    sources[p] = new SimEventSource(p, config, queue, time, fn, () => {
+      const k = createKaj({ ...consumerDeps, gate: new ExclusiveGate() });
+      return (event, context) => k.processBatch(event, context);
     });
   }
   queue.onVisible = (p) => sources[p].pump();
@@ -265,7 +255,7 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
     arrivalAt = next;
     time.at(Math.round(next) - time.now(), () => {
       const p = arrivals.priority(w.mix);
-      if (time.now() >= measureFrom) arrived.set(p, (arrived.get(p) ?? 0) + 1);
+      if (time.now() >= measureFrom) stats[p].arrived += 1;
       pending.push({ priority: p, at: time.now(), ms: arrivals.duration(w) });
       admit();
       nextArrival();
@@ -280,8 +270,8 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
       meter.muted = true;
       for (let i = 0; i < w.backlog; i += 1) {
         const p = arrivals.priority(w.mix);
-        if (time.now() >= measureFrom) arrived.set(p, (arrived.get(p) ?? 0) + 1);
-        backlogLeft.set(p, (backlogLeft.get(p) ?? 0) + 1);
+        if (time.now() >= measureFrom) stats[p].arrived += 1;
+        stats[p].backlogLeft += 1;
         submit(p, time.now(), arrivals.duration(w), true);
       }
       // The submits finish once the promise chains they started settle, before the clock moves on.
@@ -322,9 +312,10 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
     if (time.now() < measureFrom) return;
     for (const p of PRIORITIES) {
       const v = queue.visibleCount(p);
-      if (v > (maxBacklog.get(p) ?? 0)) maxBacklog.set(p, v);
-      if (time.now() > peakStart && !recovered.has(p) && v < config.batchSize[p])
-        recovered.set(p, time.now() - peakStart);
+      const s = stats[p];
+      if (v > s.maxBacklog) s.maxBacklog = v;
+      if (time.now() > peakStart && s.recoveredMs === undefined && v < config.batchSize[p])
+        s.recoveredMs = time.now() - peakStart;
     }
     const producerBacklog = pending.length - pendingHead;
     if (producerBacklog > maxProducerBacklog) maxProducerBacklog = producerBacklog;
@@ -345,12 +336,10 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
   meter.flush();
 
   // Tasks produced in the measured period that never started: at the producers, or queued.
-  const censored = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
-  const freshCensored = new Map<Priority, Samples>(PRIORITIES.map((p) => [p, new Samples()]));
   const unstarted = (p: Priority, at: number, backlog: boolean) => {
     if (at < measureFrom) return;
-    (censored.get(p) as Samples).push(until - at);
-    if (!backlog) (freshCensored.get(p) as Samples).push(until - at);
+    stats[p].censored.push(until - at);
+    if (!backlog) stats[p].freshCensored.push(until - at);
   };
   for (let i = pendingHead; i < pending.length; i += 1) {
     const t = pending[i] as Pending;
@@ -362,60 +351,46 @@ export async function simulate(label: string, config: KajConfig, o: SimOptions) 
     unstarted(r.priority, payload.at, payload.b === 1);
   }
   const priorityReport = (p: Priority) => {
-    const all = waitPercentiles(waits.get(p) as Samples, censored.get(p) as Samples);
-    const fresh = waitPercentiles(freshWaits.get(p) as Samples, freshCensored.get(p) as Samples);
-    const [p50, p50Lower] = all.at(0.5);
-    const [p99, p99Lower] = all.at(0.99);
-    const [p99Fresh, p99FreshLower] = fresh.at(0.99);
-    const left = backlogLeft.get(p) ?? 0;
-    const last = lastBacklogStart.get(p);
+    const s = stats[p];
     return {
-      arrived: arrived.get(p) ?? 0,
-      started: (waits.get(p) as Samples).length,
-      ran: ran.get(p) ?? 0,
-      p50WaitMs: p50,
-      p99WaitMs: p99,
-      maxWaitMs: all.max,
-      p50IsLowerBound: p50Lower,
-      p99IsLowerBound: p99Lower,
-      p99FreshWaitMs: p99Fresh,
-      p99FreshIsLowerBound: p99FreshLower,
-      maxBacklog: maxBacklog.get(p) ?? 0,
+      arrived: s.arrived,
+      started: s.waits.length,
+      ran: s.ran,
+      p50: waitPercentile(s.waits, s.censored, 0.5),
+      p99: waitPercentile(s.waits, s.censored, 0.99),
+      p99Fresh: waitPercentile(s.freshWaits, s.freshCensored, 0.99),
+      maxBacklog: s.maxBacklog,
       endBacklog: queue.visibleCount(p),
-      backlogDrainMs: left === 0 && last !== undefined ? last - peakStart : undefined,
-      backlogLeft: left,
-      recoveredMs: recovered.get(p),
+      backlogDrainMs:
+        s.backlogLeft === 0 && s.lastBacklogStart !== undefined ? s.lastBacklogStart - peakStart : undefined,
+      backlogLeft: s.backlogLeft,
+      recoveredMs: s.recoveredMs,
+      /** The queue was never back under one batch. */
+      unrecovered: s.recoveredMs === undefined,
       peakConcurrency: sources[p].peakBusy,
-      maxConcurrency: config.concurrency[p],
       invocations: sources[p].invocations,
     };
   };
-  const perPriority = Object.fromEntries(PRIORITIES.map((p) => [p, priorityReport(p)])) as Record<
-    Priority,
-    ReturnType<typeof priorityReport>
-  >;
-  const admitSorted = admitWaits.sorted();
+  const peak = (name: string) => meter.peak.get(name) ?? 0;
   return {
-    label,
-    seed: o.seed,
-    fromHour: o.fromHour,
-    measureFromHour: o.measureFromHour,
-    toHour: o.toHour,
-    perPriority,
+    perPriority: Object.fromEntries(PRIORITIES.map((p) => [p, priorityReport(p)])) as Record<
+      Priority,
+      ReturnType<typeof priorityReport>
+    >,
     api: {
-      rateLimit,
-      burstLimit,
       accepted,
       maxProducerBacklog,
-      endProducerBacklog: pending.length - pendingHead,
-      p99AdmitWaitMs: quantile(admitSorted, 0.99),
-      peakAcceptedPerSecond: meter.peak.get('api.accepted') ?? 0,
+      p99AdmitWaitMs: quantile(admitWaits.sorted(), 0.99),
+      peakAcceptedPerSecond: peak('api.accepted'),
     },
     consumerPeakConcurrency: fn.peak,
+    /** Most of each count in a second (`ddb.writes`, `sqs.requests`, ...). */
     peaks: Object.fromEntries(meter.peak),
+    peakReads: peak('ddb.reads') + peak('ddb.reads.eventual'),
+    peakIndexWrites: peak('gsi.writes'),
+    /** Totals of each count, and per caller as `who:name` (api, consumer, sweeper, poller). */
     totals: Object.fromEntries(meter.total),
     sweeperResent,
     realSeconds: (performance.now() - started) / 1000,
-    virtualSteps: time.instants,
   };
 }

@@ -49,18 +49,15 @@ export function invocationsNeeded(
 }
 
 /**
- * The day per priority: the saturated service rate, the largest queue and its hour, the queue at
- * midnight, the seconds from the start of the peak until the last task queued then starts (queues
- * are first in, first out) and until the queue is empty again (undefined: not that day); and the
- * tasks waiting at the producers for the API, and those it admitted.
- */
-export type FluidDay = ReturnType<typeof fluidDay>;
-
-/**
  * The day as a fluid: each second, every priority's queue grows by what the API admits for it
  * and shrinks by what its saturated mapping serves; the API admits at most its rate limit (what
  * it refuses waits at the producers). Deterministic and cheap: the whole day in a blink, where
  * the simulation replays the peak through the real code.
+ *
+ * Per priority: the saturated service rate, the largest queue and its hour, the queue at
+ * midnight, the seconds from the start of the peak until the last task queued then starts (queues
+ * are first in, first out) and until the queue is empty again (undefined: not that day); and the
+ * most tasks waiting at the producers for the API, and those it admitted.
  */
 export function fluidDay(w: Workload, config: KajConfig, overheadS = INVOCATION_OVERHEAD_S) {
   const rates = hourlyRates(w);
@@ -112,13 +109,12 @@ export function fluidDay(w: Workload, config: KajConfig, overheadS = INVOCATION_
   return {
     perPriority,
     maxProducerBacklog: Math.round(maxProducers),
-    endOfDayProducerBacklog: Math.round(producers),
     admitted: Math.round(admitted),
   };
 }
 
 /** Lambda, API Gateway and DynamoDB defaults that bind first (docs/capacity.md, "Quotas"). */
-export const QUOTAS = {
+const QUOTAS = {
   lambdaAccountConcurrency: 1_000,
   mappingMaxConcurrency: 1_000,
   apiAccountRps: 10_000,

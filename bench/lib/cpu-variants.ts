@@ -1,36 +1,36 @@
 /**
  * The wirings `bench/cpu.ts` compares, in the order it prints them:
- * - `floor:kaj-alone`, `floor:network-alone`: Kaj without the SDK and the network (on the
- *   contract-tested in-memory fakes of testing/), and the bare HTTP exchanges without Kaj and the
- *   SDK (`./floors.ts`);
- * - `low-level-store`, `+cache-middleware`, `+reuse-signer`: the SDK changes one at a time, each
- *   on top of the previous one (all-in-one root on `DynamoTaskStore`, so only the change differs;
- *   the wiring of the first version, on the DynamoDB document client, is measured in
- *   docs/measured.md, "Speed");
- * - `after`: what is deployed now: each function's own root with its tuned clients. Each builds the API function's and the consumer
- * function's entry points from a `FunctionConfig`, a registry and the observability of the run,
- * with SDK clients configured from the environment (the instant endpoint), as on Lambda.
+ * - `floor:kaj-alone`: Kaj without the SDK and the network, on the contract-tested in-memory fakes
+ *   of testing/;
+ * - `floor:network-alone`: the bare HTTP exchanges, without Kaj and the SDK;
+ * - `after`: what is deployed: each function's own root with its tuned clients
+ *   (shared/aws/clients.ts), built as on Lambda.
+ * What `after` costs beyond the two floors' sum is the AWS SDK's own work per request. The first
+ * version's wiring, and the client tunings added one at a time, are measured in docs/measured.md
+ * ("Speed").
+ *
+ * Each builds the API function's and the consumer function's entry points from a `FunctionConfig`,
+ * a registry and the observability of the run, with SDK clients configured from the environment
+ * (the instant endpoint).
  *
  * @module
  */
+import { randomUUID } from 'node:crypto';
+import { Agent } from 'node:http';
 import type { APIGatewayProxyEventV2, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { HttpResult } from '../../shared/service/api/http.js';
-import { createKaj, queueNameOf } from '../../shared/service/all-in-one.js';
+import { createKaj } from '../../shared/service/all-in-one.js';
 import { createApiFunction } from '../../shared/service/app/api.js';
 import { createConsumerFunction } from '../../shared/service/app/consumer.js';
+import { queueNamesOf } from '../../shared/service/app/on-aws.js';
 import { PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import type { FunctionConfig } from '../../shared/config/settings.js';
 import type { InvocationContext } from '../../shared/service/consumer/consumer.js';
-import { SqsTaskQueue } from '../../shared/aws/sqs-task-queue.js';
-import { DynamoTaskStore } from '../../shared/aws/dynamo-task-store.js';
-import { type ClientTuning, createDynamoDbClient, createSqsClient } from '../../shared/aws/clients.js';
 import type { Logger, Metrics } from '../../shared/runtime/logger.js';
 import type { TaskRegistry } from '../../shared/task/define.js';
 import { MemoryTaskQueue } from '../../testing/memory-task-queue.js';
 import { MemoryTaskStore } from '../../testing/memory-task-store.js';
-import { RawAwsHttp } from './floors.js';
-import type { SentMessage } from './instant-endpoint.js';
-import { randomUUID } from 'node:crypto';
+import { httpCall, type SentMessage } from './instant-endpoint.js';
 
 export interface BenchFunctions {
   api(event: APIGatewayProxyEventV2): Promise<HttpResult>;
@@ -44,41 +44,11 @@ export type Observe = { logger?: Logger; metrics?: Metrics };
 
 type Variant = (config: FunctionConfig, registry: TaskRegistry, observe: Observe) => Promise<BenchFunctions>;
 
-/** One root for all (`createKaj`) on `DynamoTaskStore`, the clients tuned as given. */
-function allInOne(tuning: ClientTuning): Variant {
-  return async (config, registry, observe) => {
-    const dynamodb = createDynamoDbClient({}, tuning);
-    const sqs = createSqsClient({}, tuning);
-    const queueNames = {} as Record<Priority, string>;
-    for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
-    const kaj = createKaj({
-      ...observe,
-      store: new DynamoTaskStore(dynamodb, config.tableName),
-      queue: new SqsTaskQueue(sqs, { queues: config.queueUrls, deadLetterQueues: config.deadLetterQueueUrls }),
-      registry,
-      settings: config.settings,
-      queueNames,
-      ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
-      defaultOwner: 'anonymous',
-    });
-    return {
-      api: (e) => kaj.handleHttp(e),
-      consumer: (e, c) => kaj.processBatch(e, c),
-      close: () => {
-        dynamodb.destroy();
-        sqs.destroy();
-      },
-    };
-  };
-}
-
 /**
  * Kaj alone: the all-in-one root on the in-memory fakes the unit tests use (contract-tested as
  * DynamoDB and SQS are). No SDK, no network.
  */
 const kajAlone: Variant = async (config, registry, observe) => {
-  const queueNames = {} as Record<Priority, string>;
-  for (const p of PRIORITIES) queueNames[p] = queueNameOf(config.queueUrls[p]);
   const queue = new MemoryTaskQueue();
   const kaj = createKaj({
     ...observe,
@@ -86,7 +56,7 @@ const kajAlone: Variant = async (config, registry, observe) => {
     queue,
     registry,
     settings: config.settings,
-    queueNames,
+    queueNames: queueNamesOf(config.queueUrls),
     ...(config.idSecret === undefined ? {} : { idSecret: config.idSecret }),
     defaultOwner: 'anonymous',
   });
@@ -110,7 +80,6 @@ function drain(queue: MemoryTaskQueue, urls: Readonly<Record<Priority, string>>)
         queueUrl: urls[p],
         messageId: randomUUID(),
         body: m.body,
-        delaySeconds: 0,
         attributes: Object.fromEntries(attributes),
       };
     }),
@@ -119,12 +88,22 @@ function drain(queue: MemoryTaskQueue, urls: Readonly<Record<Priority, string>>)
 
 /**
  * The network alone: per task, the same two exchanges as the real wiring (submit: PutItem and
- * SendMessage; consume: GetItem and UpdateItem, ten records at a time) as bare HTTP requests of
- * similar size. No SDK, no Kaj.
+ * SendMessage; consume: GetItem and UpdateItem, ten records at a time) as bare HTTP/1.1
+ * keep-alive POSTs of similar size to the instant endpoint: what the network part of the AWS
+ * calls costs this process, without signing, the SDK's (de)serialization or its middleware. No Kaj.
  */
 const networkAlone: Variant = async (config) => {
-  const endpoint = new URL(config.queueUrls.normal).origin;
-  const http = new RawAwsHttp(endpoint);
+  const endpoint = `${new URL(config.queueUrls.normal).origin}/`;
+  const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+  const call = async (target: string, body: unknown): Promise<unknown> => {
+    const payload = JSON.stringify(body);
+    const headers = {
+      'content-type': 'application/x-amz-json-1.0',
+      'content-length': Buffer.byteLength(payload),
+      'x-amz-target': target,
+    };
+    return JSON.parse(await httpCall(endpoint, payload, { agent, headers }));
+  };
   const item = (id: string) => ({
     task_id: { S: id },
     type: { S: 'noop' },
@@ -147,14 +126,14 @@ const networkAlone: Variant = async (config) => {
   return {
     api: async () => {
       const id = `t_${randomUUID().replaceAll('-', '')}`;
-      await http.call('DynamoDB_20120810.PutItem', {
+      await call('DynamoDB_20120810.PutItem', {
         TableName: config.tableName,
         Item: item(id),
         ConditionExpression: 'attribute_not_exists(#pk)',
         ExpressionAttributeNames: { '#pk': 'task_id' },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       });
-      await http.call('AmazonSQS.SendMessage', {
+      await call('AmazonSQS.SendMessage', {
         QueueUrl: config.queueUrls.normal,
         MessageBody: JSON.stringify({ task_id: id, dispatch_id: 'd_1', timeout_seconds: 60 }),
         DelaySeconds: 0,
@@ -166,12 +145,12 @@ const networkAlone: Variant = async (config) => {
       await Promise.all(
         event.Records.map(async (r) => {
           const { task_id } = JSON.parse(r.body) as { task_id: string };
-          await http.call('DynamoDB_20120810.GetItem', {
+          await call('DynamoDB_20120810.GetItem', {
             TableName: config.tableName,
             Key: { task_id: { S: task_id } },
             ConsistentRead: true,
           });
-          await http.call('DynamoDB_20120810.UpdateItem', {
+          await call('DynamoDB_20120810.UpdateItem', {
             TableName: config.tableName,
             Key: { task_id: { S: task_id } },
             UpdateExpression: 'SET #n0 = :v0, #n1 = :v1, #n2 = :v2 REMOVE #n3, #n4',
@@ -199,7 +178,7 @@ const networkAlone: Variant = async (config) => {
       );
       return { batchItemFailures: [] };
     },
-    close: () => http.destroy(),
+    close: () => agent.destroy(),
   };
 };
 
@@ -210,14 +189,9 @@ const after: Variant = async (config, registry, observe) => {
   return { api: (e) => api.handleHttp(e), consumer: (e, c) => consumer.processBatch(e, c) };
 };
 
-const UNTUNED: ClientTuning = { cacheMiddleware: false, reuseSigner: false };
-
 export const VARIANTS = {
   'floor:kaj-alone': kajAlone,
   'floor:network-alone': networkAlone,
-  'low-level-store': allInOne(UNTUNED),
-  '+cache-middleware': allInOne({ ...UNTUNED, cacheMiddleware: true }),
-  '+reuse-signer': allInOne({ cacheMiddleware: true, reuseSigner: true }),
   after,
 } satisfies Record<string, Variant>;
 export type VariantName = keyof typeof VARIANTS;

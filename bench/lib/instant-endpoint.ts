@@ -1,26 +1,23 @@
 /**
- * An "instant" DynamoDB + SQS endpoint for CPU benchmarks: a tiny node:http server answering the
- * AWS JSON 1.0 protocols (`x-amz-target: DynamoDB_20120810.*` and `AmazonSQS.*`) from an
- * in-memory map, in a child process of its own so that its CPU is not the benchmark's.
+ * An "instant" DynamoDB + SQS endpoint for the CPU benchmark (bench/cpu.ts): a tiny node:http
+ * server answering the AWS JSON 1.0 protocols (`x-amz-target: DynamoDB_20120810.*` and
+ * `AmazonSQS.*`) from an in-memory map, in a child process of its own so that its CPU is not the
+ * benchmark's.
  *
- * It is only as faithful as the benchmarks need, and never a test double:
+ * It is only as faithful as the benchmark needs, and never a test double:
  * - DynamoDB: GetItem returns the stored item; PutItem stores; UpdateItem applies `SET` (`= :v`,
  *   `= if_not_exists(#a, :z) + :n`, `= list_append(if_not_exists(#a, :e), :l)`) and `REMOVE`
- *   naively and returns ALL_NEW; Query returns nothing. Conditions always hold.
- * - SQS: SendMessage / SendMessageBatch answer with the body MD5s the client verifies, and keep
- *   the messages for the benchmark (`messages()`, which drains them); ChangeMessageVisibility,
- *   DeleteMessage(Batch) answer OK; ReceiveMessage returns nothing.
+ *   naively and returns ALL_NEW. Conditions always hold.
+ * - SQS: SendMessage answers with the body MD5 the client verifies, and keeps the message for the
+ *   benchmark (`messages()`, which drains them); ChangeMessageVisibilityBatch answers OK.
+ * - Any other operation answers 400, so that a path the benchmark does not model fails loudly.
  * - Every request is counted by target (`stats()`), so a benchmark can print AWS calls per task.
- *
- *   const endpoint = await startInstantEndpoint();   // parent
- *   ... AWS_ENDPOINT_URL_DYNAMODB = AWS_ENDPOINT_URL_SQS = endpoint.url ...
- *   await endpoint.stop();
  *
  * @module
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type RequestOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -29,12 +26,11 @@ import { fileURLToPath } from 'node:url';
 type AttributeValue = { [type: string]: unknown };
 type Item = Record<string, AttributeValue>;
 
-/** A message as SendMessage(Batch) carried it. */
+/** A message as SendMessage carried it. */
 export interface SentMessage {
   readonly queueUrl: string;
   readonly messageId: string;
   readonly body: string;
-  readonly delaySeconds: number;
   readonly attributes: Record<string, { DataType: string; StringValue?: string }>;
 }
 
@@ -45,8 +41,6 @@ export interface InstantEndpoint {
   stats(): Promise<Record<string, number>>;
   /** The messages sent since the last call (drained). */
   messages(): Promise<SentMessage[]>;
-  /** Stores items as they are (DynamoDB JSON), keyed by `task_id`. */
-  seed(items: readonly Item[]): Promise<void>;
 }
 
 const CONTROL = '/__instant/';
@@ -71,23 +65,18 @@ export async function startInstantEndpoint(): Promise<InstantEndpoint & { stop()
 
 /** The control side of an endpoint another process started (a benchmark's worker). */
 export function connectInstantEndpoint(url: string): InstantEndpoint {
-  const control = async <T>(path: string, body?: unknown): Promise<T> => {
-    const text = await call(`${url}${CONTROL}${path}`, body === undefined ? undefined : JSON.stringify(body));
-    return JSON.parse(text) as T;
-  };
+  const control = async <T>(path: string): Promise<T> => JSON.parse(await httpCall(`${url}${CONTROL}${path}`)) as T;
   return {
     url,
     stats: () => control<Record<string, number>>('stats'),
     messages: () => control<SentMessage[]>('messages'),
-    seed: async (items) => {
-      await control('seed', items);
-    },
   };
 }
 
-function call(url: string, body: string | undefined): Promise<string> {
+/** One HTTP request, a POST of `body` or a GET without one; resolves with the response's text. */
+export function httpCall(url: string, body?: string, options: RequestOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: body === undefined ? 'GET' : 'POST' }, (res) => {
+    const req = request(url, { method: body === undefined ? 'GET' : 'POST', ...options }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
@@ -108,41 +97,18 @@ class Server {
   private readonly counts = new Map<string, number>();
   private sent: SentMessage[] = [];
 
+  /** The answer to `x-amz-target: target` with `input`. */
   handle(target: string, input: Record<string, unknown>): { status: number; body: unknown } {
     this.counts.set(target, (this.counts.get(target) ?? 0) + 1);
-    const [service, operation] = target.split('.');
-    if (service === 'DynamoDB_20120810') return this.dynamodb(operation ?? '', input);
-    if (service === 'AmazonSQS') return this.sqs(operation ?? '', input);
-    return { status: 400, body: { __type: 'UnknownOperationException', message: target } };
-  }
-
-  control(path: string, body: unknown): unknown {
-    switch (path) {
-      case 'stats':
-        return Object.fromEntries(this.counts);
-      case 'messages': {
-        const out = this.sent;
-        this.sent = [];
-        return out;
-      }
-      case 'seed':
-        for (const item of body as Item[]) this.items.set(keyOf(item), item);
-        return { seeded: (body as Item[]).length };
-      default:
-        return { error: `unknown control ${path}` };
-    }
-  }
-
-  private dynamodb(operation: string, input: Record<string, unknown>): { status: number; body: unknown } {
-    switch (operation) {
-      case 'GetItem': {
+    switch (target) {
+      case 'DynamoDB_20120810.GetItem': {
         const item = this.items.get(keyOf(input.Key as Item));
         return { status: 200, body: item === undefined ? {} : { Item: item } };
       }
-      case 'PutItem':
+      case 'DynamoDB_20120810.PutItem':
         this.items.set(keyOf(input.Item as Item), input.Item as Item);
         return { status: 200, body: {} };
-      case 'UpdateItem': {
+      case 'DynamoDB_20120810.UpdateItem': {
         const key = keyOf(input.Key as Item);
         const item: Item = { ...(this.items.get(key) ?? (input.Key as Item)) };
         applyUpdate(
@@ -154,52 +120,31 @@ class Server {
         this.items.set(key, item);
         return { status: 200, body: input.ReturnValues === 'ALL_NEW' ? { Attributes: item } : {} };
       }
-      case 'Query':
-        return { status: 200, body: { Items: [], Count: 0, ScannedCount: 0 } };
-      default:
-        return { status: 400, body: { __type: 'UnknownOperationException', message: operation } };
-    }
-  }
-
-  private sqs(operation: string, input: Record<string, unknown>): { status: number; body: unknown } {
-    switch (operation) {
-      case 'SendMessage': {
-        const m = this.keep(input);
+      case 'AmazonSQS.SendMessage': {
+        const m: SentMessage = {
+          queueUrl: String(input.QueueUrl),
+          messageId: randomUUID(),
+          body: String(input.MessageBody),
+          attributes: (input.MessageAttributes ?? {}) as SentMessage['attributes'],
+        };
+        this.sent.push(m);
         return { status: 200, body: { MessageId: m.messageId, MD5OfMessageBody: md5(m.body) } };
       }
-      case 'SendMessageBatch': {
-        const entries = (input.Entries ?? []) as Record<string, unknown>[];
-        const successful = entries.map((e) => {
-          const m = this.keep({ ...e, QueueUrl: input.QueueUrl });
-          return { Id: e.Id, MessageId: m.messageId, MD5OfMessageBody: md5(m.body) };
-        });
-        return { status: 200, body: { Successful: successful, Failed: [] } };
-      }
-      case 'DeleteMessageBatch':
-      case 'ChangeMessageVisibilityBatch': {
+      case 'AmazonSQS.ChangeMessageVisibilityBatch': {
         const entries = (input.Entries ?? []) as { Id: string }[];
         return { status: 200, body: { Successful: entries.map((e) => ({ Id: e.Id })), Failed: [] } };
       }
-      case 'ChangeMessageVisibility':
-      case 'DeleteMessage':
-        return { status: 200, body: {} };
-      case 'ReceiveMessage':
-        return { status: 200, body: {} };
       default:
-        return { status: 400, body: { __type: 'com.amazonaws.sqs#UnsupportedOperation', message: operation } };
+        return { status: 400, body: { __type: 'UnknownOperationException', message: target } };
     }
   }
 
-  private keep(input: Record<string, unknown>): SentMessage {
-    const m: SentMessage = {
-      queueUrl: String(input.QueueUrl),
-      messageId: randomUUID(),
-      body: String(input.MessageBody),
-      delaySeconds: Number(input.DelaySeconds ?? 0),
-      attributes: (input.MessageAttributes ?? {}) as SentMessage['attributes'],
-    };
-    this.sent.push(m);
-    return m;
+  control(path: string): unknown {
+    if (path === 'stats') return Object.fromEntries(this.counts);
+    if (path !== 'messages') return { error: `unknown control ${path}` };
+    const out = this.sent;
+    this.sent = [];
+    return out;
   }
 }
 
@@ -260,7 +205,7 @@ function applyUpdate(
 
 async function serve(): Promise<void> {
   const state = new Server();
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -268,7 +213,7 @@ async function serve(): Promise<void> {
       let status = 200;
       let body: unknown;
       if (req.url?.startsWith(CONTROL)) {
-        body = state.control(req.url.slice(CONTROL.length), text === '' ? undefined : JSON.parse(text));
+        body = state.control(req.url.slice(CONTROL.length));
       } else {
         ({ status, body } = state.handle(String(req.headers['x-amz-target']), text === '' ? {} : JSON.parse(text)));
       }

@@ -173,41 +173,6 @@ export function drainTicks(d: DrainInput): Drain {
   };
 }
 
-/**
- * Which runs a tick hands to SQS after their fire moment (SQS then delivers at once: late by the
- * difference), when the tick sends its runs one after another, the i-th (from 0) at
- * `tickStart + overheadMs + (i + 1) · perFireMs`. `fireTimesInSendOrder`: each run's fire moment, in
- * the order the tick sent them.
- */
-export function lateSends(
-  fireTimesInSendOrder: readonly number[],
-  tickStart: number,
-  overheadMs: number,
-  perFireMs: number,
-): { readonly late: number; readonly maxLateMs: number } {
-  let late = 0;
-  let maxLateMs = 0;
-  fireTimesInSendOrder.forEach((fire, i) => {
-    const sent = tickStart + overheadMs + (i + 1) * perFireMs;
-    if (sent > fire) {
-      late += 1;
-      maxLateMs = Math.max(maxLateMs, sent - fire);
-    }
-  });
-  return { late, maxLateMs };
-}
-
-/**
- * The memory at which a tick's CPU (measured on one full core) and waits fit in `limitMs`:
- * undefined when the waits alone do not, or when it would need more than one vCPU (the tick runs
- * on one thread).
- */
-export function memoryToFit(measuredCpuMs: number, ioMs: number, limitMs: number): number | undefined {
-  if (ioMs >= limitMs) return undefined;
-  const share = measuredCpuMs / (limitMs - ioMs);
-  return share > 1 ? undefined : Math.max(128, Math.ceil(share * MIB_PER_VCPU));
-}
-
 /** GB-seconds billed for one invocation of `durationMs` (rounded up to the ms) at `memoryMiB`. */
 export function gbSeconds(durationMs: number, memoryMiB: number): number {
   return (Math.ceil(durationMs) / 1000) * (memoryMiB / 1024);

@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { REPO_ROOT } from '../../testing/worker-process.js';
-import { maxInWindow } from './sim-provider.js';
+import { maxInWindow, steadyRate } from './sim-provider.js';
 
 export interface ProviderOptions {
   /** Emails accepted per sliding second before a 429. */
@@ -39,14 +39,6 @@ export function overLimitInWindow(times: readonly number[], windowMs: number, li
     if (i - k >= limit) over += 1;
   }
   return over;
-}
-
-/** Values per second of sorted `times` between their 10th and 90th percentiles (0 when too few). */
-export function steadyRate(times: readonly number[]): number {
-  const lo = Math.floor(times.length * 0.1);
-  const hi = Math.floor(times.length * 0.9);
-  const span = (times[hi] ?? 0) - (times[lo] ?? 0);
-  return hi > lo && span > 0 ? ((hi - lo) * 1000) / span : 0;
 }
 
 export class EmailProvider {

@@ -46,6 +46,17 @@ export function maxInWindow(times: ArrayLike<number>, window: number): number {
   return most;
 }
 
+/**
+ * Values per second of ascending `times` (in `perSecond`ths of a second) between their 10th and
+ * 90th percentiles: the pace once under way, without the ramp-up and the tail (0 when too few).
+ */
+export function steadyRate(times: ArrayLike<number>, perSecond = 1000): number {
+  const lo = Math.floor(times.length * 0.1);
+  const hi = Math.floor(times.length * 0.9);
+  const span = (times[hi] ?? 0) - (times[lo] ?? 0);
+  return hi > lo && span > 0 ? ((hi - lo) * perSecond) / span : 0;
+}
+
 export type ProviderAnswer = { readonly ok: true } | { readonly ok: false; readonly retryAfterSeconds: number };
 
 export class SimProvider {
@@ -54,9 +65,6 @@ export class SimProvider {
   readonly accepted = new Times();
   refused = 0;
   duplicates = 0;
-  /** Calls the provider is answering right now, and the most at once. */
-  inFlight = 0;
-  peakInFlight = 0;
   /** Accepted emails per key (slip index). */
   private readonly sent: Uint8Array;
   private readonly windowUs: number;
@@ -90,32 +98,11 @@ export class SimProvider {
     return { ok: true };
   }
 
-  begin(): void {
-    this.inFlight += 1;
-    if (this.inFlight > this.peakInFlight) this.peakInFlight = this.inFlight;
-  }
-
-  end(): void {
-    this.inFlight -= 1;
-  }
-
   /** Slips emailed at least once. */
   emailed(): number {
     let n = 0;
     for (const v of this.sent) if (v > 0) n += 1;
     return n;
-  }
-
-  /**
-   * Accepted emails per second between the 10th and the 90th percentile of the accepted calls:
-   * the rate the run held once under way, without its ramp-up and its tail.
-   */
-  steadyRate(): number {
-    const acc = this.accepted.values();
-    const from = Math.floor(acc.length * 0.1);
-    const to = Math.floor(acc.length * 0.9);
-    if (to <= from) return 0;
-    return ((to - from) * 1e6) / ((acc[to] as number) - (acc[from] as number));
   }
 
   /** The most calls (all, or accepted only) in any window of the provider's length. */

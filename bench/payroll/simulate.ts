@@ -8,9 +8,10 @@
  * `FlowControl` (admissions, `defer`, `waitForStart`, `learn`, `release`), the task registry and
  * limit resolution, `classifyError` and `afterFailure`.
  *
- * Modelled: the limits table (`SimLimitStore`: conditional UpdateItems, 5 ms each, billed in write
- * units); SQS as a heap of messages by visibility per lane, and Lambda as `workers` consumers per
- * lane over `processes` execution environments, each taking the next visible message when free;
+ * Modelled: the limits table (`SimLimitStore`: testing/memory-limit-store.ts's fake behind
+ * conditional UpdateItems of 5 ms each, billed in write units); SQS as a heap of messages by
+ * visibility per lane, and Lambda as `workers` consumers per lane over `processes` execution
+ * environments, each taking the next visible message when free;
  * the SQS requests Lambda's pollers and Kaj make (`esmRequests`, visibility changes, sends); the
  * consumer's path per message in Kaj's order (claim read, admission, for a redelivery the claim
  * write and the message hold, `waitForStart`, the handler, the outcome write, `release`, the
@@ -48,7 +49,8 @@ import { esmRequests } from '../lib/request-counting.js';
 import { MinHeap } from '../../testing/min-heap.js';
 import { VirtualClock } from '../../testing/virtual-clock.js';
 import { addTally, type CallTally, newTally, SimLimitStore } from './sim-limit-store.js';
-import { SimProvider } from './sim-provider.js';
+import { SimProvider, steadyRate } from './sim-provider.js';
+import { PAYROLL_LIMITS } from './tasks.js';
 
 /** A configuration of the limits: both must declare `email_provider` and `database`. */
 export interface PayrollConfig {
@@ -56,18 +58,13 @@ export interface PayrollConfig {
   readonly limits: LimitDeclarations;
 }
 
-/** The two configurations of the issue. */
+/** Kaj's email limit without the rate's margin for the way to the provider: here a call arrives at its start. */
+const { arrivalJitterMs: _, ...kajEmail } = PAYROLL_LIMITS.kaj.email_provider;
+
+/** The two configurations of the issue, as the workers of `bench:payroll` declare them (./tasks.ts). */
 export const PAYROLL_CONFIGS = {
-  /** The seed's plan: the provider's rate approximated by a concurrency (45 / 1.2 s = 37.5/s). */
-  seed: { name: 'seed', limits: { email_provider: { concurrency: 45 }, database: { concurrency: 60 } } },
-  /** Kaj's: the provider's rate itself, a concurrency cap beside it, and a 429 pauses every worker. */
-  kaj: {
-    name: 'kaj',
-    limits: {
-      email_provider: { rate: '40/s', concurrency: 50, learnRetryAfter: true },
-      database: { concurrency: 60 },
-    },
-  },
+  seed: { name: 'seed', limits: PAYROLL_LIMITS.seed },
+  kaj: { name: 'kaj', limits: { ...PAYROLL_LIMITS.kaj, email_provider: kajEmail } },
 } as const satisfies Record<string, PayrollConfig>;
 
 /**
@@ -111,10 +108,6 @@ export interface PayrollOptions {
   readonly model?: Partial<PayrollModel>;
   /** Every acquire granted at once, nothing asked of the store: what the checks see without flow control. */
   readonly bypassLimiter?: boolean;
-  /** Give up (report incomplete) after this many floors of virtual time. @default 10 */
-  readonly maxFloors?: number;
-  /** A line every 100 virtual seconds. */
-  readonly progress?: (line: string) => void;
 }
 
 /** What a run measured. Times in seconds. */
@@ -160,7 +153,6 @@ interface Process {
 }
 
 interface Lane {
-  readonly kind: Kind;
   /** Its SQS queue: messages by the time they become visible, then by send order (close enough to a standard queue). */
   readonly queue: MinHeap<Message>;
   readonly idle: Process[];
@@ -197,8 +189,6 @@ export async function simulatePayroll(o: PayrollOptions) {
     holdMs: 0,
     emailGrants: 0,
   };
-  const release = newTally();
-  const pause = newTally();
   const running = { render: 0, email: 0 };
   const peaks = { render: 0, email: 0 };
   let finished = 0;
@@ -208,8 +198,8 @@ export async function simulatePayroll(o: PayrollOptions) {
 
   // ---- the task types, as a deployment declares them -----------------------------------------
   const lanes: Record<Kind, Lane> = {
-    render: { kind: 'render', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
-    email: { kind: 'email', queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    render: { queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
+    email: { queue: new MinHeap(earlier), idle: [], wakeAt: Number.POSITIVE_INFINITY },
   };
   const payload = z.strictObject({ slip: z.number().int().nonnegative() });
   const render = defineTask({
@@ -236,24 +226,20 @@ export async function simulatePayroll(o: PayrollOptions) {
     uses: ['email_provider'],
     maxAttempts: m.maxAttempts,
     handler: async (p) => {
-      provider.begin();
       const answer = provider.send(p.slip, clock.now());
       if (!answer.ok) {
         await clock.sleep(m.rejectMs);
-        provider.end();
         throw new RetryableError('provider: 429 Too Many Requests', { retryAfterSeconds: answer.retryAfterSeconds });
       }
       await clock.sleep(duration(m.emailMs));
-      provider.end();
       return null;
     },
   });
   const defs: Record<Kind, AnyTaskDefinition> = { render, email };
   const lanesDeclared = defineLanes({ cpu: {}, io: {} });
-  const specs = new TaskRegistry([render, email], { lanes: lanesDeclared, limits: o.config.limits }).limits;
-  const emailSpec = specs.get('email_provider');
-  const dbSpec = specs.get('database');
   const registry = new TaskRegistry([render, email], { lanes: lanesDeclared, limits: o.config.limits });
+  const emailSpec = registry.limits.get('email_provider');
+  const dbSpec = registry.limits.get('database');
   const policies = { render: resolvePolicy(render), email: resolvePolicy(email) };
   const limiters: Limiter[] = [];
 
@@ -428,7 +414,7 @@ export async function simulatePayroll(o: PayrollOptions) {
       if (task.kind === 'email') done();
     } else {
       const lost = failure;
-      await track(pause, () => proc.flow.learn(def, record, lost));
+      await proc.flow.learn(def, record, lost);
       const next = afterFailure(record.attempts, record.max_attempts, failure, policies[task.kind].backoff, kajRandom);
       if (next.kind === 'retry') {
         retries += 1;
@@ -445,7 +431,7 @@ export async function simulatePayroll(o: PayrollOptions) {
         else finished += 1; // its slip will never be emailed
       }
     }
-    await track(release, () => proc.admissions.release(permit));
+    await proc.admissions.release(permit);
     if (task.kind === 'email') acquires.holdMs += clock.now() - grantedAt;
     sqs.acknowledged += 1;
   };
@@ -469,19 +455,8 @@ export async function simulatePayroll(o: PayrollOptions) {
     sqs.send += 1;
   }
   pump(lanes.render);
-  if (o.progress !== undefined) {
-    const report = o.progress;
-    const tick = () => {
-      report(
-        `  ${o.config.name} seed ${o.seed}: ${((clock.now() - T0) / 1000).toFixed(0)} s virtual, ` +
-          `${finished}/${o.slips} slips done, ${provider.refused} 429s, ` +
-          `${((performance.now() - wallStart) / 1000).toFixed(0)} s real`,
-      );
-      clock.at(100_000, tick);
-    };
-    clock.at(100_000, tick);
-  }
-  const end = await clock.run(T0 + (o.maxFloors ?? 10) * floorS * 1000, () => finished >= o.slips);
+  // Given up (reported incomplete) after ten floors of virtual time.
+  const end = await clock.run(T0 + 10 * floorS * 1000, () => finished >= o.slips);
   const cpu = process.cpuUsage(cpuStart);
 
   const tasks = 2 * o.slips;
@@ -495,7 +470,6 @@ export async function simulatePayroll(o: PayrollOptions) {
     writeUnits: n === 0 ? 0 : t.writeUnits / n,
   });
   return {
-    config: o.config.name,
     seed: o.seed,
     slips: o.slips,
     bypassed: o.bypassLimiter === true,
@@ -507,12 +481,10 @@ export async function simulatePayroll(o: PayrollOptions) {
     provider: {
       calls: provider.calls.length,
       status429: provider.refused,
-      peakInFlight: provider.peakInFlight,
       /** Most calls (accepted or not) in any window of the provider's length. */
       peakCallsPerWindow: provider.peakPerWindow('calls'),
-      peakAcceptedPerWindow: provider.peakPerWindow('accepted'),
       /** Accepted emails per second once under way (10th to 90th percentile of the accepted calls). */
-      steadyRate: provider.steadyRate(),
+      steadyRate: steadyRate(provider.accepted.values(), 1e6),
       duplicates: provider.duplicates,
       emailed: provider.emailed(),
     },
@@ -540,8 +512,6 @@ export async function simulatePayroll(o: PayrollOptions) {
       perTask: deferred / tasks,
     },
     acquires: {
-      granted: acquires.granted,
-      refused: acquires.refused,
       /** Starts the limiters forfeited because the store's answer came after them. */
       lateStarts: limiters.reduce((n, l) => n + l.lateStarts, 0),
       perGrant: per(acquires.grant, acquires.granted),
@@ -551,22 +521,13 @@ export async function simulatePayroll(o: PayrollOptions) {
       meanHoldMs: acquires.emailGrants === 0 ? 0 : acquires.holdMs / acquires.emailGrants,
     },
     store: {
-      calls: { ...store.tally.calls },
       totalCalls: store.totalCalls,
       updateItems: store.tally.updateItems,
-      failedConditions: store.tally.failedConditions,
       writeUnits: store.tally.writeUnits,
       callsPerTask: store.totalCalls / tasks,
       writeUnitsPerTask: store.tally.writeUnits / tasks,
-      release,
-      pause,
     },
     sqs: {
-      receive: esm.receive,
-      deleteBatch: esm.deleteBatch,
-      changeVisibilityDefer: sqs.cmvDefer,
-      changeVisibilityHold: sqs.cmvHold,
-      send: sqs.send,
       total: sqsTotal,
       perTask: sqsTotal / tasks,
       /** Its visibility change (or refresh) and its share of the receive. */
@@ -577,8 +538,6 @@ export async function simulatePayroll(o: PayrollOptions) {
     sim: {
       wallS: (performance.now() - wallStart) / 1000,
       cpuS: (cpu.user + cpu.system) / 1e6,
-      instants: clock.instants,
-      events: clock.events,
     },
   };
 }

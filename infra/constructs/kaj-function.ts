@@ -124,7 +124,7 @@ export class KajFunction extends NodejsFunction {
         bundleAwsSDK: true,
         // On Lambda credentials are always in the environment: the SDK's default chain (STS,
         // SSO, IMDS, ini files) is swapped for an environment-only provider, 133 KB less per
-        // bundle (npm run bench:bundle).
+        // bundle (docs/measured.md, "Speed").
         esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS_MODULE}` },
         forceDockerBundling: false,
         logLevel: EsbuildLogLevel.WARNING,

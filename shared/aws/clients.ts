@@ -1,7 +1,7 @@
 /**
  * How Kaj builds its AWS SDK clients, everywhere (Lambda functions, local runtime, CLI, tests):
- * the SDK's own configuration, plus the per-request savings measured by `npm run bench:cpu`, each of which
- * `bench/cpu.ts` measures on and off.
+ * the SDK's own configuration, plus per-request savings, each measured on and off
+ * (docs/measured.md, "Speed").
  *
  * - `cacheMiddleware`: the SDK resolves a command's middleware stack (≈ 30 middlewares, sorted
  *   and composed) on every `send` unless told to keep the result per command class. Kaj never
@@ -25,7 +25,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 
-/** The per-request savings, each on by default; `bench/cpu.ts` turns them off one at a time. */
+/** The per-request savings, each on by default (each can be turned off, as their measurement did). */
 export interface ClientTuning {
   /** Resolve each command's middleware stack once per client (the SDK's `cacheMiddleware`). @default true */
   readonly cacheMiddleware?: boolean;

@@ -47,7 +47,7 @@ const MARSHALL = { removeUndefinedValues: true, convertClassInstanceToMap: false
  *
  * On the low-level client, marshalling by hand (`@aws-sdk/util-dynamodb`): the document client
  * costs a second middleware stack and a second pass over every input and output per request,
- * and cannot be combined with `cacheMiddleware` (bench/cpu.ts measures the difference).
+ * and cannot be combined with `cacheMiddleware` (docs/measured.md, "Speed", has the difference).
  */
 export class DynamoTaskStore implements TaskStore, TaskListingReader {
   constructor(

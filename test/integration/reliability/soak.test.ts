@@ -1,5 +1,5 @@
 /**
- * The soak (`bench/soak.ts`, `npm run soak`) at CI size: 300 tasks across the priorities,
+ * The soak (`testing/soak.ts`, `npm run soak`) at CI size: 300 tasks across the priorities,
  * 30 % transient failures and 2 % poison, while worker processes are SIGKILLed twice.
  *
  * Extra runs — handler runs whose outcome the table never recorded, so that their work was done
@@ -16,7 +16,7 @@
  * duplicate completion, and no recorded crash (every kill landed on lazily claimed runs).
  */
 import { describe, expect, it } from 'vitest';
-import { formatReport, runSoak } from '../../../bench/soak.js';
+import { formatReport, runSoak } from '../../../testing/soak.js';
 import { targets } from '../../support/targets.js';
 
 describe.each(targets())('soak (CI size) on $name', (target) => {

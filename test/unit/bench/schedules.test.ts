@@ -7,8 +7,6 @@ import {
   gbSeconds,
   ioTimeMs,
   lambdaDuration,
-  lateSends,
-  memoryToFit,
   storedBytes,
   ticksPerMonth,
   vcpuShare,
@@ -107,14 +105,6 @@ describe('Lambda arithmetic', () => {
   it('counts the ticks of a 30-day month', () => {
     expect(ticksPerMonth(60)).toBe(43_200);
   });
-
-  it('finds the memory that fits a tick in a limit, if one vCPU can', () => {
-    // 1,000 ms of CPU on a full core in 2 s: half a vCPU.
-    expect(memoryToFit(1000, 0, 2000)).toBe(Math.ceil(0.5 * 1769));
-    expect(memoryToFit(10, 0, 1000)).toBe(128);
-    expect(memoryToFit(3000, 0, 2000)).toBeUndefined();
-    expect(memoryToFit(1, 2000, 2000)).toBeUndefined();
-  });
 });
 
 describe('Function: drainTicks', () => {
@@ -183,13 +173,5 @@ describe('Class: AccountingScheduleStore', () => {
     expect(store.unbilled).toEqual({ DeleteItem: 0, Scan: 0 });
     await store.list(10);
     expect(store.unbilled.Scan).toBe(1);
-  });
-});
-
-describe('Function: lateSends', () => {
-  it('counts the runs sent after their fire moment, and the worst delay', () => {
-    // Sent at 110, 120, 130: the second is 5 late, the third 20.
-    expect(lateSends([200, 115, 110], 100, 0, 10)).toEqual({ late: 2, maxLateMs: 20 });
-    expect(lateSends([], 0, 0, 10)).toEqual({ late: 0, maxLateMs: 0 });
   });
 });

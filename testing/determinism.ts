@@ -1,11 +1,11 @@
 /**
- * The fake time and the seeded randomness the cost and scheduler benchmarks run Kaj on, so that
+ * The fake time and the seeded randomness the cost and scheduler benchmarks and the soak run Kaj on, so that
  * their counts repeat exactly from run to run.
  *
  * @module
  */
-import type { Clock } from '../../shared/runtime/clock.js';
-import type { RandomSource } from '../../shared/runtime/random.js';
+import type { Clock } from '../shared/runtime/clock.js';
+import type { RandomSource } from '../shared/runtime/random.js';
 
 /** A clock the bench sets by hand (`t`). It has no `sleep`: Kaj's waits are skipped, not timed. */
 export class BenchClock implements Clock {
