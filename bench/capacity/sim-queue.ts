@@ -11,7 +11,13 @@
 import { DEFAULTS, PRIORITIES, type Priority } from '../../shared/config/resources.js';
 import { MessageGoneError } from '../../shared/task/queue-errors.js';
 import type { DeadLetter, TaskMessage } from '../../shared/task/message.js';
-import type { FailedSend, OutgoingMessage, TaskQueue } from '../../shared/task/task-queue.js';
+import type {
+  FailedSend,
+  FailedVisibilityChange,
+  OutgoingMessage,
+  TaskQueue,
+  VisibilityChange,
+} from '../../shared/task/task-queue.js';
 import type { PeakMeter } from './meter.js';
 import type { VirtualClock } from '../../testing/virtual-clock.js';
 
@@ -96,6 +102,27 @@ export class SimTaskQueue implements TaskQueue {
     }
     this.time.cancel(m.timer);
     this.hide(m, Math.max(0, Math.ceil(seconds)) * 1000);
+  }
+
+  /** ChangeMessageVisibilityBatch: 10 entries a request, each changed or refused on its own. */
+  async changeVisibilityMany(
+    priority: Priority,
+    entries: readonly VisibilityChange[],
+  ): Promise<FailedVisibilityChange[]> {
+    const failed: FailedVisibilityChange[] = [];
+    for (let i = 0; i < entries.length; i += 10) {
+      this.meter.add('sqs.requests');
+      for (const entry of entries.slice(i, i + 10)) {
+        const m = this.inFlight.get(entry.receiptHandle);
+        if (m === undefined || m.priority !== priority || m.dead) {
+          failed.push({ entry, error: new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid') });
+          continue;
+        }
+        this.time.cancel(m.timer);
+        this.hide(m, Math.max(0, Math.ceil(entry.seconds)) * 1000);
+      }
+    }
+    return failed;
   }
 
   /**

@@ -58,6 +58,7 @@ const QUEUE_CALLS = [
   'sendMany',
   'sendDead',
   'changeVisibility',
+  'changeVisibilityMany',
 ] as const satisfies readonly (keyof TaskQueue)[];
 
 /** Latency of each table / queue request the sweeper makes (its 50 s budget then bounds a sweep). */

@@ -300,6 +300,49 @@ export function describeTaskQueueContract(
       });
     });
 
+    describe('Method: changeVisibilityMany', () => {
+      it('changes each entry (one hidden longer, one visible at once) and reports none failed', async () => {
+        const other = message({ task_id: `t_${randomUUID()}` });
+        await queue.send('normal', message(), { delaySeconds: 0, type: 'job' });
+        await queue.send('normal', other, { delaySeconds: 0, type: 'job' });
+        const got = await subject.receive('normal', { visibilitySeconds: 1 });
+        expect(got).toHaveLength(2);
+        const [held, released] = got as [ReceivedTaskMessage, ReceivedTaskMessage];
+        const many = queue.changeVisibilityMany?.bind(queue);
+        if (many === undefined) throw new Error(`${name} has no changeVisibilityMany`);
+        expect(
+          await many('normal', [
+            { receiptHandle: held.receiptHandle, seconds: 3 },
+            { receiptHandle: released.receiptHandle, seconds: 0 },
+          ]),
+        ).toEqual([]);
+        expect((await subject.receive('normal')).map((m) => m.body)).toEqual([released.body]);
+        await subject.elapse(1600); // past the receive's own 1 s
+        expect(await subject.receive('normal')).toEqual([]);
+        await subject.elapse(2000); // past the 3 s
+        expect((await subject.receive('normal')).map((m) => m.body)).toEqual([held.body]);
+      });
+
+      it('reports the entry whose message was deleted since as MessageGoneError, the very entry passed, and changes the rest', async () => {
+        await queue.send('low', message(), { delaySeconds: 0, type: 'job' });
+        await queue.send('low', message({ task_id: `t_${randomUUID()}` }), { delaySeconds: 0, type: 'job' });
+        const [gone, kept] = (await subject.receive('low', { visibilitySeconds: 30 })) as [
+          ReceivedTaskMessage,
+          ReceivedTaskMessage,
+        ];
+        await subject.delete('low', gone.receiptHandle);
+        const goneEntry = { receiptHandle: gone.receiptHandle, seconds: 0 };
+        const failed = await queue.changeVisibilityMany?.('low', [
+          goneEntry,
+          { receiptHandle: kept.receiptHandle, seconds: 0 },
+        ]);
+        expect(failed).toHaveLength(1);
+        expect(failed?.[0]?.entry).toBe(goneEntry);
+        expect(failed?.[0]?.error).toBeInstanceOf(MessageGoneError);
+        expect((await subject.receive('low')).map((m) => m.body)).toEqual([kept.body]);
+      });
+    });
+
     describe('Errors: the service cannot be reached', () => {
       const unreachable = (): TaskQueue => {
         if (subject.unreachable === undefined) throw new Error('the queue under test gives no unreachable queue');
