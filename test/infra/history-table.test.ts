@@ -7,8 +7,6 @@
  *
  * The stacks are synthesized without bundling the functions (their code does not matter here).
  */
-import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import * as z from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +27,7 @@ import {
   retainedTable,
   roleOf,
   type Statement,
+  expectRetainedUnlessTold,
 } from './template.js';
 
 const SYNTH_TIMEOUT = 120_000;
@@ -97,20 +96,7 @@ describe('history table', () => {
     expect(history.DeletionPolicy).toBe(tasks.DeletionPolicy);
     expect(history.UpdateReplacePolicy).toBe(tasks.UpdateReplacePolicy);
     expect(history.Properties.DeletionProtectionEnabled).toBe(tasks.Properties.DeletionProtectionEnabled);
-    const stack = new Stack(new App(), 'HistoryTableTest');
-    new HistoryTable(stack, 'Default', { tableName: 'a-history' });
-    new HistoryTable(stack, 'Scratch', {
-      tableName: 'b-history',
-      deletionProtection: false,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    const tables = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table'));
-    expect(
-      tables.map((t) => [t.Properties.TableName, t.DeletionPolicy, t.Properties.DeletionProtectionEnabled]),
-    ).toEqual([
-      ['a-history', 'Retain', true],
-      ['b-history', 'Delete', false],
-    ]);
+    expectRetainedUnlessTold(HistoryTable, 'history');
   });
 
   it('the consumers of every lane: Query, PutItem and GetItem on the table (no index), one statement; nothing else', () => {

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
@@ -58,6 +58,7 @@ import {
   retainedTable,
   type Statement,
   templateText,
+  expectRetainedUnlessTold,
 } from './template.js';
 
 const SYNTH_TIMEOUT = 120_000;
@@ -392,20 +393,7 @@ describe('limits table', () => {
     const limits = laned.resources[laned.logicalId(laned.stack.limitTable.table)]!;
     expect(limits.DeletionPolicy).toBe(tasks.DeletionPolicy);
     expect(limits.Properties.DeletionProtectionEnabled).toBe(tasks.Properties.DeletionProtectionEnabled);
-    const stack = new Stack(new App(), 'LimitTableTest');
-    new LimitTable(stack, 'Default', { tableName: 'a-limits' });
-    new LimitTable(stack, 'Scratch', {
-      tableName: 'b-limits',
-      deletionProtection: false,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    const tables = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table'));
-    expect(
-      tables.map((t) => [t.Properties.TableName, t.DeletionPolicy, t.Properties.DeletionProtectionEnabled]),
-    ).toEqual([
-      ['a-limits', 'Retain', true],
-      ['b-limits', 'Delete', false],
-    ]);
+    expectRetainedUnlessTold(LimitTable, 'limits');
   });
 
   it('only the consumers may touch it: get, put and update items, nothing else; not the API, the sweeper or the scheduler', () => {

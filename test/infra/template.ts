@@ -1,4 +1,6 @@
 /** Test helpers: reading a synthesized Kaj stack's template (resources, IAM statements, alarms, EMF). */
+import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { expect } from 'vitest';
@@ -127,3 +129,31 @@ export function acknowledgments(scope: IConstruct): [string, string][] {
 /** The reason of the first acknowledgment of a cdk-nag rule (`AwsSolutions-L1`) in a scope. */
 export const acknowledgment = (scope: IConstruct, rule: string): string | undefined =>
   acknowledgments(scope).find(([id]) => id === `Annotation::${rule}`)?.[1];
+
+/** A table construct of Kaj's: a name, and the deletion settings it lets its user turn off. */
+type TableConstruct = new (
+  scope: IConstruct,
+  id: string,
+  props: { tableName: string; deletionProtection?: boolean; removalPolicy?: RemovalPolicy },
+) => unknown;
+
+/**
+ * Expects a table construct to keep its table by default (`<name>-a`: Retain, deletion protection
+ * on) and to give both up when told (`<name>-b`: Delete, protection off).
+ */
+export function expectRetainedUnlessTold(Table: TableConstruct, name: string): void {
+  const stack = new Stack(new App(), 'RetentionTest');
+  new Table(stack, 'Default', { tableName: `${name}-a` });
+  new Table(stack, 'Scratch', {
+    tableName: `${name}-b`,
+    deletionProtection: false,
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+  const tables = Object.values(Template.fromStack(stack).findResources('AWS::DynamoDB::Table'));
+  expect(tables.map((t) => [t.Properties.TableName, t.DeletionPolicy, t.Properties.DeletionProtectionEnabled])).toEqual(
+    [
+      [`${name}-a`, 'Retain', true],
+      [`${name}-b`, 'Delete', false],
+    ],
+  );
+}

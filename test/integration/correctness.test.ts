@@ -88,12 +88,14 @@ describe.each(targets())('correctness on $name', (target) => {
     expect(res.status).toBe(202);
     const id = res.json.task_id as string;
     // Until its first heartbeat (20 s) the claim of a running handler is not written (lazy), so
-    // the table says queued and DELETE ends the task at once.
+    // the table says queued and DELETE ends the task at once (200). On a machine slow enough that
+    // the heartbeat wrote the claim before the DELETE, the task is running and DELETE asks for its
+    // cancel (202). Either way the worker's cancel poll cuts the handler short.
     // When it starts is the machine's speed (and send_email's limits): it only has to start.
     await waitFor('the handler to start', () => emailStarts.has(id) || undefined, { timeoutMs: 90_000 });
     const del = await call('DELETE', `/api/v1/tasks/${id}`);
-    expect(del.status).toBe(200);
-    expect(del.json.status).toBe('cancelled');
+    expect([200, 202]).toContain(del.status);
+    expect(del.json.status).toBe(del.status === 200 ? 'cancelled' : 'running');
     // The worker's cancel poll (every 5 s) stops the handler and records the attempt it cut short,
     // before the handler's 10 s or the heartbeat's 20 s.
     const done = await waitFor('the cut-short attempt in the history', async () => {
