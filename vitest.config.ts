@@ -40,25 +40,30 @@ function weight(spec: TestSpecification): number {
 
 export default defineConfig({
   test: {
-    // Two projects, run side by side on the same workers. The unit tests share their module graph
-    // within a worker (`isolate: false`: each file is not given fresh imports of shared/, zod and
-    // the SDK, which was most of their time); they hold no state across files — no emulator, no
-    // environment, fake timers restored by each file. The rest (integration, infrastructure,
-    // contract suites on the emulators) start and stop processes, servers and environment
-    // variables: each file in a fresh module graph.
+    // Two projects, run side by side on the same workers. The unit and infrastructure tests share
+    // their module graph within a worker (`isolate: false`: each file is not given fresh imports of
+    // shared/, zod, the SDK and aws-cdk-lib, which was most of their time); they start no emulator
+    // and leave no state behind (fake timers, stubbed environment variables and spies restored by
+    // each file). The rest (integration and contract suites on the emulators) start and stop
+    // processes, servers and environment variables: each file in a fresh module graph.
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false } },
+      {
+        extends: true,
+        test: { name: 'in-process', include: ['test/unit/**/*.test.ts', 'test/infra/**/*.test.ts'], isolate: false },
+      },
       {
         extends: true,
         test: {
           name: 'emulators',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**'],
+          exclude: ['test/unit/**', 'test/infra/**'],
           // Bundles the worker the integration suites spawn, once (testing/worker-bundle.ts).
           globalSetup: ['test/support/global-setup.ts'],
         },
       },
     ],
+    // What a file stubs with vi.stubEnv is put back after it, so no file sees another's.
+    unstubEnvs: true,
     sequence: { sequencer: LongestFirstSequencer },
     // One file more than the cores: the integration files spend most of their time waiting out
     // leases and visibility timeouts (on 2 cores, 3 files at once keep the CPU about 90% busy).

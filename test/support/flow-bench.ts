@@ -28,7 +28,7 @@ import type { Endpoints } from '../../shared/aws/wiring.js';
 import { emulatorClients } from '../../shared/aws/wiring.js';
 import { RecordingLogger } from '../../shared/runtime/logger.js';
 import type { TaskRecord } from '../../shared/task/model.js';
-import { MAX_BATCH_TASKS, type SubmitRequest } from '../../shared/task/submit.js';
+import type { SubmitRequest } from '../../shared/task/submit.js';
 import type { Target } from './targets.js';
 import { createRegistry, LANES, type LimitExecution, readLimitLog } from './limit-tasks.js';
 import { uniquePrefix, waitFor } from '../../testing/wait.js';
@@ -227,25 +227,16 @@ export class FlowBench {
     return record.task_id;
   }
 
-  /**
-   * Submits `n` tasks through the submitter's batch path (`submitMany`, as `POST /api/v1/tasks/batch`
-   * takes them: one `SendMessageBatch` per 10), a batch of `chunk` at a time, in order of `i`.
-   */
+  /** Submits `n` tasks, `chunk` at a time concurrently, in order of `i`. */
   async submitMany(
     n: number,
     task: (i: number) => { type: string; payload: unknown; extra?: Partial<SubmitRequest> },
-    chunk = MAX_BATCH_TASKS,
+    chunk = 50,
   ): Promise<string[]> {
     const ids: string[] = [];
     for (let from = 0; from < n; from += chunk) {
-      const bodies = Array.from({ length: Math.min(chunk, n - from) }, (_, k) => {
-        const t = task(from + k);
-        return { type: t.type, payload: t.payload, ...t.extra };
-      });
-      for (const [k, r] of (await this.runtime.kaj.submitter.submitMany(bodies, { owner: LOCAL_OWNER })).entries()) {
-        if (r.kind === 'rejected') throw new Error(`task ${from + k} was refused: ${r.error.message}`);
-        ids.push(r.record.task_id);
-      }
+      const batch = Array.from({ length: Math.min(chunk, n - from) }, (_, k) => task(from + k));
+      ids.push(...(await Promise.all(batch.map((t) => this.submit(t.type, t.payload, t.extra)))));
     }
     return ids;
   }
