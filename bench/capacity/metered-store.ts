@@ -11,13 +11,10 @@
 import { ConditionFailedError } from '../../shared/task/store-errors.js';
 import type { OutboxEntry, ReadOptions, TaskChanges, TaskCondition, TaskStore } from '../../shared/task/task-store.js';
 import type { TaskRecord } from '../../shared/task/model.js';
+import { isFinished } from '../../shared/task/state-machine.js';
 import { MemoryTaskStore } from '../../testing/memory-task-store.js';
+import { readUnits, writeUnits } from '../lib/dynamo-accounting.js';
 import type { PeakMeter } from './meter.js';
-
-const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
-
-/** DynamoDB's write unit is 1 KB, its read unit 4 KB (strongly consistent; half that eventually). */
-const units = (bytes: number, per: number) => Math.max(1, Math.ceil(bytes / per));
 
 /** Approximate item size: its JSON (close to DynamoDB's attribute-name-plus-value sizing), once per item version. */
 const sizes = new WeakMap<TaskRecord, number>();
@@ -56,7 +53,7 @@ export class MeteredTaskStore implements TaskStore {
     const r = this.fake.items.get(taskId);
     const consistent = options.consistent !== false;
     this.meter.add(consistent ? 'ddb.reads' : 'ddb.reads.eventual');
-    this.meter.add('ddb.rcu', r === undefined ? 0.5 : units(sizeOf(r), 4096) / (consistent ? 1 : 2));
+    this.meter.add('ddb.rcu', r === undefined ? 0.5 : readUnits(sizeOf(r), consistent));
     return this.fake.get(taskId, options);
   }
 
@@ -69,7 +66,7 @@ export class MeteredTaskStore implements TaskStore {
       if (err instanceof ConditionFailedError) {
         // A failed condition still costs a write unit on DynamoDB.
         this.meter.add('ddb.writes');
-        this.meter.add('ddb.wcu', before ? units(sizeOf(before), 1024) : 1);
+        this.meter.add('ddb.wcu', before ? writeUnits(sizeOf(before)) : 1);
       }
       throw err;
     }
@@ -89,12 +86,12 @@ export class MeteredTaskStore implements TaskStore {
   private written(before: TaskRecord | undefined, taskId: string): void {
     const after = this.fake.items.get(taskId) as TaskRecord;
     this.meter.add('ddb.writes');
-    this.meter.add('ddb.wcu', units(Math.max(before ? sizeOf(before) : 0, sizeOf(after)), 1024));
+    this.meter.add('ddb.wcu', writeUnits(Math.max(before ? sizeOf(before) : 0, sizeOf(after))));
     if (before?.outbox_pk !== undefined || after.outbox_pk !== undefined) {
       const moved = before?.outbox_pk !== after.outbox_pk || before?.outbox_due !== after.outbox_due;
       this.meter.add('gsi.writes', before?.outbox_pk !== undefined && after.outbox_pk !== undefined && moved ? 2 : 1);
     }
-    if (before !== undefined && FINISHED.has(after.status) && !FINISHED.has(before.status)) {
+    if (before !== undefined && isFinished(after.status) && !isFinished(before.status)) {
       this.expiring.push([this.now() + this.retainFinishedMs, taskId]);
     }
     const now = this.now();
@@ -102,7 +99,7 @@ export class MeteredTaskStore implements TaskStore {
       const [at, id] = this.expiring[this.expiringHead] as [number, string];
       if (at > now) break;
       const r = this.fake.items.get(id);
-      if (r !== undefined && FINISHED.has(r.status) && r.outbox_pk === undefined) this.fake.items.delete(id);
+      if (r !== undefined && isFinished(r.status) && r.outbox_pk === undefined) this.fake.items.delete(id);
       this.expiringHead += 1;
     }
     if (this.expiringHead > 100_000) {

@@ -95,13 +95,7 @@ export class SimTaskQueue implements TaskQueue {
 
   async changeVisibility(priority: Priority, receiptHandle: string, seconds: number): Promise<void> {
     this.meter.add('sqs.requests');
-    const m = this.inFlight.get(receiptHandle);
-    // A handle is one queue's: another priority's queue (or a DLQ) does not know it.
-    if (m === undefined || m.priority !== priority || m.dead) {
-      throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
-    }
-    this.time.cancel(m.timer);
-    this.hide(m, Math.max(0, Math.ceil(seconds)) * 1000);
+    this.rehide(priority, receiptHandle, seconds);
   }
 
   /** ChangeMessageVisibilityBatch: 10 entries a request, each changed or refused on its own. */
@@ -113,16 +107,25 @@ export class SimTaskQueue implements TaskQueue {
     for (let i = 0; i < entries.length; i += 10) {
       this.meter.add('sqs.requests');
       for (const entry of entries.slice(i, i + 10)) {
-        const m = this.inFlight.get(entry.receiptHandle);
-        if (m === undefined || m.priority !== priority || m.dead) {
-          failed.push({ entry, error: new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid') });
-          continue;
+        try {
+          this.rehide(priority, entry.receiptHandle, entry.seconds);
+        } catch (err) {
+          failed.push({ entry, error: err as MessageGoneError });
         }
-        this.time.cancel(m.timer);
-        this.hide(m, Math.max(0, Math.ceil(entry.seconds)) * 1000);
       }
     }
     return failed;
+  }
+
+  /** A message in flight on the priority's queue hidden for `seconds` from now. @throws MessageGoneError */
+  private rehide(priority: Priority, receiptHandle: string, seconds: number): void {
+    const m = this.inFlight.get(receiptHandle);
+    // A handle is one queue's: another priority's queue (or a DLQ) does not know it.
+    if (m === undefined || m.priority !== priority || m.dead) {
+      throw new MessageGoneError('message is no longer in flight: ReceiptHandleIsInvalid');
+    }
+    this.time.cancel(m.timer);
+    this.hide(m, Math.max(0, Math.ceil(seconds)) * 1000);
   }
 
   /**
