@@ -170,12 +170,12 @@ module.exports = {
       name: 'tasks-only-task-api',
       severity: 'error',
       comment:
-        'User task types see the task and workflow APIs (shared/task/define.ts, shared/workflow/define.ts) ' +
+        'User task types see the task, workflow and pipeline APIs (shared/{task,workflow,pipeline}/define.ts) ' +
         'and each other, nothing else of Kaj.',
       from: { path: '^tasks/' },
       to: {
         path: '^(functions|shared|client|console|local|cli|infra|test|bench|scripts|bin)/',
-        pathNot: '^shared/(task|workflow)/define\\.ts$',
+        pathNot: '^shared/(task|workflow|pipeline)/define\\.ts$',
       },
     },
     {

@@ -109,18 +109,22 @@ export function apiEvent(
   path: string,
   o: { body?: string; headers?: Record<string, string>; userArn?: string } = {},
 ): APIGatewayProxyEventV2 {
+  // A query string in `path` (`/api/v1/tasks?status=failed`) is split off as API Gateway does.
+  const [rawPath = path, rawQuery = ''] = path.split('?', 2);
+  const query = Object.fromEntries(new URLSearchParams(rawQuery));
   return {
     version: '2.0',
     routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
+    rawPath,
+    rawQueryString: rawQuery,
+    ...(rawQuery === '' ? {} : { queryStringParameters: query }),
     headers: { 'content-type': 'application/json', ...o.headers },
     requestContext: {
       accountId: '1',
       apiId: 'a',
       domainName: 'd',
       domainPrefix: 'd',
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
       requestId: 'r',
       routeKey: '$default',
       stage: '$default',

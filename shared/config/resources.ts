@@ -189,6 +189,19 @@ export const DEFAULTS = {
    */
   childCheckMs: 15 * 60_000,
   childCheckMaxMs: 6 * 3_600_000,
+  /**
+   * The largest `maxActiveRuns` a workflow type (a pipeline) may declare: its slots are holders of
+   * one limits-table item, which stays under 3 KB so.
+   */
+  maxActiveRunsLimit: 50,
+  /** A pipeline's runs active at once (per owner) unless it says otherwise: Airflow's default too. */
+  pipelineMaxActiveRuns: 16,
+  /** A pipeline run's deadline in days unless it says otherwise. */
+  pipelineMaxRunDays: 7,
+  /** How often a run waiting for an active-run slot (`maxActiveRuns`) looks again. */
+  admitPollMs: 30_000,
+  /** The longest backfill (dates of one request) unless the deployment's setting says otherwise. */
+  maxBackfillDays: 366,
   /** The largest `maxHistoryEntries` a workflow type may declare. */
   maxHistoryEntriesLimit: 100_000,
   /** The longest durable sleep of a workflow: 365 days. */

@@ -239,7 +239,7 @@ export async function createRun(
     if (earlier !== undefined) return { kind: 'created', taskId: legacyId, replayed: true };
   }
   try {
-    const { replayed } = await d.submitter.submitRun({
+    const { replayed, record: created } = await d.submitter.submitRun({
       taskId,
       runKey,
       schedule: record.name,
@@ -252,7 +252,8 @@ export async function createRun(
       ...(t.max_attempts === undefined ? {} : { max_attempts: t.max_attempts }),
       ...(t.timeout_seconds === undefined ? {} : { timeout_seconds: t.timeout_seconds }),
     });
-    return { kind: 'created', taskId, replayed };
+    // A type that identifies its runs (a pipeline) chose the id: the schedule lists that one.
+    return { kind: 'created', taskId: created.task_id, replayed };
   } catch (err) {
     if (!(err instanceof ValidationError || err instanceof UnknownTaskTypeError)) throw err;
     return {

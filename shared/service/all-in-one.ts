@@ -11,6 +11,7 @@ import { DynamoLimitStore } from '../aws/dynamo-limit-store.js';
 import { DynamoHistoryStore } from '../aws/dynamo-history-store.js';
 import { type HistoryStore, historyRetentionDays } from '../workflow/history-store.js';
 import { lifecycleWithFanIn } from '../workflow/fan-in.js';
+import { PipelineService } from '../pipeline/service.js';
 import type { TaskQueue } from '../task/task-queue.js';
 import { systemClock, type Clock } from '../runtime/clock.js';
 import { noMetrics, silentLogger, type Logger, type Metrics } from '../runtime/logger.js';
@@ -53,6 +54,8 @@ export interface KajDeps {
   readonly history?: HistoryStore;
   /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
   readonly childCheckMs?: number;
+  /** How often a run waiting for an active-run slot (`maxActiveRuns`) looks again. @default DEFAULTS.admitPollMs */
+  readonly admitPollMs?: number;
   /** The queue names of the other lanes (see `ConsumerDeps.laneQueueNames`). */
   readonly laneQueueNames?: Readonly<Record<string, Readonly<Record<Priority, string>>>>;
 }
@@ -119,6 +122,8 @@ export function createKaj(deps: KajDeps): Kaj {
     {
       ...d,
       ...(limiter === undefined ? {} : { limiter }),
+      ...(deps.limits === undefined ? {} : { limitStore: deps.limits }),
+      ...(deps.admitPollMs === undefined ? {} : { admitPollMs: deps.admitPollMs }),
       ...(deps.history === undefined ? {} : { history: deps.history }),
     },
     lifecycle,
@@ -131,6 +136,17 @@ export function createKaj(deps: KajDeps): Kaj {
   const schedules = sd === undefined ? undefined : new ScheduleService(sd);
   const ticker = sd === undefined ? undefined : new ScheduleTicker(sd);
   const listed = listingField(d.store, d.idSecret);
+  const pipelines =
+    deps.history === undefined
+      ? undefined
+      : new PipelineService({
+          registry: deps.registry,
+          store: d.store,
+          submitter,
+          lifecycle,
+          history: deps.history,
+          clock: d.clock,
+        });
   return {
     ...listed,
     lifecycle,
@@ -142,6 +158,7 @@ export function createKaj(deps: KajDeps): Kaj {
     ...(deps.history === undefined ? {} : { history: deps.history }),
     ...(schedules === undefined ? {} : { schedules }),
     ...(ticker === undefined ? {} : { ticker }),
+    ...(pipelines === undefined ? {} : { pipelines }),
     handleHttp: (event) =>
       handleHttp(event, {
         submitter,
@@ -154,6 +171,7 @@ export function createKaj(deps: KajDeps): Kaj {
         ...(deps.history === undefined
           ? {}
           : { history: deps.history, historyRetentionDays: historyRetentionDays(d.settings, deps.registry) }),
+        ...(pipelines === undefined ? {} : { pipelines }),
         ...listed,
       }),
     processBatch: (event, context) => consumer.processBatch(event, context),

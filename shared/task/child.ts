@@ -21,6 +21,8 @@ export interface ChildRequest {
   readonly tenant?: string;
   /** The run's logical date (ISO), passed down. */
   readonly scheduledTime?: string;
+  /** The run's data interval (a pipeline's node), passed down. */
+  readonly dataInterval?: { readonly start: string; readonly end: string };
   readonly maxAttempts?: number;
   readonly timeoutSeconds?: number;
 }

@@ -30,6 +30,30 @@ export interface TaskContext {
   readonly scheduledTime?: Date;
   /** The schedule that created the task, if any. */
   readonly schedule?: string;
+  /**
+   * The logical date of the work: the start of the data interval for a pipeline's node (its run's
+   * logical date), else the scheduled time. Undefined for tasks not created by a schedule or a pipeline.
+   */
+  readonly logicalDate?: Date;
+  /**
+   * The data interval a pipeline's node processes (`[start, end)`: its run's logical date to the
+   * next one). Undefined outside pipelines.
+   */
+  readonly dataInterval?: DataInterval;
+}
+
+/** A half-open interval of time `[start, end)` whose data a run processes. */
+export interface DataInterval {
+  readonly start: Date;
+  readonly end: Date;
+}
+
+/** How a scheduled run of a type is identified, when its type says (a pipeline's logical date). */
+export interface RunIdentity {
+  /** The run's unique key within the type and owner: `<name>@<logical date>`. */
+  readonly key: string;
+  /** The data interval the run processes (ISO times). */
+  readonly dataInterval: { readonly start: string; readonly end: string };
 }
 
 export interface TaskPolicy {
@@ -71,6 +95,14 @@ export interface TaskDefinition<S extends z.ZodType = z.ZodType, R = unknown, T 
    * @example uses: ['email_provider', { limit: 'per_tenant', key: (p, t) => t.tenant ?? p.account }]
    */
   readonly uses?: readonly LimitUseDeclaration<z.infer<S>>[];
+  /** Types this one starts (a pipeline's nodes): each must be registered too, or start-up fails naming it. */
+  readonly needsTypes?: readonly string[];
+  /**
+   * A scheduled run's identity (a pipeline's: its logical date): the scheduler then keys the run
+   * by it instead of by the schedule and time, so a run created by hand, by a backfill or by the
+   * schedule for one date is one task. @default keyed by the schedule's name and time
+   */
+  readonly runIdentity?: (scheduledTime: number) => RunIdentity;
 }
 
 /** The policy of a type with every default filled in. */
@@ -198,6 +230,15 @@ export class TaskRegistry<D extends AnyTaskDefinition = AnyTaskDefinition> {
         }
       }
       this.byType.set(def.type, def);
+    }
+    for (const def of definitions) {
+      for (const needed of def.needsTypes ?? []) {
+        if (!this.byType.has(needed)) {
+          throw new TaskDefinitionError(
+            `task type "${def.type}": needs task type "${needed}", which is not registered (add it to the registry)`,
+          );
+        }
+      }
     }
   }
 

@@ -133,6 +133,8 @@ export interface TaskRecord {
   schedule?: string;
   /** Its run's logical date: the nominal scheduled time (ISO, UTC), before jitter. */
   scheduled_time?: string;
+  /** The data interval a pipeline's run and its nodes process (ISO, UTC): `[start, end)`; `start` is the logical date. */
+  data_interval?: { start: string; end: string };
   /** A child of a workflow run (`wf.run`): the run that started it. Its end is recorded in the run's history. */
   parent_id?: string;
   /** A child: the name of the run's call that started it (unique in the run). */

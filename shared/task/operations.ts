@@ -243,6 +243,6 @@ export function planRecordPurge(record: TaskRecord): RecordPurgePlan {
 }
 
 /** The audit entry of an operator's write (its reason checked by {@link checkOperator} first). */
-export function auditEntry(action: 'redrive' | 'purge' | 'cancel', who: Operator, now: number): AuditEntry {
+export function auditEntry(action: 'redrive' | 'purge' | 'cancel' | 'reopen', who: Operator, now: number): AuditEntry {
   return { action, at: iso(now), by: who.actor, ...(who.reason === undefined ? {} : { reason: who.reason }) };
 }

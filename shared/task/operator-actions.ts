@@ -28,6 +28,11 @@ import {
   redriveTarget,
 } from './operations.js';
 
+/** What `reopen` did. */
+export type ReopenOutcome =
+  | { readonly kind: 'reopened'; readonly record: TaskRecord; readonly sending: Sending }
+  | Changed;
+
 /**
  * Operator actions on task records (`TaskLifecycle.operations`): the writes of redrive, purge,
  * the native move and the local recovery. What each would do, and the types it answers with,
@@ -239,6 +244,52 @@ export class OperatorActions {
       add: { redrive_count: 1 },
       append: { audit: [auditEntry('redrive', request, now)] },
     };
+  }
+
+  // --- reopen
+
+  /**
+   * Reopens a finished workflow run (a pipeline's clear: its history says what runs again):
+   * finished → queued, attempts reset, audited, one conditional write fenced on its status and
+   * dispatch that leaves an outbox entry, then its message. `changed` when it moved meanwhile.
+   */
+  async reopen(record: TaskRecord, operator: Operator): Promise<ReopenOutcome> {
+    checkOperator(operator, record.task_id);
+    const now = this.d.clock.now();
+    let reopened: TaskRecord;
+    try {
+      reopened = await this.d.store.update(
+        record.task_id,
+        {
+          set: {
+            status: transition(record.status, 'reopen', record.task_id),
+            run_at: iso(now),
+            updated_at: iso(now),
+            dispatch_id: nextDispatchId(this.d.random, record.dispatch_id),
+            attempts: 0,
+            crashes: 0,
+            unattributed_crashes: 0,
+            ...outboxFields(record.task_id, 'queue', record.priority, now, now, this.d.settings),
+          },
+          remove: [
+            'finished_at',
+            'expires_at',
+            'discarded_at',
+            'lease_until',
+            'cancel_requested',
+            'solo',
+            'result',
+            'children_open',
+            'wake_requested',
+          ],
+          append: { audit: [auditEntry('reopen', operator, now)] },
+        },
+        { status: [record.status], dispatchId: record.dispatch_id },
+      );
+    } catch (err) {
+      return this.changed(err, record.task_id);
+    }
+    return { kind: 'reopened', record: reopened, sending: await this.send(reopened) };
   }
 
   /** Marks a failed task discarded (status stays failed), audited, fenced on its dispatch id. */

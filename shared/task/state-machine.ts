@@ -9,6 +9,7 @@ export type TaskEvent =
   | 'fail' // permanent failure, attempts exhausted, crash loop: dead-lettered
   | 'cancel' // DELETE before start, or a running task acknowledging a cancel request
   | 'redrive' // an operator replays a dead task
+  | 'reopen' // an operator reopens a finished workflow run (a pipeline's clear)
   | 'suspend'; // a workflow run waits for a timer; its message comes back then
 
 /**
@@ -27,9 +28,9 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, Readonly<Partial<Record<Ta
     cancel: 'cancelled',
   },
   waiting: { claim: 'running', cancel: 'cancelled', fail: 'failed' },
-  succeeded: {},
-  failed: { redrive: 'queued' },
-  cancelled: {},
+  succeeded: { reopen: 'queued' },
+  failed: { redrive: 'queued', reopen: 'queued' },
+  cancelled: { reopen: 'queued' },
 };
 
 export function transition(from: TaskStatus, event: TaskEvent, taskId?: string): TaskStatus {
@@ -43,7 +44,7 @@ export function statusesAllowing(event: TaskEvent): TaskStatus[] {
   return TASK_STATUSES.filter((s) => TRANSITIONS[s][event] !== undefined);
 }
 
-/** No further change happens to a task in these statuses except an operator's redrive. */
+/** No further change happens to a task in these statuses except an operator's redrive or reopen. */
 export function isFinished(status: TaskStatus): boolean {
   return status === 'succeeded' || status === 'failed' || status === 'cancelled';
 }

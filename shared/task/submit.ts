@@ -1,4 +1,7 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { fingerprint, idempotentTaskId, identifiedRunTaskId } from './task-ids.js';
+
+export { canonicalJson, fingerprint, idempotentTaskId, identifiedRunTaskId } from './task-ids.js';
 import * as z from 'zod';
 import { DEFAULTS, PRIORITIES, type Priority } from '../config/resources.js';
 import { METRICS } from '../config/metrics.js';
@@ -233,10 +236,16 @@ export class TaskSubmitter {
    * Creates the task of one scheduled run (`shared/schedule/`), with the id the scheduler derived
    * from the run key: however many ticks create the same run at once, one task exists. A run
    * whose task exists already is a replay (`replayed`), whatever it was created with.
+   *
+   * A type that gives its runs an identity (`runIdentity`: a pipeline's logical date) is keyed by
+   * it instead: its id comes from the owner, the type and that key ({@link identifiedRunTaskId}),
+   * so the schedule, a backfill and a manual run of one date meet on one task. The answer's record
+   * carries the id used.
    * @throws ValidationError (the payload no longer fits the type), UnknownTaskTypeError, StoreUnavailableError
    */
   async submitRun(run: ScheduledRun): Promise<SubmitResult> {
     const def = this.d.registry.get(run.type);
+    const identity = def.runIdentity?.(run.scheduledTime);
     const payloadResult = def.schema.safeParse(run.payload);
     if (!payloadResult.success) throw validationErrorOf(payloadResult.error as z.ZodError, 'payload');
     const checked = checkJsonValue(run.payload, 'payload', DEFAULTS.maxPayloadBytes);
@@ -245,8 +254,9 @@ export class TaskSubmitter {
     const policy = resolvePolicy(def);
     const createdAt = new Date(now).toISOString();
     const scheduledTime = new Date(run.scheduledTime).toISOString();
+    const runKey = identity?.key ?? run.runKey;
     const record: TaskRecord = {
-      task_id: run.taskId,
+      task_id: identity === undefined ? run.taskId : identifiedRunTaskId(run.owner, run.type, identity.key),
       owner: run.owner,
       type: run.type,
       priority: run.priority,
@@ -259,13 +269,14 @@ export class TaskSubmitter {
       created_at: createdAt,
       updated_at: createdAt,
       history: [],
-      idempotency_key: run.runKey,
-      fingerprint: createHash('sha256').update(run.runKey).digest('hex'),
+      idempotency_key: runKey,
+      fingerprint: createHash('sha256').update(runKey).digest('hex'),
       lease_token: 0,
       dispatch_id: nextDispatchId(this.d.random),
-      schedule: run.schedule,
       scheduled_time: scheduledTime,
     };
+    if (run.schedule !== undefined) record.schedule = run.schedule;
+    if (identity !== undefined) record.data_interval = { ...identity.dataInterval };
     if (def.crashLimit !== undefined) record.crash_limit = def.crashLimit;
     const lane = this.d.registry.laneOf(run.type);
     if (lane !== DEFAULT_LANE) record.lane = lane;
@@ -293,6 +304,7 @@ export class TaskSubmitter {
     record.parent_id = child.parentId;
     record.parent_step = child.step;
     if (child.scheduledTime !== undefined) record.scheduled_time = child.scheduledTime;
+    if (child.dataInterval !== undefined) record.data_interval = { ...child.dataInterval };
     return this.accept(record, () => {});
   }
 
@@ -357,7 +369,8 @@ export interface ScheduledRun {
   readonly taskId: string;
   /** `schedule-name@scheduled-time` (UTC ISO); stored as the task's idempotency key. */
   readonly runKey: string;
-  readonly schedule: string;
+  /** The schedule that fired it; none for a run started by hand or by a backfill. */
+  readonly schedule?: string;
   /** The schedule's owner: the task is theirs. */
   readonly owner: string;
   /** The logical date (epoch ms). */
@@ -369,28 +382,4 @@ export interface ScheduledRun {
   readonly priority: Priority;
   readonly max_attempts?: number;
   readonly timeout_seconds?: number;
-}
-
-/**
- * Task id for an idempotent submit: keys are scoped per owner and task type, and the id is an
- * HMAC under the deployment's secret, so nobody can derive another caller's task id from a key.
- */
-export function idempotentTaskId(secret: string, owner: string, type: string, key: string): string {
-  return `t_${createHmac('sha256', secret).update(`${owner}\n${type}\n${key}`).digest('hex').slice(0, 32)}`;
-}
-
-/** Hash of what the client asked for, so a replay can be told from a conflicting reuse of a key. */
-export function fingerprint(req: SubmitRequest): string {
-  const { idempotency_key: _ignored, ...rest } = req;
-  return createHash('sha256').update(canonicalJson(rest)).digest('hex');
-}
-
-/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }

@@ -29,7 +29,10 @@ export interface ChildRuns {
 }
 
 /** The run's record fields its children inherit. */
-export type ParentRecord = Pick<TaskRecord, 'task_id' | 'owner' | 'tenant' | 'priority' | 'scheduled_time'>;
+export type ParentRecord = Pick<
+  TaskRecord,
+  'task_id' | 'owner' | 'tenant' | 'priority' | 'scheduled_time' | 'data_interval'
+>;
 
 /** Lookups in flight at once (eventually consistent GetItems: half a read unit each). */
 const LOOK_CONCURRENCY = 16;
@@ -49,6 +52,7 @@ export function submitterChildRuns(submitter: TaskSubmitter, store: TaskStore, p
         priority,
         ...(tenant === undefined ? {} : { tenant }),
         ...(parent.scheduled_time === undefined ? {} : { scheduledTime: parent.scheduled_time }),
+        ...(parent.data_interval === undefined ? {} : { dataInterval: parent.data_interval }),
         ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
         ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }),
       });

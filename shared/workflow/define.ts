@@ -9,7 +9,7 @@
 import type * as z from 'zod';
 import { DEFAULTS, type Priority } from '../config/resources.js';
 import type { Logger } from '../runtime/logger.js';
-import { type AnyTaskDefinition, defineTask, type TaskDefinition } from '../task/define.js';
+import { type AnyTaskDefinition, type DataInterval, defineTask, type TaskDefinition } from '../task/define.js';
 import { WorkflowDefinitionError, WorkflowRunnerMissingError } from './errors.js';
 
 export { StepFailedError, NonDeterminismError } from './errors.js';
@@ -71,6 +71,9 @@ export interface WorkflowContext {
   readonly signal: AbortSignal;
   /** The logical date of a scheduled run (see `TaskContext.scheduledTime`). */
   readonly scheduledTime?: Date;
+  /** The run's logical date and data interval (see `TaskContext.logicalDate`). */
+  readonly logicalDate?: Date;
+  readonly dataInterval?: DataInterval;
   /**
    * Runs `fn` once for the run and records its result; a replay returns the recorded result
    * without running it. `name` is unique in the run (loops name their steps: `charge_${i}`).
@@ -142,6 +145,19 @@ export interface WorkflowOptions<S extends z.ZodType, R, T extends string>
    * deployment's retention, so a longer one costs storage. @default DEFAULTS.maxRunDays (90)
    */
   readonly maxRunDays?: number;
+  /**
+   * Runs of this type (per owner) that may be active at once: a run beyond it waits, `waiting`
+   * and costing nothing, until one ends (it looks again every `DEFAULTS.admitPollMs`). A run is
+   * active from its admission to the end of its code; its slot is a holder in the limits table.
+   * @default unlimited
+   */
+  readonly maxActiveRuns?: number;
+  /**
+   * Wake the run as each child ends, not once when the last it waits for has ended: for code that
+   * races its children (`Promise.race`) — a pipeline starts a node as soon as its upstreams end.
+   * @default false
+   */
+  readonly wakeOnEachChild?: boolean;
 }
 
 /** A workflow type: a task type (registered and submitted as one) with its `run`. */
@@ -152,6 +168,8 @@ export interface WorkflowDefinition<S extends z.ZodType = z.ZodType, R = unknown
   readonly maxHistoryEntries: number;
   readonly maxChildren: number;
   readonly maxRunDays: number;
+  readonly maxActiveRuns?: number;
+  readonly wakeOnEachChild?: boolean;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds every input schema; runs get parsed inputs
@@ -193,14 +211,37 @@ export function defineWorkflow<S extends z.ZodType, R, const T extends string = 
   if (!Number.isInteger(maxRunDays) || maxRunDays < 1 || maxRunDays > longest) {
     throw new WorkflowDefinitionError(`${where}: maxRunDays must be an integer in [1, ${longest}], got ${maxRunDays}`);
   }
-  const { run, maxHistoryEntries: _, maxChildren: __, maxRunDays: ___, ...rest } = options;
+  const active = options.maxActiveRuns;
+  if (active !== undefined && (!Number.isInteger(active) || active < 1 || active > DEFAULTS.maxActiveRunsLimit)) {
+    throw new WorkflowDefinitionError(
+      `${where}: maxActiveRuns must be an integer in [1, ${DEFAULTS.maxActiveRunsLimit}], got ${active}`,
+    );
+  }
+  const {
+    run,
+    maxHistoryEntries: _,
+    maxChildren: __,
+    maxRunDays: ___,
+    maxActiveRuns: ____,
+    wakeOnEachChild,
+    ...rest
+  } = options;
   const task = defineTask<S, R, T>({
     ...rest,
     handler: async () => {
       throw new WorkflowRunnerMissingError(options.type);
     },
   });
-  return { ...task, kind: 'workflow', run, maxHistoryEntries: max, maxChildren, maxRunDays };
+  return {
+    ...task,
+    kind: 'workflow',
+    run,
+    maxHistoryEntries: max,
+    maxChildren,
+    maxRunDays,
+    ...(active === undefined ? {} : { maxActiveRuns: active }),
+    ...(wakeOnEachChild === true ? { wakeOnEachChild } : {}),
+  };
 }
 
 /** True for a type declared with `defineWorkflow`. */

@@ -4,7 +4,7 @@
  * - a child's end is recorded in its run's history (`child#<name>`: the first write wins, so a
  *   redelivered end or the run's own lookup never records a second one), and the child that wrote
  *   it counts the run's open children down — the last one wakes the run (`RunWakes.childFinished`);
- * - a cancelled run's open children are cancelled (running ones get their abort signal); if that
+ * - a cancelled or failed run's open children are cancelled (running ones get their abort signal); if that
  *   is cut off, the run's pending message (a waiting run always has its timer's) comes back,
  *   finds the run cancelled, and cancels the rest.
  *
@@ -46,7 +46,8 @@ export interface FanInDeps {
 export function fanInListener(d: FanInDeps, lifecycle: () => TaskLifecycle): FinishedListener {
   return async (record: TaskRecord, again = false) => {
     if (record.parent_id !== undefined) await childEnded(d, lifecycle(), record, again);
-    if (record.status === 'cancelled' && isWorkflowType(d.registry, record.type)) {
+    // A run that ended without its children (cancelled, expired, failed while others ran) stops them.
+    if ((record.status === 'cancelled' || record.status === 'failed') && isWorkflowType(d.registry, record.type)) {
       await cancelChildren(d, lifecycle(), record.task_id);
     }
   };

@@ -14,7 +14,10 @@ import type { ErrorInfo } from '../task/model.js';
  * - `child_start`: a child task started by `wf.run` (`child_id`), recorded before it is created;
  * - `child`: the child's end (`child_status`, its result as `value` or its `error`), written by
  *   whoever sees it first: the write that ended the child, or the run looking it up;
- * - `patch`: the run took the new path of a change (`wf.patched(id)`).
+ * - `patch`: the run took the new path of a change (`wf.patched(id)`);
+ * - `admit`: the run took one of its type's active-run slots (`maxActiveRuns`), once per opening;
+ * - `reopen`: an operator reopened the finished run (a pipeline's clear: `value` names the nodes
+ *   run again); each opening of the run takes its slot anew.
  */
 export type HistoryEntryKind =
   | 'step'
@@ -24,7 +27,9 @@ export type HistoryEntryKind =
   | 'signal'
   | 'child_start'
   | 'child'
-  | 'patch';
+  | 'patch'
+  | 'admit'
+  | 'reopen';
 
 /** How a child ended, as its run's history records it. */
 export type ChildStatus = 'succeeded' | 'failed' | 'cancelled';

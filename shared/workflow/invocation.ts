@@ -10,6 +10,8 @@ import type { RandomSource } from '../runtime/random.js';
 import type { AnyWorkflowDefinition } from './define.js';
 import type { HistoryStore } from './history-store.js';
 import type { ChildRuns } from './children.js';
+import type { ActiveRuns } from './active-runs.js';
+import type { DataInterval } from '../task/define.js';
 
 export interface RunnerDeps {
   readonly history: HistoryStore;
@@ -20,6 +22,10 @@ export interface RunnerDeps {
   readonly historyRetentionDays: number;
   /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
   readonly childCheckMs?: number;
+  /** The slots of types with `maxActiveRuns`; without it such runs are not held back. */
+  readonly activeRuns?: ActiveRuns;
+  /** How often a run waiting for a slot looks again. @default DEFAULTS.admitPollMs */
+  readonly admitPollMs?: number;
 }
 
 /** The invocation: which run, under which lease, until when. */
@@ -28,6 +34,8 @@ export interface RunInvocation {
   /** The input, parsed by the type's schema. */
   readonly input: unknown;
   readonly runId: string;
+  /** The run's owner (its type's active-run slots are per owner). @default 'anonymous' */
+  readonly owner?: string;
   /** Epoch ms the run was created: `wf.now()` before any entry. */
   readonly createdAt: number;
   /** The run's invocation since it last made progress. */
@@ -45,6 +53,8 @@ export interface RunInvocation {
   /** Epoch ms after which no step may still be running: a step that would not fit waits for the next invocation. */
   readonly deadline: number;
   readonly scheduledTime?: Date;
+  readonly logicalDate?: Date;
+  readonly dataInterval?: DataInterval;
   /** Starts and looks up the run's children (`wf.run`); a run without it cannot start any. */
   readonly children?: ChildRuns;
 }

@@ -29,6 +29,7 @@ import { ChildCalls, type ReplayHost } from './child-calls.js';
 import { waitForSignal } from './signal-wait.js';
 import { patched, recordedCalls } from './patches.js';
 import { attemptStep } from './step-attempt.js';
+import { RUN_RECORDS } from './run-records.js';
 
 import type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
 
@@ -98,6 +99,8 @@ export class Replay {
       logger: run.logger,
       signal: run.signal,
       ...(run.scheduledTime === undefined ? {} : { scheduledTime: run.scheduledTime }),
+      ...(run.logicalDate === undefined ? {} : { logicalDate: run.logicalDate }),
+      ...(run.dataInterval === undefined ? {} : { dataInterval: run.dataInterval }),
       step: (name, fn, options) => this.step(name, fn, options),
       compensate: (reason) => {
         throw new CompensationRequestedError(reason ?? 'the workflow asked to compensate', { taskId: run.runId });
@@ -115,6 +118,7 @@ export class Replay {
       uuid: () => uuidOf(draw()),
     };
     this.context = ctx;
+    Object.defineProperty(ctx, RUN_RECORDS, { value: { entries: () => [...entries.values()] }, enumerable: false });
   }
 
   close(): void {
@@ -356,7 +360,8 @@ export class Replay {
       this.resolveSuspended({
         kind: 'suspended',
         wakeAt: Math.min(...this.waits),
-        childrenOpen: this.children.open,
+        // Code that races its children (a pipeline) is woken by the first end.
+        childrenOpen: this.run.def.wakeOnEachChild === true ? Math.min(this.children.open, 1) : this.children.open,
         steps: this.counts(),
       });
     });

@@ -627,7 +627,7 @@ describe('a stack without lanes', () => {
   it('keeps every resource of the stack before lanes under the same logical id and type, and adds the limits table and the API routes added since', () => {
     for (const [id, resource] of Object.entries(BEFORE)) expect(plain.resources[id]?.Type, id).toBe(resource.Type);
     const added = Object.keys(plain.resources).filter((id) => !(id in BEFORE) && id !== 'CDKMetadata');
-    // The batch submit, listing, signal and OpenAPI document routes: a route and its invoke permission each.
+    // The batch submit, listing, signal, pipeline and OpenAPI document routes: a route and its invoke permission each.
     expect(added.sort()).toEqual(
       [
         plain.logicalId(plain.stack.limitTable.table),
@@ -639,6 +639,22 @@ describe('a stack without lanes', () => {
         'ApiHttpApiGETapiv1openapijsonHandlerPermissionF9BAC9A6',
         'ApiHttpApiPOSTapiv1tasksidsignalsname628E82E4',
         'ApiHttpApiPOSTapiv1tasksidsignalsnameHandlerPermissionA87DAC38',
+        'ApiHttpApiDELETEapiv1pipelinesnamerunslogicaldate1BF01E49',
+        'ApiHttpApiDELETEapiv1pipelinesnamerunslogicaldateHandlerPermissionF7E14797',
+        'ApiHttpApiGETapiv1pipelines44FE9271',
+        'ApiHttpApiGETapiv1pipelinesHandlerPermissionE791305F',
+        'ApiHttpApiGETapiv1pipelinesname94DE9F9D',
+        'ApiHttpApiGETapiv1pipelinesnameHandlerPermission4BBBC98F',
+        'ApiHttpApiGETapiv1pipelinesnameruns2550B9CA',
+        'ApiHttpApiGETapiv1pipelinesnamerunsHandlerPermission78445DBF',
+        'ApiHttpApiGETapiv1pipelinesnamerunslogicaldate1F146804',
+        'ApiHttpApiGETapiv1pipelinesnamerunslogicaldateHandlerPermission44C081D2',
+        'ApiHttpApiPOSTapiv1pipelinesnamebackfillC261F95E',
+        'ApiHttpApiPOSTapiv1pipelinesnamebackfillHandlerPermission189679DA',
+        'ApiHttpApiPOSTapiv1pipelinesnamerunsAA3E0CCB',
+        'ApiHttpApiPOSTapiv1pipelinesnamerunsHandlerPermission20D6E245',
+        'ApiHttpApiPOSTapiv1pipelinesnamerunslogicaldateclear6FBED54A',
+        'ApiHttpApiPOSTapiv1pipelinesnamerunslogicaldateclearHandlerPermissionFC304E1F',
       ].sort(),
     );
     // The default lane through the stack's own handles.

@@ -25,6 +25,14 @@ import { openApiDocument } from './openapi.js';
 import { matchRoute } from './routes.js';
 import { scheduleRoute } from './schedules.js';
 import { signalRoute, type SignalDeps } from './signals.js';
+import { pipelineRoute } from './pipelines.js';
+import type { PipelineService } from '../../pipeline/service.js';
+import {
+  PipelineRequestError,
+  PipelineRunConflictError,
+  PipelineRunNotFoundError,
+  UnknownPipelineError,
+} from '../../pipeline/errors.js';
 import { isWorkflowType } from '../../workflow/define.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
 import { stepsView, waitingFor } from '../../workflow/view.js';
@@ -47,6 +55,8 @@ export interface ApiDeps {
   readonly now?: () => number;
   /** How long a signal's history entry is kept (its TTL), in days. @default DEFAULTS.historyRetentionDays */
   readonly historyRetentionDays?: number;
+  /** Pipelines (`/api/v1/pipelines…`); absent where the deployment has no history table. */
+  readonly pipelines?: PipelineService;
 }
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & {
@@ -89,6 +99,26 @@ export async function handleHttp(event: APIGatewayProxyEventV2, d: ApiDeps): Pro
       case 'signal': {
         const body = event.body === undefined || event.body === '' ? null : jsonBody(event);
         const r = await signalRoute(id, name, body, signalDeps(d), caller.owner);
+        return json(r.status, r.body);
+      }
+      case 'pipeline_list':
+      case 'pipeline_get':
+      case 'pipeline_runs':
+      case 'pipeline_trigger':
+      case 'pipeline_backfill':
+      case 'pipeline_run':
+      case 'pipeline_run_cancel':
+      case 'pipeline_run_clear': {
+        const withBody = ['pipeline_trigger', 'pipeline_backfill', 'pipeline_run_clear'].includes(match.route.name);
+        const logicalDate = match.params.logical_date === undefined ? '' : decodePathSegment(match.params.logical_date);
+        const r = await pipelineRoute(
+          match.route.name,
+          { name, logicalDate },
+          event,
+          withBody ? optionalJsonObjectBody(event) : undefined,
+          d.pipelines,
+          caller,
+        );
         return json(r.status, r.body);
       }
       case 'schedule_put':
@@ -311,6 +341,11 @@ export function problemOf(err: unknown, logger: Logger, fields: Record<string, u
   if (err instanceof ScheduleValidationError) return problemWith(422, err.code, err.message, err.field);
   if (err instanceof ScheduleNotFoundError) return problemWith(404, 'not_found', err.message);
   if (err instanceof ScheduleConflictError) return problemWith(409, err.reason, err.message);
+  if (err instanceof PipelineRequestError) return problemWith(422, 'validation_error', err.message, err.field);
+  if (err instanceof UnknownPipelineError || err instanceof PipelineRunNotFoundError) {
+    return problemWith(404, 'not_found', err.message);
+  }
+  if (err instanceof PipelineRunConflictError) return problemWith(409, err.reason, err.message);
   if (err instanceof StoreUnavailableError || err instanceof QueueUnavailableError) {
     logger.warn('dependency unavailable', { ...fields, error: err.message, task_id: err.taskId });
     return problemWith(503, 'unavailable', 'a dependency is unavailable; retry later', undefined, {

@@ -12,6 +12,11 @@ import {
   cancelResultSchema,
   errorBodySchema,
   gatewayErrorSchema,
+  pipelineBackfillSchema,
+  pipelineListSchema,
+  pipelineRunSchema,
+  pipelineRunsSchema,
+  pipelineSchema,
   schedulePageSchema,
   scheduleViewSchema,
   signalResultSchema,
@@ -136,6 +141,42 @@ export const ROUTE_RESPONSES: Record<TaskApiRoute['name'], Record<number, Respon
     409: error('declared_in_code'),
     422: error('validation_error: the range'),
   },
+  pipeline_list: { 200: { schema: pipelineListSchema } },
+  pipeline_get: { 200: { schema: pipelineSchema }, 404: error('not_found: no such pipeline') },
+  pipeline_runs: {
+    200: { schema: pipelineRunsSchema, description: 'the runs of the dates from..to that exist, newest first' },
+    404: error('not_found: no such pipeline'),
+    422: error('validation_error naming from or to (a bad date, a range over the maximum)'),
+  },
+  pipeline_trigger: {
+    201: { schema: pipelineRunSchema, description: 'the run of that logical date was created' },
+    200: { schema: pipelineRunSchema, description: 'the run of that logical date exists: it is returned, nothing new' },
+    404: error('not_found: no such pipeline'),
+    422: error('validation_error naming logical_date'),
+  },
+  pipeline_backfill: {
+    202: { schema: pipelineBackfillSchema, description: 'done as planned: runs created or cleared' },
+    200: { schema: pipelineBackfillSchema, description: 'dry_run: what would be done; nothing changed' },
+    404: error('not_found: no such pipeline'),
+    422: error('validation_error naming from, to, reprocess or max_active_runs'),
+  },
+  pipeline_run: {
+    200: { schema: pipelineRunSchema },
+    404: error('not_found'),
+    422: error('validation_error: logical_date'),
+  },
+  pipeline_run_cancel: {
+    200: { schema: pipelineRunSchema, description: 'cancelled (its nodes with it)' },
+    404: error('not_found'),
+    409: error('not_cancellable: the run has ended'),
+    422: error('validation_error: logical_date'),
+  },
+  pipeline_run_clear: {
+    202: { schema: pipelineRunSchema, description: 'the run is reopened: the cleared nodes run again' },
+    404: error('not_found'),
+    409: error('run_active (it has not ended), run_expired (older than maxRunDays) or nothing_to_clear'),
+    422: error('validation_error naming nodes or logical_date'),
+  },
   openapi: { 200: { schema: objectSchema } },
 };
 
@@ -203,6 +244,9 @@ export const REQUEST_BODIES: Partial<Record<TaskApiRoute['name'], string>> = {
   submit: 'SubmitRequest',
   submit_batch: 'BatchRequest',
   schedule_put: 'ScheduleRequest',
+  pipeline_trigger: 'PipelineRunRequest',
+  pipeline_backfill: 'BackfillRequest',
+  pipeline_run_clear: 'ClearRequest',
 };
 
 export const SUMMARIES: Record<TaskApiRoute['name'], string> = {
@@ -220,5 +264,13 @@ export const SUMMARIES: Record<TaskApiRoute['name'], string> = {
   schedule_resume: 'Resume a schedule',
   schedule_trigger: 'Run a schedule now',
   schedule_backfill: 'Create the runs of a past time range',
+  pipeline_list: "List the deployment's pipelines",
+  pipeline_get: 'Read a pipeline: its schedule and graph',
+  pipeline_runs: 'List the runs of a date range (default: the last 14 days), newest first',
+  pipeline_trigger: 'Start the run of a logical date (one run per date: an existing one is returned)',
+  pipeline_backfill: 'Create (or clear) the runs of a past date range; dry_run lists them',
+  pipeline_run: 'Read a run: its state and each node’s',
+  pipeline_run_cancel: 'Cancel a run and its nodes',
+  pipeline_run_clear: 'Run nodes of an ended run again (with their downstream), or its failed nodes',
   openapi: 'This document',
 };

@@ -190,6 +190,69 @@ export const schedulePageSchema = z.object({
   cursor: z.string().optional(),
 });
 
+const nodeStates = [
+  'pending',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'upstream_failed',
+  'skipped',
+] as const;
+
+export const pipelineSchema = z.object({
+  name: z.string(),
+  description: z.string().optional(),
+  schedule: z.object({ cron: z.string(), timezone: z.string(), catchup: z.boolean() }).optional(),
+  timezone: z.string(),
+  max_active_runs: z.number().int(),
+  max_run_days: z.number().int(),
+  logical_date_format: z.enum(['date', 'time']),
+  nodes: z.array(z.object({ name: z.string(), type: z.string(), after: z.array(z.string()), trigger: z.string() })),
+});
+
+export const pipelineListSchema = z.object({ items: z.array(pipelineSchema) });
+
+export const pipelineRunSchema = z.object({
+  pipeline: z.string(),
+  logical_date: z.string(),
+  run_id: z.string(),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
+  data_interval: z.object({ start: iso, end: iso }).optional(),
+  created_at: iso,
+  updated_at: iso,
+  error: z.string().optional(),
+  created: z.boolean().optional().describe('POST …/runs only: whether this request created the run'),
+  nodes: z.array(
+    z.object({
+      name: z.string(),
+      type: z.string(),
+      after: z.array(z.string()),
+      trigger: z.string(),
+      state: z.enum(nodeStates),
+      task_id: z.string().optional(),
+      attempts: z.number().int().optional(),
+      try: z.number().int(),
+    }),
+  ),
+});
+
+export const pipelineRunsSchema = z.object({ pipeline: z.string(), items: z.array(pipelineRunSchema) });
+
+export const pipelineBackfillSchema = z.object({
+  pipeline: z.string(),
+  dry_run: z.boolean(),
+  runs: z.array(
+    z.object({
+      logical_date: z.string(),
+      action: z.enum(['create', 'skip_exists', 'skip_active', 'rerun_failed', 'rerun']),
+      run_id: z.string(),
+      was: z.string().optional(),
+    }),
+  ),
+});
+
 /** The response schemas with a name of their own under `components.schemas`. */
 export const NAMED = new Map<z.ZodType, string>([
   [errorBodySchema, 'Error'],
@@ -201,4 +264,9 @@ export const NAMED = new Map<z.ZodType, string>([
   [taskPageSchema, 'TaskPage'],
   [scheduleViewSchema, 'Schedule'],
   [schedulePageSchema, 'SchedulePage'],
+  [pipelineSchema, 'Pipeline'],
+  [pipelineListSchema, 'PipelineList'],
+  [pipelineRunSchema, 'PipelineRun'],
+  [pipelineRunsSchema, 'PipelineRuns'],
+  [pipelineBackfillSchema, 'BackfillResult'],
 ]);

@@ -16,6 +16,11 @@ import { MAX_BATCH_TASKS, submitBatchRequestSchema, submitRequestSchema } from '
 import { COMMON_RESPONSES, HEADERS, REQUEST_BODIES, ROUTE_RESPONSES, SERVERS, SUMMARIES } from './openapi-responses.js';
 import { NAMED } from './openapi-schemas.js';
 import { API_ROUTES } from './routes.js';
+import {
+  pipelineBackfillSchema as pipelineBackfillRequestSchema,
+  pipelineClearSchema,
+  pipelineTriggerSchema,
+} from './pipelines.js';
 
 /** JSON Schema (2020-12, OpenAPI 3.1's dialect) of a zod schema as a request would be read. */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -57,6 +62,9 @@ export function openApiDocument(registry: TaskRegistry, o: { readonly schedules:
       },
     },
     ScheduleRequest: jsonSchema(scheduleRequestSchema, 'input'),
+    PipelineRunRequest: jsonSchema(pipelineTriggerSchema, 'input'),
+    BackfillRequest: jsonSchema(pipelineBackfillRequestSchema, 'input'),
+    ClearRequest: jsonSchema(pipelineClearSchema, 'input'),
   };
   for (const [schema, name] of NAMED) schemas[name] = jsonSchema(schema, 'output');
   const refOf = (schema: z.ZodType): Record<string, unknown> => {
@@ -87,17 +95,27 @@ export function openApiDocument(registry: TaskRegistry, o: { readonly schedules:
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
             { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'opaque, from the previous page' },
           ]
-        : route.name === 'schedule_list'
+        : route.name === 'pipeline_runs'
           ? [
-              { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
               {
-                name: 'cursor',
+                name: 'from',
                 in: 'query',
                 schema: { type: 'string' },
-                description: 'opaque, from the previous page',
+                description: 'the first logical date (YYYY-MM-DD or ISO time)',
               },
+              { name: 'to', in: 'query', schema: { type: 'string' }, description: 'the last logical date' },
             ]
-          : [];
+          : route.name === 'schedule_list'
+            ? [
+                { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+                {
+                  name: 'cursor',
+                  in: 'query',
+                  schema: { type: 'string' },
+                  description: 'opaque, from the previous page',
+                },
+              ]
+            : [];
     const responses: Record<string, unknown> = {};
     const documented = { ...COMMON_RESPONSES, ...ROUTE_RESPONSES[route.name] };
     for (const [status, spec] of Object.entries(documented)) {

@@ -34,6 +34,14 @@ export const API_ROUTES = [
   { name: 'schedule_resume', method: 'POST', path: '/api/v1/schedules/{name}/resume' },
   { name: 'schedule_trigger', method: 'POST', path: '/api/v1/schedules/{name}/trigger' },
   { name: 'schedule_backfill', method: 'POST', path: '/api/v1/schedules/{name}/backfill' },
+  { name: 'pipeline_list', method: 'GET', path: '/api/v1/pipelines' },
+  { name: 'pipeline_get', method: 'GET', path: '/api/v1/pipelines/{name}' },
+  { name: 'pipeline_runs', method: 'GET', path: '/api/v1/pipelines/{name}/runs' },
+  { name: 'pipeline_trigger', method: 'POST', path: '/api/v1/pipelines/{name}/runs' },
+  { name: 'pipeline_backfill', method: 'POST', path: '/api/v1/pipelines/{name}/backfill' },
+  { name: 'pipeline_run', method: 'GET', path: '/api/v1/pipelines/{name}/runs/{logical_date}' },
+  { name: 'pipeline_run_cancel', method: 'DELETE', path: '/api/v1/pipelines/{name}/runs/{logical_date}' },
+  { name: 'pipeline_run_clear', method: 'POST', path: '/api/v1/pipelines/{name}/runs/{logical_date}/clear' },
   { name: 'openapi', method: 'GET', path: '/api/v1/openapi.json' },
 ] as const satisfies readonly ApiRoute[];
 

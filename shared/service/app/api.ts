@@ -14,6 +14,7 @@ import { ScheduleService } from '../../schedule/service.js';
 import { schedulerSettings } from '../../schedule/settings.js';
 import { DynamoScheduleStore } from '../../aws/dynamo-schedule-store.js';
 import { type HistoryStore, historyRetentionDays } from '../../workflow/history-store.js';
+import { PipelineService } from '../../pipeline/service.js';
 import type { TaskRegistry } from '../../task/define.js';
 import { listingField } from '../../task/listing.js';
 import type { FunctionOptions } from './on-aws.js';
@@ -60,6 +61,11 @@ export function createApiFunction(
     now: () => d.clock.now(),
     ...(schedules === undefined ? {} : { schedules }),
     ...(history === undefined ? {} : { history, historyRetentionDays: historyRetentionDays(d.settings, registry) }),
+    ...(history === undefined
+      ? {}
+      : {
+          pipelines: new PipelineService({ registry, store: d.store, submitter, lifecycle, history, clock: d.clock }),
+        }),
     ...listingField(d.store, config.idSecret),
   };
   const serve = (event: APIGatewayProxyEventV2) => handleHttp(event, api);

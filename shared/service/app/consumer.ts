@@ -36,11 +36,13 @@ export function createConsumerFunction(
   options: FunctionOptions = {},
 ): ConsumerFunction {
   const d = { ...functionDeps(config, options), registry };
+  const limitStore =
+    config.limitsTableName === undefined ? undefined : new DynamoLimitStore(d.clients.dynamodb, config.limitsTableName);
   const limiter =
-    config.limitsTableName === undefined
+    limitStore === undefined
       ? undefined
       : new Limiter({
-          store: new DynamoLimitStore(d.clients.dynamodb, config.limitsTableName),
+          store: limitStore,
           clock: d.clock,
           random: d.random,
           logger: d.logger,
@@ -51,7 +53,12 @@ export function createConsumerFunction(
       ? undefined
       : new DynamoHistoryStore(d.clients.dynamodb, config.historyTableName);
   const consumer = new TaskConsumer(
-    { ...d, ...(limiter === undefined ? {} : { limiter }), ...(history === undefined ? {} : { history }) },
+    {
+      ...d,
+      ...(limiter === undefined ? {} : { limiter }),
+      ...(limitStore === undefined ? {} : { limitStore }),
+      ...(history === undefined ? {} : { history }),
+    },
     lifecycleWithFanIn(
       d,
       history === undefined

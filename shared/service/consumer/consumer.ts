@@ -19,6 +19,8 @@ import { submitterChildRuns } from '../../workflow/children.js';
 import { TaskSubmitter } from '../../task/submit.js';
 import type { TaskRecord } from '../../task/model.js';
 import { type HeldMessage, MessageHold } from './message-hold.js';
+import type { LimitStore } from '../../limit/limit-store.js';
+import { limitStoreActiveRuns } from '../../workflow/active-runs.js';
 
 export interface ConsumerDeps extends LifecycleDeps {
   readonly registry: TaskRegistry;
@@ -34,6 +36,10 @@ export interface ConsumerDeps extends LifecycleDeps {
   readonly history?: HistoryStore;
   /** How long after a child started its waiting run first looks it up. @default DEFAULTS.childCheckMs */
   readonly childCheckMs?: number;
+  /** The limits table: holds the active-run slots of workflow types with `maxActiveRuns` (pipelines). */
+  readonly limitStore?: LimitStore;
+  /** How often a run waiting for an active-run slot looks again. @default DEFAULTS.admitPollMs */
+  readonly admitPollMs?: number;
 }
 
 /** Where a record came from: the queue of a lane and priority. */
@@ -110,6 +116,10 @@ export class TaskConsumer {
               random: d.random,
               historyRetentionDays: historyRetentionDays(d.settings, d.registry),
               ...(d.childCheckMs === undefined ? {} : { childCheckMs: d.childCheckMs }),
+              ...(d.admitPollMs === undefined ? {} : { admitPollMs: d.admitPollMs }),
+              ...(d.limitStore === undefined
+                ? {}
+                : { activeRuns: limitStoreActiveRuns(d.limitStore, d.store, d.clock) }),
               // A run's children are created as any task is, by the task domain's submitter.
               childRuns: (run: TaskRecord) => submitterChildRuns(submitter, d.store, run),
             },

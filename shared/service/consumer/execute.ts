@@ -63,6 +63,7 @@ export async function execute(
     logger: boundLogger(d.logger, fields),
     ...(claimed.scheduled_time === undefined ? {} : { scheduledTime: new Date(claimed.scheduled_time) }),
     ...(claimed.schedule === undefined ? {} : { schedule: claimed.schedule }),
+    ...logicalDateOf(claimed),
   };
   try {
     const running =
@@ -94,4 +95,15 @@ function boundLogger(logger: Logger, fields: Record<string, unknown>): Logger {
     warn: (m, f) => logger.warn(m, { ...fields, ...f }),
     error: (m, f) => logger.error(m, { ...fields, ...f }),
   };
+}
+
+/** A task's logical date and data interval, as its context gives them (`TaskContext.logicalDate`). */
+export function logicalDateOf(
+  r: Pick<TaskRecord, 'scheduled_time' | 'data_interval'>,
+): Pick<TaskContext, 'logicalDate' | 'dataInterval'> {
+  if (r.data_interval !== undefined) {
+    const start = new Date(r.data_interval.start);
+    return { logicalDate: start, dataInterval: { start, end: new Date(r.data_interval.end) } };
+  }
+  return r.scheduled_time === undefined ? {} : { logicalDate: new Date(r.scheduled_time) };
 }

@@ -39,6 +39,7 @@ export async function runWorkflowAttempt(deps: WorkflowDeps, a: WorkflowAttempt)
       def: a.def,
       input: a.input,
       runId: a.claimed.task_id,
+      owner: a.claimed.owner ?? 'anonymous',
       createdAt: Date.parse(a.claimed.created_at),
       attempt: a.claimed.attempts,
       finalAttempt: a.claimed.attempts >= a.claimed.max_attempts,
@@ -47,6 +48,8 @@ export async function runWorkflowAttempt(deps: WorkflowDeps, a: WorkflowAttempt)
       logger: a.ctx.logger,
       deadline: a.deadline,
       ...(a.ctx.scheduledTime === undefined ? {} : { scheduledTime: a.ctx.scheduledTime }),
+      ...(a.ctx.logicalDate === undefined ? {} : { logicalDate: a.ctx.logicalDate }),
+      ...(a.ctx.dataInterval === undefined ? {} : { dataInterval: a.ctx.dataInterval }),
     });
     if (o.kind === 'completed') return { kind: 'ok', value: o.value };
     if (o.kind === 'suspended') return { kind: 'suspend', wakeAt: o.wakeAt, childrenOpen: o.childrenOpen };

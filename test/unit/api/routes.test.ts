@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { API_ROUTES, matchRoute, routeKey, routeMatcher, templateRegex } from '../../../shared/service/api/routes.js';
 
 describe('API_ROUTES', () => {
-  it('is the task API (submit, list, batch, read, cancel, signal), the schedule API and the OpenAPI document', () => {
+  it('is the task API (submit, list, batch, read, cancel, signal), the schedule API, the pipeline API and the OpenAPI document', () => {
     expect(API_ROUTES.map(routeKey)).toEqual([
       'POST /api/v1/tasks',
       'GET /api/v1/tasks',
@@ -18,6 +18,14 @@ describe('API_ROUTES', () => {
       'POST /api/v1/schedules/{name}/resume',
       'POST /api/v1/schedules/{name}/trigger',
       'POST /api/v1/schedules/{name}/backfill',
+      'GET /api/v1/pipelines',
+      'GET /api/v1/pipelines/{name}',
+      'GET /api/v1/pipelines/{name}/runs',
+      'POST /api/v1/pipelines/{name}/runs',
+      'POST /api/v1/pipelines/{name}/backfill',
+      'GET /api/v1/pipelines/{name}/runs/{logical_date}',
+      'DELETE /api/v1/pipelines/{name}/runs/{logical_date}',
+      'POST /api/v1/pipelines/{name}/runs/{logical_date}/clear',
       'GET /api/v1/openapi.json',
     ]);
   });

@@ -247,8 +247,10 @@ describe('Module: composition roots', () => {
     const inputs = bundleInputs;
     const NOT_IN: Record<keyof typeof FUNCTION_ENTRIES, RegExp[]> = {
       api: [/^shared\/service\/consumer\//, /^shared\/service\/sweeper\//],
-      // The consumer carries the submitter: a workflow run creates its children (`wf.run`).
-      consumer: [/^shared\/service\/api\//, /^shared\/service\/sweeper\//, /^shared\/schedule\//],
+      // The consumer carries the submitter: a workflow run creates its children (`wf.run`). Of the
+      // scheduler it carries the cron arithmetic only: a pipeline (tasks/) names its runs by the
+      // logical dates of its cron (`shared/schedule/timing.ts`).
+      consumer: [/^shared\/service\/api\//, /^shared\/service\/sweeper\//, /^shared\/schedule\/(?!timing\.ts$)/],
       sweeper: [
         /^shared\/service\/api\//,
         /^shared\/service\/consumer\//,

@@ -1,0 +1,137 @@
+/**
+ * The example pipeline (`tasks/nightly-sales.ts`) through the API and the consumer on the
+ * in-memory fakes: a run end to end, one run per date, a failure with its downstream
+ * `upstream_failed`, a clear that completes the run, and a backfill's dry run.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { registry } from '../../../tasks/index.js';
+import { apiEvent, lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
+import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
+import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
+
+function setup() {
+  const history = new MemoryHistoryStore();
+  const limits = new MemoryLimitStore();
+  const u = unitKaj(registry, undefined, new TimerClock(), { history, limits });
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await u.kaj.handleHttp(
+      apiEvent(method, path, body === undefined ? {} : { body: JSON.stringify(body) }),
+    );
+    return { status: res.statusCode, json: JSON.parse(res.body) as Record<string, any> };
+  };
+  const seen = new Map<unknown, number>();
+  const delivered = new Set<unknown>();
+  /** Delivers every message due by now, in random order within a round, until none is left. */
+  const drain = async (order: (n: number) => number = () => 0) => {
+    for (let round = 0; round < 200; round += 1) {
+      await u.kaj.sweep(10_000);
+      for (const m of u.queue.sent) if (!seen.has(m)) seen.set(m, Date.now());
+      const due = u.queue.sent.filter(
+        (m) => !delivered.has(m) && (seen.get(m) ?? 0) + m.delaySeconds * 1000 <= Date.now(),
+      );
+      if (due.length === 0) {
+        const later = u.queue.sent.filter((m) => !delivered.has(m));
+        if (later.length === 0) return;
+        await vi.advanceTimersByTimeAsync(5_000);
+        continue;
+      }
+      const picked = due[order(due.length) % due.length] as (typeof due)[number];
+      delivered.add(picked);
+      await u.kaj.processBatch(sqsEvent(sqsRecord(picked.message)), lambdaContext());
+    }
+  };
+  return { ...u, api, drain, history, limits };
+}
+
+describe('the nightly_sales pipeline', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kaj-partitions-'));
+    vi.stubEnv('KAJ_PARTITIONS_DIR', dir);
+    vi.useFakeTimers({
+      now: Date.parse('2026-12-01T00:00:00Z'),
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.unstubAllEnvs();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs every node for its logical date, upstreams first, and one run per date', async () => {
+    const u = setup();
+    const created = await u.api('POST', '/api/v1/pipelines/nightly_sales/runs', { logical_date: '2026-11-28' });
+    expect(created.status).toBe(201);
+    expect(created.json.data_interval).toEqual({ start: '2026-11-27T18:30:00.000Z', end: '2026-11-28T18:30:00.000Z' });
+    const again = await u.api('POST', '/api/v1/pipelines/nightly_sales/runs', { logical_date: '2026-11-28' });
+    expect(again.status).toBe(200);
+    expect(again.json.run_id).toBe(created.json.run_id);
+    await u.drain();
+    const run = await u.api('GET', '/api/v1/pipelines/nightly_sales/runs/2026-11-28');
+    expect(run.json.status).toBe('succeeded');
+    expect(Object.fromEntries(run.json.nodes.map((n: any) => [n.name, n.state]))).toEqual({
+      extract: 'succeeded',
+      clean: 'succeeded',
+      customers: 'succeeded',
+      summary: 'succeeded',
+      dashboard: 'succeeded',
+    });
+    const summary = JSON.parse(readFileSync(join(dir, 'summary', '2026-11-28.json'), 'utf8'));
+    expect(summary.day).toBe('2026-11-28');
+    const dashboard = JSON.parse(readFileSync(join(dir, 'dashboard', '2026-11-28.json'), 'utf8'));
+    expect(dashboard).toEqual({ day: '2026-11-28', total: summary.total });
+  });
+
+  it('a failed node: its downstream is upstream_failed and the run failed; clearing it completes the run', async () => {
+    const u = setup();
+    vi.stubEnv('KAJ_NIGHTLY_SALES_FAIL', 'clean');
+    await u.api('POST', '/api/v1/pipelines/nightly_sales/runs', { logical_date: '2026-11-28' });
+    await u.drain();
+    const failed = await u.api('GET', '/api/v1/pipelines/nightly_sales/runs/2026-11-28');
+    expect(failed.json.status).toBe('failed');
+    const states = Object.fromEntries(failed.json.nodes.map((n: any) => [n.name, n.state]));
+    expect(states).toEqual({
+      extract: 'succeeded',
+      clean: 'failed',
+      customers: 'succeeded',
+      summary: 'upstream_failed',
+      dashboard: 'upstream_failed',
+    });
+    vi.stubEnv('KAJ_NIGHTLY_SALES_FAIL', '');
+    const cleared = await u.api('POST', '/api/v1/pipelines/nightly_sales/runs/2026-11-28/clear', {
+      nodes: ['clean'],
+      downstream: true,
+    });
+    expect(cleared.status).toBe(202);
+    await u.drain();
+    const done = await u.api('GET', '/api/v1/pipelines/nightly_sales/runs/2026-11-28');
+    expect(done.json.status).toBe('succeeded');
+    const clean = done.json.nodes.find((n: any) => n.name === 'clean');
+    expect(clean).toMatchObject({ state: 'succeeded', try: 2 });
+    expect(done.json.nodes.find((n: any) => n.name === 'extract')).toMatchObject({ try: 1 });
+  });
+
+  it('a backfill dry run lists the dates and changes nothing', async () => {
+    const u = setup();
+    const before = u.queue.sent.length;
+    const plan = await u.api('POST', '/api/v1/pipelines/nightly_sales/backfill', {
+      from: '2026-11-01',
+      to: '2026-11-03',
+      dry_run: true,
+    });
+    expect(plan.status).toBe(200);
+    expect(plan.json.runs.map((r: any) => `${r.logical_date}:${r.action}`)).toEqual([
+      '2026-11-01:create',
+      '2026-11-02:create',
+      '2026-11-03:create',
+    ]);
+    expect(u.queue.sent.length).toBe(before);
+    expect(
+      (await u.api('GET', '/api/v1/pipelines/nightly_sales/runs?from=2026-11-01&to=2026-11-03')).json.items,
+    ).toEqual([]);
+  });
+});
