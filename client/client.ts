@@ -14,6 +14,7 @@ export type TaskDetails = TaskView & {
 import { KajApiError, KajClientError, KajTimeoutError, KajUnreachableError } from './errors.js';
 import { Sha256, signedHeaders } from './sign.js';
 import type { KajAnswer, KajTransport } from './transport.js';
+import { pipelineCalls } from './pipelines.js';
 
 /** What a client takes in either mode. */
 export interface KajClientCommonOptions {
@@ -261,6 +262,9 @@ export class KajClient<R extends TaskRegistry = TaskRegistry, P extends Record<s
     backfill: (name: string, range: { from: string; to: string }) =>
       this.body('POST', `/api/v1/schedules/${encodeURIComponent(name)}/backfill`, range),
   };
+
+  /** The pipelines API (`/api/v1/pipelines`, docs/pipelines.md). Not in direct mode. */
+  readonly pipelines = pipelineCalls((method, path, body) => this.body(method, path, body));
 
   private async body(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
     return (await this.request(method, path, body)).body as Record<string, unknown>;

@@ -12,6 +12,14 @@ export {
   type SubmittedItem,
   type TaskDetails,
 } from './client.js';
+export type {
+  BackfillOptions,
+  BackfillPlanItem,
+  ClearOptions,
+  NodeView,
+  PipelineSummary,
+  RunView,
+} from './pipelines.js';
 /** The client's errors: `KajClientError` and its subclasses. */
 export * from './errors.js';
 export type { PayloadsOf } from '../shared/task/define.js';

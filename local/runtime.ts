@@ -28,6 +28,9 @@ export { LOCAL_STATE_FILE } from '../shared/config/local-state.js';
 /** A Node request listener for the paths outside `/api/`. */
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** How often a run waiting for an active-run slot looks again on `npm start`. */
+export const LOCAL_ADMIT_POLL_MS = 2_000;
+
 export interface LocalRuntimeOptions {
   readonly registry?: TaskRegistry;
   /** Resource prefix (stack name). @default 'kaj-local' */
@@ -67,6 +70,8 @@ export interface LocalRuntimeOptions {
   readonly scheduling?: Partial<SchedulerSettings>;
   /** Run the scheduler (sync the schedules declared in code, then tick). @default true */
   readonly scheduler?: boolean;
+  /** How often a run waiting for an active-run slot (`maxActiveRuns`) looks again. @default LOCAL_ADMIT_POLL_MS */
+  readonly admitPollMs?: number;
   /** SQS redrive maxReceiveCount of the queues created here. @default DEFAULTS.maxReceiveCount */
   readonly maxReceiveCount?: number;
   readonly logger?: Logger;
@@ -154,6 +159,8 @@ export async function startLocalRuntime(o: LocalRuntimeOptions = {}): Promise<Lo
     // No IAM here: requests belong to the local identity (docs/security.md).
     defaultOwner: o.identity ?? LOCAL_OWNER,
     scheduling: { tickSeconds: 1, ...o.scheduling },
+    // A pipeline run waiting for its slot (maxActiveRuns) looks again within seconds here, not 30 s.
+    admitPollMs: o.admitPollMs ?? LOCAL_ADMIT_POLL_MS,
   });
   // Schedules declared in code are synced before anything runs (an invalid one stops the start).
   const scheduleSync =

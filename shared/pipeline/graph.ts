@@ -32,7 +32,7 @@ export const NODE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**
  * Checks a graph: node names, upstreams that exist, no node its own upstream, no cycle.
- * @returns the nodes in a topological order (upstreams first; ties in declaration order)
+ * @returns the nodes in a topological order (upstreams first, otherwise in declaration order)
  * @throws PipelineDefinitionError naming the pipeline and the node
  */
 export function checkGraph(pipeline: string, graph: Graph): string[] {
@@ -67,7 +67,7 @@ export function checkGraph(pipeline: string, graph: Graph): string[] {
   return order;
 }
 
-/** Kahn's order (upstreams first, ties in declaration order); shorter than the graph when it has a cycle. */
+/** A topological order (upstreams first, otherwise in declaration order); shorter than the graph when it has a cycle. */
 export function topologicalOrder(graph: Graph): string[] {
   const names = Object.keys(graph);
   const waiting = new Map(names.map((n) => [n, new Set((graph[n] as GraphNode).after)]));

@@ -187,7 +187,10 @@ export function createKajOnAws(
   config: FunctionConfig,
   registry: TaskRegistry,
   options: AwsClients &
-    Pick<KajDeps, 'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate' | 'scheduling'> = {},
+    Pick<
+      KajDeps,
+      'clock' | 'random' | 'logger' | 'metrics' | 'defaultOwner' | 'gate' | 'scheduling' | 'admitPollMs'
+    > = {},
 ): Kaj {
   const { store, queue, clients } = functionDeps(config, options);
   return createKaj({

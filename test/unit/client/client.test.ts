@@ -184,3 +184,50 @@ describe('Class: KajClient', () => {
     expect(() => new KajClient({ url: 'http://x', maxAttempts: 0 })).toThrow(/maxAttempts/);
   });
 });
+
+describe('KajClient.pipelines', () => {
+  it('calls the pipeline routes with encoded paths and the API’s field names', async () => {
+    const run = { pipeline: 'nightly_sales', logical_date: '2026-11-28', status: 'queued', nodes: [] };
+    const { kaj, calls } = client([
+      json(200, { items: [{ name: 'nightly_sales' }] }),
+      json(200, { pipeline: 'nightly_sales', items: [run] }),
+      json(201, { ...run, created: true }),
+      json(200, { pipeline: 'nightly_sales', dry_run: true, runs: [{ logical_date: '2026-11-01', action: 'create' }] }),
+      json(202, run),
+      json(200, run),
+    ]);
+    expect((await kaj.pipelines.list()).map((p) => p.name)).toEqual(['nightly_sales']);
+    expect(await kaj.pipelines.runs('nightly_sales', { from: '2026-11-01', to: '2026-11-28' })).toEqual([run]);
+    expect((await kaj.pipelines.trigger('nightly_sales', '2026-11-28')).created).toBe(true);
+    expect(
+      await kaj.pipelines.backfill('nightly_sales', {
+        from: '2026-11-01',
+        to: '2026-11-02',
+        maxActiveRuns: 1,
+        dryRun: true,
+      }),
+    ).toEqual([{ logical_date: '2026-11-01', action: 'create' }]);
+    await kaj.pipelines.clear('nightly_sales', '2026-11-28T00:00:00Z', { nodes: ['clean'], downstream: true });
+    await kaj.pipelines.cancel('nightly_sales', '2026-11-28');
+    expect(calls.map((c) => `${c.method} ${new URL(c.url).pathname}${new URL(c.url).search}`)).toEqual([
+      'GET /api/v1/pipelines',
+      'GET /api/v1/pipelines/nightly_sales/runs?from=2026-11-01&to=2026-11-28',
+      'POST /api/v1/pipelines/nightly_sales/runs',
+      'POST /api/v1/pipelines/nightly_sales/backfill',
+      'POST /api/v1/pipelines/nightly_sales/runs/2026-11-28T00%3A00%3A00Z/clear',
+      'DELETE /api/v1/pipelines/nightly_sales/runs/2026-11-28',
+    ]);
+    expect(calls[2]?.body).toEqual({ logical_date: '2026-11-28' });
+    expect(calls[3]?.body).toEqual({ from: '2026-11-01', to: '2026-11-02', max_active_runs: 1, dry_run: true });
+    expect(calls[4]?.body).toEqual({ nodes: ['clean'], downstream: true });
+  });
+
+  it('a refusal is a KajApiError naming the field', async () => {
+    const { kaj } = client([
+      json(422, { error: { code: 'validation_error', message: 'logical_date: bad', field: 'logical_date' } }),
+    ]);
+    const err = await kaj.pipelines.trigger('nightly_sales', 'yesterday').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KajApiError);
+    expect(err).toMatchObject({ status: 422, field: 'logical_date' });
+  });
+});

@@ -8,42 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { registry } from '../../../tasks/index.js';
-import { apiEvent, lambdaContext, sqsEvent, sqsRecord, TimerClock, unitKaj } from '../../../testing/fixtures.js';
+import { drivenKaj } from '../../../testing/queue-drain.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
 import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
 
 function setup() {
-  const history = new MemoryHistoryStore();
-  const limits = new MemoryLimitStore();
-  const u = unitKaj(registry, undefined, new TimerClock(), { history, limits });
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await u.kaj.handleHttp(
-      apiEvent(method, path, body === undefined ? {} : { body: JSON.stringify(body) }),
-    );
-    return { status: res.statusCode, json: JSON.parse(res.body) as Record<string, any> };
-  };
-  const seen = new Map<unknown, number>();
-  const delivered = new Set<unknown>();
-  /** Delivers every message due by now, in random order within a round, until none is left. */
-  const drain = async (order: (n: number) => number = () => 0) => {
-    for (let round = 0; round < 200; round += 1) {
-      await u.kaj.sweep(10_000);
-      for (const m of u.queue.sent) if (!seen.has(m)) seen.set(m, Date.now());
-      const due = u.queue.sent.filter(
-        (m) => !delivered.has(m) && (seen.get(m) ?? 0) + m.delaySeconds * 1000 <= Date.now(),
-      );
-      if (due.length === 0) {
-        const later = u.queue.sent.filter((m) => !delivered.has(m));
-        if (later.length === 0) return;
-        await vi.advanceTimersByTimeAsync(5_000);
-        continue;
-      }
-      const picked = due[order(due.length) % due.length] as (typeof due)[number];
-      delivered.add(picked);
-      await u.kaj.processBatch(sqsEvent(sqsRecord(picked.message)), lambdaContext());
-    }
-  };
-  return { ...u, api, drain, history, limits };
+  const u = drivenKaj(registry, { history: new MemoryHistoryStore(), limits: new MemoryLimitStore() });
+  return { ...u, drain: () => u.drain({ advance: (ms) => vi.advanceTimersByTimeAsync(ms) }) };
 }
 
 describe('the nightly_sales pipeline', () => {
