@@ -11,9 +11,14 @@ import { registry } from '../../../tasks/index.js';
 import { drivenKaj } from '../../../testing/queue-drain.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
 import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
+import { MemoryScheduleStore } from '../../../testing/memory-schedule-store.js';
 
 function setup() {
-  const u = drivenKaj(registry, { history: new MemoryHistoryStore(), limits: new MemoryLimitStore() });
+  const u = drivenKaj(registry, {
+    history: new MemoryHistoryStore(),
+    limits: new MemoryLimitStore(),
+    schedules: new MemoryScheduleStore(),
+  });
   return { ...u, drain: () => u.drain({ advance: (ms) => vi.advanceTimersByTimeAsync(ms) }) };
 }
 
@@ -84,6 +89,28 @@ describe('the nightly_sales pipeline', () => {
     const clean = done.json.nodes.find((n: any) => n.name === 'clean');
     expect(clean).toMatchObject({ state: 'succeeded', try: 2 });
     expect(done.json.nodes.find((n: any) => n.name === 'extract')).toMatchObject({ try: 1 });
+  });
+
+  it('its schedule creates the run of the day before, the same run a manual start of that date finds', async () => {
+    const u = setup();
+    vi.setSystemTime(Date.parse('2026-11-28T12:00:00Z'));
+    await u.kaj.schedules?.syncDeclared(registry.declaredSchedules());
+    // 00:30 in Dhaka (UTC+6) on the 29th: the run of the 28th.
+    vi.setSystemTime(Date.parse('2026-11-28T18:30:01Z'));
+    await u.kaj.ticker?.tick();
+    const runs = new Set(u.queue.sent.filter((m) => m.type === 'nightly_sales').map((m) => m.message.task_id));
+    expect(runs.size).toBe(1);
+    const manual = await u.api('POST', '/api/v1/pipelines/nightly_sales/runs', { logical_date: '2026-11-28' });
+    expect(manual.status).toBe(200);
+    expect(manual.json.run_id).toBe([...runs][0]);
+    const record = await u.store.get(manual.json.run_id);
+    expect(record).toMatchObject({
+      schedule: 'nightly_sales',
+      idempotency_key: 'nightly_sales@2026-11-28',
+      data_interval: { start: '2026-11-27T18:30:00.000Z', end: '2026-11-28T18:30:00.000Z' },
+    });
+    await u.drain();
+    expect((await u.api('GET', '/api/v1/pipelines/nightly_sales/runs/2026-11-28')).json.status).toBe('succeeded');
   });
 
   it('a backfill dry run lists the dates and changes nothing', async () => {
