@@ -177,20 +177,27 @@ export class PipelineService {
       return { logical_date: key, action: 'skip_exists', run_id, was };
     });
     if (req.dryRun === true) return plan;
+    const done = [...plan];
     // In date order, one at a time: the runs are created (and so admitted) oldest first (or newest).
     for (const item of plan) {
       if (item.action === 'create') {
         await this.trigger(name, item.logical_date, cap === undefined ? {} : { maxActiveRuns: cap });
       } else if (item.action === 'rerun' || item.action === 'rerun_failed') {
-        await this.clear(
-          name,
-          item.logical_date,
-          item.action === 'rerun' ? { all: true } : { failed: true, downstream: true },
-          operator,
-        );
+        try {
+          await this.clear(
+            name,
+            item.logical_date,
+            item.action === 'rerun' ? { all: true } : { failed: true, downstream: true },
+            operator,
+          );
+        } catch (err) {
+          // Started again meanwhile, or too old to reopen: the date is left as it is, the others go on.
+          if (!(err instanceof PipelineRunConflictError)) throw err;
+          done[plan.indexOf(item)] = { ...item, action: 'skip_active' };
+        }
       }
     }
-    return plan;
+    return done;
   }
 
   /**
