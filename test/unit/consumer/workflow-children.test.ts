@@ -70,7 +70,19 @@ const book = defineWorkflow({
   },
 });
 
-const registry = new TaskRegistry([resize, album, albumPage, book]);
+/** Woken by each child's end (as a pipeline is): a failure ends the run while others are open. */
+const albumFailFast = defineWorkflow({
+  type: 'album_fail_fast',
+  schema: z.object({ count: z.number().int() }),
+  timeoutSeconds: 30,
+  wakeOnEachChild: true,
+  run: async (input, wf) => {
+    await Promise.all(Array.from({ length: input.count }, (_, n) => wf.run(resize, { n }, { name: `resize_${n}` })));
+    return {};
+  },
+});
+
+const registry = new TaskRegistry([resize, album, albumPage, book, albumFailFast]);
 
 function setup() {
   const history = new MemoryHistoryStore();
@@ -202,6 +214,19 @@ describe('Workflow children (wf.run): fan-out, exactly-once fan-in, failures, ca
     expect(run?.last_error).toMatchObject({ name: 'ChildFailedError', code: 'CHILD_FAILED' });
     expect(run?.last_error?.message).toContain('resize_1');
     expect(run?.last_error?.message).toContain('image 1 is corrupt');
+  });
+
+  it('a run that fails while children are open (woken by each end) cancels them', async () => {
+    const u = setup();
+    steer.fail.add(0);
+    const id = await submit(u, { count: 3 }, { type: 'album_fail_fast' });
+    await deliverLatest(u, id);
+    expect((await u.store.get(id))?.children_open).toBe(1);
+    await deliverLatest(u, childTaskId(id, 'resize_0'));
+    await deliverLatest(u, id);
+    expect((await u.store.get(id))?.status).toBe('failed');
+    for (const n of [1, 2]) expect((await u.store.get(childTaskId(id, `resize_${n}`)))?.status).toBe('cancelled');
+    expect(calls.resize).toBe(1);
   });
 
   it('ChildFailedError can be caught: the run goes on with the child’s status', async () => {
