@@ -200,7 +200,7 @@ export const DEFAULTS = {
   pipelineMaxRunDays: 7,
   /** How often a run waiting for an active-run slot (`maxActiveRuns`) looks again. */
   admitPollMs: 30_000,
-  /** The longest backfill (dates of one request) unless the deployment's setting says otherwise. */
+  /** The longest backfill (dates of one request) unless the pipeline says otherwise (`maxBackfillRuns`). */
   maxBackfillDays: 366,
   /** The largest `maxHistoryEntries` a workflow type may declare. */
   maxHistoryEntriesLimit: 100_000,

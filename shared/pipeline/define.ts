@@ -74,6 +74,8 @@ export interface PipelineOptions<Name extends string, N extends string> {
    * run beyond waits, `queued`, until one ends. @default 16
    */
   readonly maxActiveRuns?: number;
+  /** Most runs (dates) one backfill may create or one listing may show; a longer range is refused, naming `to`. @default 366 */
+  readonly maxBackfillRuns?: number;
   /** A run's deadline in days: a run still going then fails, and its open nodes are cancelled. @default 7 */
   readonly maxRunDays?: number;
   /** @default 'normal' (the nodes inherit it) */
@@ -142,6 +144,10 @@ export function definePipeline<const Name extends string, const N extends string
   const timing = timingOf(options.name, options.schedule?.cron, zone);
   const maxActiveRuns = options.maxActiveRuns ?? DEFAULTS.pipelineMaxActiveRuns;
   const catchup = options.schedule?.catchup ?? true;
+  const maxBackfillRuns = options.maxBackfillRuns ?? DEFAULTS.maxBackfillDays;
+  if (!Number.isInteger(maxBackfillRuns) || maxBackfillRuns < 1 || maxBackfillRuns > 10_000) {
+    throw new PipelineDefinitionError(`${where}: maxBackfillRuns must be an integer in [1, 10000], got ${maxBackfillRuns}`);
+  }
   const schedules: ScheduleDeclaration[] =
     options.schedule === undefined
       ? []
@@ -164,6 +170,7 @@ export function definePipeline<const Name extends string, const N extends string
     ...(options.description === undefined ? {} : { description: options.description }),
     timing,
     maxActiveRuns,
+    maxBackfillRuns,
     catchup,
     graph,
     order,

@@ -9,7 +9,6 @@
  *
  * @module
  */
-import { DEFAULTS } from '../config/resources.js';
 import type { Clock } from '../runtime/clock.js';
 import { forEachBounded } from '../runtime/bounded.js';
 import { CODE_OWNER } from '../schedule/model.js';
@@ -43,8 +42,6 @@ export interface PipelineServiceDeps {
   readonly lifecycle: TaskLifecycle;
   readonly history: HistoryStore;
   readonly clock: Clock;
-  /** Most runs one backfill (or one listing) may name. @default DEFAULTS.maxBackfillDays */
-  readonly maxRange?: number;
 }
 
 /** What `backfill` does for a date. */
@@ -87,11 +84,9 @@ const CONCURRENCY = 8;
 
 export class PipelineService {
   private readonly pipelines: Map<string, PipelineDefinition>;
-  private readonly maxRange: number;
 
   constructor(private readonly d: PipelineServiceDeps) {
     this.pipelines = pipelinesOf(d.registry);
-    this.maxRange = d.maxRange ?? DEFAULTS.maxBackfillDays;
   }
 
   /** The deployment's pipelines. */
@@ -162,7 +157,7 @@ export class PipelineService {
         `max_active_runs must be an integer in [1, ${def.pipeline.maxActiveRuns}] (the pipeline's maxActiveRuns)`,
       );
     }
-    const keys = keysBetween(def.pipeline.timing, req.from, req.to, this.maxRange);
+    const keys = keysBetween(def.pipeline.timing, req.from, req.to, def.pipeline.maxBackfillRuns);
     if (req.backwards === true) keys.reverse();
     const records = await this.records(name, keys);
     const plan = keys.map((key): BackfillPlanItem => {
@@ -308,7 +303,7 @@ export class PipelineService {
     const now = this.d.clock.now();
     const to = range.to ?? logicalKeyOf(t, now);
     const from = range.from ?? logicalKeyOf(t, now - 14 * 86_400_000);
-    const keys = keysBetween(t, from, to, this.maxRange);
+    const keys = keysBetween(t, from, to, def.pipeline.maxBackfillRuns);
     const records = await this.records(name, keys);
     const views: RunView[] = [];
     await forEachBounded([...records.entries()], CONCURRENCY, async ([key, record]) => {

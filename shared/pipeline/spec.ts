@@ -14,6 +14,8 @@ export interface PipelineSpec {
   readonly description?: string;
   readonly timing: PipelineTiming;
   readonly maxActiveRuns: number;
+  /** Most runs one backfill (or one listing of runs) may name. */
+  readonly maxBackfillRuns: number;
   readonly catchup: boolean;
   /** The graph, as a run records it when it starts. */
   readonly graph: Graph;
