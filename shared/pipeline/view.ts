@@ -56,10 +56,13 @@ export function runStateOf(record: TaskRecord, entries: readonly HistoryEntry[])
     case 'queued':
       return 'queued';
     default: {
-      const opening = entries.filter((e) => e.kind === 'reopen').length + 1;
-      const admitted = entries.some((e) => e.key === `admit#${opening}`);
-      const gated = record.status === 'waiting' && !admitted && !entries.some((e) => e.kind === 'child_start');
-      return gated ? 'queued' : 'running';
+      // Waiting for a slot: not admitted in this opening, and no node started since it began (a
+      // deployment without a limits table admits every run without recording it).
+      const reopens = entries.filter((e) => e.kind === 'reopen');
+      const since = Math.max(Number.NEGATIVE_INFINITY, ...reopens.map((e) => e.at));
+      const admitted = entries.some((e) => e.key === `admit#${reopens.length + 1}`);
+      const started = entries.some((e) => e.kind === 'child_start' && e.at >= since);
+      return record.status === 'waiting' && !admitted && !started ? 'queued' : 'running';
     }
   }
 }
