@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerDlq } from './commands/dlq/index.js';
+import { registerPipelines } from './commands/pipelines.js';
 import { registerSchedules } from './commands/schedules.js';
 import { registerStats } from './commands/stats.js';
 import { registerSubmit } from './commands/submit.js';
@@ -24,7 +25,7 @@ export const KAJ_VERSION: string = (
 export function buildProgram(ctx: CliContext, state: RunState): Command {
   const program = new Command('kaj')
     .description(
-      'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules, the web console (ui).',
+      'Operate Kaj: queue depths, dead tasks (list, show, redrive, purge), task lookup and cancel, submit, schedules, pipelines and their runs, the web console (ui).',
     )
     .version(KAJ_VERSION, '-V, --version', "print kaj's version")
     .option('--local', 'the Kaj that `npm start` runs in this directory')
@@ -46,6 +47,7 @@ export function buildProgram(ctx: CliContext, state: RunState): Command {
   registerTasks(program, ctx, state);
   registerSubmit(program, ctx, state);
   registerSchedules(program, ctx, state);
+  registerPipelines(program, ctx, state);
   registerUi(program, ctx, state);
   return program;
 }

@@ -5,6 +5,7 @@ import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
 import { queueArnOf } from '../shared/aws/wiring.js';
 import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
+import { PipelineService } from '../shared/pipeline/service.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
 import { DynamoLimitStore } from '../shared/aws/dynamo-limit-store.js';
@@ -184,6 +185,32 @@ export async function withSchedules<T>(
 ): Promise<T> {
   const registry = await ctx.registry();
   return withServices(ctx, flags, (s) => fn(scheduleServiceOf(ctx, s, registry), s), registry);
+}
+
+/**
+ * Runs `fn` with the pipelines' service on the target and the scheduler's (a pipeline's schedule
+ * is the schedule of its name), over the task types of tasks/index.ts, as an operator.
+ */
+export function withPipelines<T>(
+  ctx: CliContext,
+  flags: TargetFlags,
+  fn: (pipelines: PipelineService, schedules: ScheduleService) => Promise<T>,
+): Promise<T> {
+  return withSchedules(ctx, flags, async (schedules, s) =>
+    fn(pipelineServiceOf(ctx, s.kaj, await ctx.registry()), schedules),
+  );
+}
+
+/** The pipelines' service over Kaj's services on the target (the runs' histories in `kaj.history`). */
+export function pipelineServiceOf(
+  ctx: Pick<CliContext, 'clock'>,
+  kaj: Pick<Kaj, 'store' | 'submitter' | 'lifecycle' | 'history'>,
+  registry: TaskRegistry,
+): PipelineService {
+  // A pipeline is a workflow type: without one the target has no history table to read runs from.
+  if (kaj.history === undefined) throw new CliError('tasks/index.ts declares no pipeline: nothing to act on');
+  const { store, submitter, lifecycle, history } = kaj;
+  return new PipelineService({ registry, store, submitter, lifecycle, history, clock: ctx.clock });
 }
 
 /** The scheduler's service on the target of `s` (see {@link withSchedules}). */

@@ -146,7 +146,9 @@ export function definePipeline<const Name extends string, const N extends string
   const catchup = options.schedule?.catchup ?? true;
   const maxBackfillRuns = options.maxBackfillRuns ?? DEFAULTS.maxBackfillDays;
   if (!Number.isInteger(maxBackfillRuns) || maxBackfillRuns < 1 || maxBackfillRuns > 10_000) {
-    throw new PipelineDefinitionError(`${where}: maxBackfillRuns must be an integer in [1, 10000], got ${maxBackfillRuns}`);
+    throw new PipelineDefinitionError(
+      `${where}: maxBackfillRuns must be an integer in [1, 10000], got ${maxBackfillRuns}`,
+    );
   }
   const schedules: ScheduleDeclaration[] =
     options.schedule === undefined

@@ -68,8 +68,8 @@ export function runStateOf(record: TaskRecord, entries: readonly HistoryEntry[])
 }
 
 /**
- * The run's view. `lookup`: the tasks of nodes whose end is not recorded (their state and
- * attempts); without it such nodes show `running`.
+ * The run's view. `lookup`: where the nodes' tasks are read (their attempts; the state of those
+ * whose end is not recorded); without it such nodes show `running` and no attempts.
  */
 export async function runView(
   def: PipelineDefinition,
@@ -85,7 +85,8 @@ export async function runView(
   const gens = generationsOf(entries);
   const states = new Map<string, NodeState>();
   const shown = new Map<string, Omit<NodeView, 'name' | 'type' | 'after' | 'trigger'>>();
-  const open: { name: string; id: string; gen: number }[] = [];
+  /** Nodes with a task: looked up (state while open, attempts always) when `lookup` is given. */
+  const tasks: { name: string; id: string; gen: number; ended: boolean }[] = [];
   for (const name of order) {
     const gen = gens.get(name) ?? 1;
     const child = childNameOf(name, gen);
@@ -99,6 +100,7 @@ export async function runView(
         ...(end.child_id === undefined ? {} : { task_id: end.child_id }),
         try: gen,
       });
+      if (end.child_id !== undefined) tasks.push({ name, id: end.child_id, gen, ended: true });
     } else if (start !== undefined) {
       states.set(name, 'running');
       shown.set(name, {
@@ -106,15 +108,20 @@ export async function runView(
         ...(start.child_id === undefined ? {} : { task_id: start.child_id }),
         try: gen,
       });
-      if (start.child_id !== undefined) open.push({ name, id: start.child_id, gen });
+      if (start.child_id !== undefined) tasks.push({ name, id: start.child_id, gen, ended: false });
     }
   }
   settle(graph, order, states);
   if (lookup !== undefined) {
     await Promise.all(
-      open.map(async (o) => {
+      tasks.map(async (o) => {
         const task = await lookup.get(o.id, { consistent: false });
         if (task === undefined) return;
+        const known = shown.get(o.name);
+        if (o.ended && known !== undefined) {
+          shown.set(o.name, { ...known, attempts: task.attempts });
+          return;
+        }
         const state: NodeViewState =
           task.status === 'queued' || task.status === 'retrying' || task.status === 'waiting'
             ? 'queued'

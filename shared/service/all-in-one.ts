@@ -84,6 +84,8 @@ export interface Kaj {
   /** Present when the deployment has a schedules store. */
   readonly schedules?: ScheduleService;
   readonly ticker?: ScheduleTicker;
+  /** Pipelines (`/api/v1/pipelines`): present when the deployment has a history store. */
+  readonly pipelines?: PipelineService;
   /** The listing index's reader (`GET /api/v1/tasks?status=…`), when the store has it. */
   readonly listing?: TaskListing;
   handleHttp(event: APIGatewayProxyEventV2): Promise<HttpResult>;
