@@ -33,6 +33,7 @@ import {
   tasksPage,
 } from './pages.js';
 import * as P from './params.js';
+import { type PipelineAnswer, type PipelineConsole, pipelineGet, pipelinePost } from './pipeline-routes.js';
 import { checkAction, checkHost } from './security.js';
 import { type RunView, runView, type SignalDraft } from './workflow.js';
 
@@ -65,6 +66,7 @@ export interface ConsoleOptions {
   readonly clock: Clock;
   readonly newId: () => string;
   readonly logger?: Logger;
+  readonly pipelines?: PipelineConsole;
 }
 
 /** DLQ messages a dead-letters page reads at most. */
@@ -110,7 +112,7 @@ export class ConsoleApp {
       if (req.method === 'POST') {
         if (!this.o.actionsAllowed) {
           throw new ActionRefusedError(
-            'refused: this console is read-only. Start it with `kaj ui --allow-actions` to cancel, redrive, purge, change schedules or signal workflow runs.',
+            'refused: this console is read-only. Start it with `kaj ui --allow-actions` to cancel, redrive, purge, change schedules, signal workflow runs, or trigger and clear pipeline runs.',
           );
         }
         checkAction(req, { token: this.o.token, port: this.o.port() });
@@ -131,6 +133,7 @@ export class ConsoleApp {
       token: this.o.token,
       actionsAllowed: this.o.actionsAllowed,
       schedules: this.o.backend.schedules !== undefined,
+      pipelines: this.o.pipelines !== undefined,
       now: this.o.clock.now(),
     };
   }
@@ -204,6 +207,7 @@ export class ConsoleApp {
       return page(200, confirmPage(ctx, verb, group));
     }
     if (a === 'jobs' && x !== undefined && parts.length === 2) return page(200, jobPage(ctx, this.job(x)));
+    if (a === 'pipelines') return answer(req, await pipelineGet(ctx, this.o.pipelines, parts, req.query));
     if (a === 'schedules' && b.schedules !== undefined) {
       if (parts.length === 1) {
         const cursor = P.optional(req.query, 'cursor', 2048);
@@ -274,6 +278,7 @@ export class ConsoleApp {
         return redirect(req, `/schedules/${encodeURIComponent(name)}?msg=triggered`);
       }
     }
+    if (a === 'pipelines') return answer(req, await pipelinePost(ctx, this.o.pipelines, parts, req.form, operator));
     throw new PageNotFoundError(`no action at ${req.path}`);
   }
 
@@ -365,6 +370,10 @@ function page(status: number, body: Html): ConsoleResponse {
     headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' },
     body: body.text,
   };
+}
+
+function answer(req: ConsoleRequest, a: PipelineAnswer): ConsoleResponse {
+  return 'redirect' in a ? redirect(req, a.redirect) : page(a.status, a.page);
 }
 
 function text(status: number, body: string): ConsoleResponse {

@@ -68,6 +68,18 @@ button:disabled{opacity:.5;cursor:not-allowed}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:13px;color:var(--muted);margin:6px 0 0}
 .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px;vertical-align:-1px}
 .legend i.s{background:var(--ok)}.legend i.r{background:var(--warn)}.legend i.f{background:var(--bad)}
+.ns-succeeded{--ns:#2e9e4f;--nt:#fff}.ns-failed{--ns:#d43a2f;--nt:#fff}.ns-upstream_failed{--ns:#f0922e;--nt:#1c1d21}.ns-skipped{--ns:#f2a7c8;--nt:#1c1d21}
+.ns-running{--ns:#2f6fdb;--nt:#fff}.ns-queued{--ns:#a8c5f4;--nt:#1c1d21}.ns-pending,.ns-none{--ns:transparent;--nt:var(--fg)}.ns-cancelled{--ns:#555a63;--nt:#fff}
+.legend i.sw{background:var(--ns);border:1px solid var(--line)}.legend i.ns-none{border-style:dashed}
+table.pgrid{width:auto;border-collapse:separate;border-spacing:3px}
+.pgrid th,.pgrid td{padding:0;border:0;vertical-align:middle}
+.pgrid th[scope=row]{padding-right:12px;text-transform:none;letter-spacing:0;font-size:14px;font-weight:400;color:var(--fg)}
+.pgrid thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-transform:none;letter-spacing:0;font-size:11px;padding:4px 0}
+.pgrid .cell{display:block;width:18px;height:18px;border-radius:3px;background:var(--ns);border:1px solid var(--line)}
+.pgrid .run .cell{height:26px}.pgrid .ns-none{border-style:dashed}.pgrid a.cell:hover{outline:2px solid var(--accent)}
+.pgraph{display:block}.pgraph .node rect{fill:var(--ns);stroke:var(--muted)}.pgraph text{fill:var(--nt);font-size:13px}.pgraph .nn{font-weight:600}
+.pgraph .edge{fill:none;stroke:var(--muted);stroke-width:1.5}.pgraph .arrow{fill:var(--muted)}.pgraph a:hover rect,.pgraph a:focus rect{stroke:var(--accent);stroke-width:3}
+.st-upstream_failed{color:var(--warn)}.st-queued{color:var(--accent)}.st-skipped,.st-pending{color:var(--muted)}
 .stat{font-size:26px;font-weight:700;font-variant-numeric:tabular-nums}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:10px}
 .stats div{min-width:0}

@@ -3,7 +3,7 @@ import { assets } from './assets.js';
 import { type Html, html, type Part } from './html.js';
 import { TOKEN_FIELD } from './security.js';
 
-export type Section = 'overview' | 'tasks' | 'dead-letters' | 'schedules' | 'none';
+export type Section = 'overview' | 'tasks' | 'dead-letters' | 'schedules' | 'pipelines' | 'none';
 
 /** What every page knows about the console it is served by. */
 export interface PageContext {
@@ -13,6 +13,8 @@ export interface PageContext {
   readonly actionsAllowed: boolean;
   /** The deployment has a scheduler. */
   readonly schedules: boolean;
+  /** The console has the deployment's pipeline service. */
+  readonly pipelines?: boolean;
   readonly now: number;
 }
 
@@ -26,6 +28,7 @@ const NAV: readonly [Exclude<Section, 'none'>, string, string][] = [
   ['tasks', '/tasks', 'Tasks'],
   ['dead-letters', '/dead-letters', 'Dead letters'],
   ['schedules', '/schedules', 'Schedules'],
+  ['pipelines', '/pipelines', 'Pipelines'],
 ];
 
 export function layout(
@@ -33,7 +36,9 @@ export function layout(
   o: { readonly title: string; readonly section: Section; readonly body: Part; readonly flash?: Flash },
 ): Html {
   const a = assets();
-  const nav = NAV.filter(([s]) => s !== 'schedules' || ctx.schedules);
+  const nav = NAV.filter(
+    ([s]) => (s !== 'schedules' || ctx.schedules) && (s !== 'pipelines' || ctx.pipelines === true),
+  );
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -54,8 +59,8 @@ export function layout(
   )}</nav>
   <span class="target">${ctx.label} ${
     ctx.actionsAllowed
-      ? html`<span class="badge rw" title="cancel, redrive, purge, schedule changes and workflow signals are enabled">actions on</span>`
-      : html`<span class="badge ro" title="start with --allow-actions to enable cancel, redrive, purge, schedule changes and workflow signals">read-only</span>`
+      ? html`<span class="badge rw" title="cancel, redrive, purge, schedule changes, workflow signals and pipeline runs are enabled">actions on</span>`
+      : html`<span class="badge ro" title="start with --allow-actions to enable cancel, redrive, purge, schedule changes, workflow signals and pipeline runs">read-only</span>`
   }</span>
 </header>
 <main id="main">

@@ -153,7 +153,7 @@ describe('kaj pipelines', () => {
 
     const one = await h.kaj('show-run', 'nightly_sales', '--date', '2026-11-28');
     expect(one.out).toContain('status:         succeeded');
-    expect(one.out).toMatch(/\n {2}dashboard\s+succeeded\s+1\s+-\s+t_\w+\n/);
+    expect(one.out).toMatch(/\n {2}dashboard\s+succeeded\s+1\s+1\s+t_\w+\n/);
     const asJson = JSON.parse((await h.kaj('runs', 'nightly_sales', '--json')).out) as { items: { status: string }[] };
     expect(asJson.items.map((r) => r.status)).toEqual(['succeeded']);
     const ended = await h.kaj('cancel', 'nightly_sales', '--date', '2026-11-28', '--yes');
