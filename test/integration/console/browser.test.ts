@@ -16,6 +16,7 @@ import { ThroughputRecorder } from '../../../console/throughput.js';
 import { systemClock } from '../../../shared/runtime/clock.js';
 import { silentLogger } from '../../../shared/runtime/logger.js';
 import { defineTask, PermanentError, RetryableError, TaskRegistry } from '../../../shared/task/define.js';
+import { definePipeline, node } from '../../../shared/pipeline/define.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
 import { dlqDepth, localStateDir, waitFor } from '../cli/harness.js';
 import { CHROMIUM, SKIP_REASON } from './chromium.js';
@@ -25,8 +26,38 @@ const SHOTS = process.env.KAJ_UPDATE_SCREENSHOTS === '1' ? 'docs/img' : '.tmp/co
 /** `deliver_webhook` fails for good until the test "fixes" its API key; `sync_crm` fails twice, then succeeds. */
 class World {
   keyValid = false;
+  /** The pipeline's `transform` node fails while this is set. */
+  transformBroken = false;
   registry(): TaskRegistry {
+    const step = (type: string, fail: () => boolean = () => false) =>
+      defineTask({
+        type,
+        schema: z.strictObject({}),
+        handler: async (_p, ctx) => {
+          if (fail()) throw new PermanentError(`${type}: the upstream file is malformed`);
+          return { day: ctx.logicalDate?.toISOString() };
+        },
+      });
+    const nodes = {
+      fetch_orders: step('fetch_orders'),
+      fetch_rates: step('fetch_rates'),
+      transform: step('transform', () => this.transformBroken),
+      publish: step('publish'),
+    };
+    const reports = definePipeline({
+      name: 'daily_reports',
+      description: 'orders and rates → transform → publish, each day',
+      maxActiveRuns: 2,
+      nodes: {
+        orders: node(nodes.fetch_orders),
+        rates: node(nodes.fetch_rates),
+        transform: node(nodes.transform, { after: ['orders', 'rates'] }),
+        publish: node(nodes.publish, { after: ['transform'] }),
+      },
+    });
     return new TaskRegistry([
+      ...Object.values(nodes),
+      reports,
       defineTask({
         type: 'deliver_webhook',
         schema: z.object({ url: z.string(), event: z.string() }),
@@ -364,6 +395,62 @@ describe.skipIf(CHROMIUM === undefined)(
       expect((await schedules.get('nightly-invoices', undefined)).state).toBe('paused');
       await page.goto(`${base()}/schedules`);
       await shot('schedules');
+    });
+
+    it('pipelines: the grid colours each date’s nodes by state, the run page draws the graph, Clear reruns the failed node', async () => {
+      const runOf = async (date: string) =>
+        (await (await fetch(`${base()}/api/v1/pipelines/daily_reports/runs/${date}`)).json()) as {
+          status: string;
+          nodes: { name: string; state: string }[];
+        };
+      const start = async (date: string) => {
+        const res = await fetch(`${base()}/api/v1/pipelines/daily_reports/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ logical_date: date }),
+        });
+        expect(res.status).toBe(201);
+      };
+      const ended = (date: string) =>
+        waitFor(`the run of ${date} ended`, async () =>
+          ['succeeded', 'failed'].includes((await runOf(date)).status) ? true : undefined,
+        );
+      await start('2026-11-26');
+      await start('2026-11-27');
+      await Promise.all([ended('2026-11-26'), ended('2026-11-27')]);
+      world.transformBroken = true;
+      await start('2026-11-28');
+      await ended('2026-11-28');
+      expect((await runOf('2026-11-28')).status).toBe('failed');
+
+      await page.goto(`${base()}/pipelines/daily_reports?to=2026-11-28`);
+      const cell = (node: string, date: string) =>
+        page.locator(`tr[data-node="${node}"] [data-date="${date}"]`).getAttribute('class');
+      expect(await cell('', '2026-11-27')).toContain('ns-succeeded');
+      expect(await cell('', '2026-11-28')).toContain('ns-failed');
+      expect(await cell('transform', '2026-11-28')).toContain('ns-failed');
+      expect(await cell('publish', '2026-11-28')).toContain('ns-upstream_failed');
+      expect(await cell('orders', '2026-11-28')).toContain('ns-succeeded');
+      expect(await cell('publish', '2026-11-25')).toContain('ns-none');
+      await shot('pipeline-grid');
+
+      await page.goto(`${base()}/pipelines/daily_reports/runs/2026-11-28`);
+      expect(await page.locator('svg.pgraph g.node').count()).toBe(4);
+      expect(await page.locator('svg.pgraph g.node[data-node="transform"]').getAttribute('class')).toContain(
+        'ns-failed',
+      );
+      await shot('pipeline-run');
+      world.transformBroken = false;
+      await page.getByRole('button', { name: /clear/i }).click();
+      await waitFor('the cleared run succeeded', async () =>
+        (await runOf('2026-11-28')).status === 'succeeded' ? true : undefined,
+      );
+      expect((await runOf('2026-11-28')).nodes.map((n) => `${n.name}:${n.state}`)).toEqual([
+        'orders:succeeded',
+        'rates:succeeded',
+        'transform:succeeded',
+        'publish:succeeded',
+      ]);
     });
   },
 );
