@@ -48,8 +48,9 @@ export class RunWakes {
    * that takes it to zero wakes the run — one wake however many children finish at once (the
    * count is one atomic decrement per child; the last is the only one that finds 1). A run being
    * run gets a wake request instead (its invocation may have read the history before this
-   * child's end): its suspension recounts. A run waiting for something else is left alone: its
-   * code reads the child's end when it gets to it.
+   * child's end): its suspension recounts — so does a waiting run that is due (woken, and perhaps
+   * running under a lazy claim, which leaves it `waiting`). A run waiting for a time to come is
+   * left alone: its code reads the child's end when it gets to it.
    */
   async childFinished(parentId: string): Promise<WakeResult> {
     for (let round = 0; round < 5; round += 1) {
@@ -66,8 +67,13 @@ export class RunWakes {
         current = err.current ?? (await this.d.store.get(parentId));
       }
       try {
-        // Waiting with a count of 1: this was the last open child, the run goes on now.
-        return await this.wakeOrRequest(current, (w) => ((w.children_open ?? 0) < 1 ? 'ignore' : 'wake'));
+        // Waiting with a count of 1: this was the last open child, the run goes on now. Waiting
+        // with no count and due: it was woken and may be running now (a lazy claim leaves it
+        // `waiting`), having read its history before this end — a request makes its suspension
+        // wake it again. Waiting with no count for a time to come: its code reads the end then.
+        return await this.wakeOrRequest(current, (w) =>
+          (w.children_open ?? 0) >= 1 ? 'wake' : Date.parse(w.run_at) <= this.d.clock.now() ? 'request' : 'ignore',
+        );
       } catch (err) {
         if (!(err instanceof ConditionFailedError)) throw err;
         // The run moved (woken by another child, claimed, suspended again): look again.

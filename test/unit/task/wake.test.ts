@@ -1,0 +1,83 @@
+/**
+ * `RunWakes.childFinished`: a child's end reaches its waiting run however the run stands — never
+ * left for the run's check timer (15 minutes) while the run could have gone on.
+ */
+import { describe, expect, it } from 'vitest';
+import { runtimeSettings } from '../../../shared/config/settings.js';
+import { noMetrics, RecordingLogger } from '../../../shared/runtime/logger.js';
+import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
+import type { TaskRecord } from '../../../shared/task/model.js';
+import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
+import { deadTaskRecord } from '../../../testing/fixtures.js';
+import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
+import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
+
+function setup() {
+  const clock = new FakeClock();
+  const store = new MemoryTaskStore();
+  const queue = new MemoryTaskQueue({ now: () => clock.now() });
+  const lifecycle = new TaskLifecycle({
+    store,
+    queue,
+    clock,
+    random: sequenceRandom([0.5]),
+    logger: new RecordingLogger(),
+    metrics: noMetrics,
+    settings: runtimeSettings(),
+  });
+  /** A waiting run as stored. */
+  const run = async (extra: Partial<TaskRecord>) => {
+    const r = deadTaskRecord(
+      't_run',
+      clock.now(),
+      { name: 'E', message: 'x', retryable: false },
+      {
+        status: 'waiting',
+        finished_at: undefined,
+        last_error: undefined,
+        dispatch_id: 'd_1',
+        ...extra,
+      },
+    );
+    await store.create(r);
+    return r;
+  };
+  return { clock, store, queue, wakes: lifecycle.wakes, run };
+}
+
+describe('RunWakes.childFinished', () => {
+  it('counts down while others are open; the last one wakes the run (its next message sent now)', async () => {
+    const s = setup();
+    await s.run({ children_open: 2, run_at: new Date(s.clock.now() + 900_000).toISOString() });
+    expect(await s.wakes.childFinished('t_run')).toBe('counted');
+    expect((await s.store.get('t_run'))?.children_open).toBe(1);
+    expect(await s.wakes.childFinished('t_run')).toBe('woken');
+    const woken = await s.store.get('t_run');
+    expect(woken?.children_open).toBeUndefined();
+    expect(Date.parse(woken?.run_at ?? '')).toBe(s.clock.now());
+    expect(s.queue.sent.at(-1)?.message.task_id).toBe('t_run');
+  });
+
+  it('a run woken and due (perhaps being run under a lazy claim, so still waiting) gets a wake request', async () => {
+    const s = setup();
+    await s.run({ run_at: new Date(s.clock.now()).toISOString() });
+    expect(await s.wakes.childFinished('t_run')).toBe('requested');
+    expect((await s.store.get('t_run'))?.wake_requested).toBe(true);
+  });
+
+  it('a run waiting for a time to come and for no child is left alone: its code reads the end then', async () => {
+    const s = setup();
+    await s.run({ run_at: new Date(s.clock.now() + 60_000).toISOString() });
+    expect(await s.wakes.childFinished('t_run')).toBe('ignored');
+    expect((await s.store.get('t_run'))?.wake_requested).toBeUndefined();
+  });
+
+  it('a running run gets a request; a finished one nothing', async () => {
+    const s = setup();
+    await s.run({ status: 'running', run_at: new Date(s.clock.now()).toISOString() });
+    expect(await s.wakes.childFinished('t_run')).toBe('requested');
+    const ended = setup();
+    await ended.run({ status: 'succeeded' });
+    expect(await ended.wakes.childFinished('t_run')).toBe('finished');
+  });
+});
