@@ -36,12 +36,20 @@ export function timingOf(pipeline: string, cron: string | undefined, timezone: s
     throw new PipelineDefinitionError(`pipeline "${pipeline}": timezone "${timezone}" is not a known time zone`);
   }
   if (cron === undefined) return { timezone, daily: true };
-  // One year of the schedule from a fixed time: no two runs on one local date → named by date.
-  const spec = specOf({ cron, timezone });
-  const from = Date.UTC(2025, 0, 1);
-  const times = timesBetween(spec, from, from + 366 * DAY, 400);
-  const days = times.map((t) => localDate(t, timezone));
-  return { cron, timezone, daily: new Set(days).size === days.length };
+  return { cron, timezone, daily: atMostDaily(cron) };
+}
+
+/**
+ * Whether a cron runs at most once a local day: a nickname other than `@hourly`, or fixed
+ * second (6 fields), minute and hour fields (`30 0 * * *`, `0 6 * * 1`, `0 3 1 * *`). A time
+ * repeated at a fall-back runs once (shared/schedule/timing.ts), so such a cron never runs twice
+ * in a day. Decided from the fields: start-up stays fast with many pipelines.
+ */
+export function atMostDaily(cron: string): boolean {
+  const fields = cron.trim().split(/\s+/);
+  if (fields.length === 1) return /^@(yearly|annually|monthly|weekly|daily|midnight)$/i.test(fields[0] ?? '');
+  const fixed = fields.length === 6 ? fields.slice(0, 3) : fields.slice(0, 2);
+  return fields.length >= 5 && fixed.every((f) => /^\d+$/.test(f));
 }
 
 /** The interval of the run the schedule creates at `fireTime` (one of its times): from the time before. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  atMostDaily,
   intervalEndingAt,
   intervalOfKey,
   keysBetween,
@@ -63,6 +64,35 @@ describe('logical dates', () => {
       expect(() => intervalOfKey(DHAKA, bad)).toThrow(PipelineRequestError);
     }
     expect(() => timingOf('p', '30 0 * * *', 'Mars/Olympus')).toThrow(PipelineDefinitionError);
+  });
+});
+
+describe('atMostDaily: how runs are named, from the cron fields', () => {
+  it.each([
+    ['30 0 * * *', true],
+    ['0 6 * * 1', true],
+    ['0 3 1 * *', true],
+    ['0 30 2 * * *', true],
+    ['@daily', true],
+    ['@weekly', true],
+    ['@hourly', false],
+    ['0 * * * *', false],
+    ['0 0,12 * * *', false],
+    ['*/30 2 * * *', false],
+    ['0 9-17 * * *', false],
+    ['*/10 30 2 * * *', false],
+  ])('%s → %s', (cron, daily) => {
+    expect(atMostDaily(cron)).toBe(daily);
+    expect(timingOf('p', cron, 'UTC').daily).toBe(daily);
+  });
+
+  it('agrees with a year of the schedule: a cron named by date never runs twice on a local date', () => {
+    for (const cron of ['30 0 * * *', '0 2 * * *', '0 0 * * 0', '15 1 * * *']) {
+      const t = timingOf('p', cron, 'Europe/London');
+      const days = keysBetween(t, '2026-01-01', '2026-12-31', 400);
+      expect(new Set(days).size, cron).toBe(days.length);
+      expect(days.length, cron).toBeGreaterThan(50);
+    }
   });
 });
 
