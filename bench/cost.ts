@@ -22,6 +22,7 @@
  *   l  a workflow run of four steps (the `order` example's shape)
  *   m  a workflow run: two steps, a signal sent through the signal route, two steps, a child task
  *      (the `loan_application` example's shape over 50,000); its child's costs included
+ *   p  a run of the `nightly_sales` pipeline, fired by its schedule (one line; the detail: `npm run bench:pipelines`)
  *   j, k  first-attempt success, submitted directly by the producer (`kaj/client/direct`: the same
  *         submit code in the producer's process, on its IAM role), one a call / 10 a call
  *         (`submitMany`: one SendMessageBatch): no API Gateway request, no API function invocation,
@@ -63,6 +64,7 @@ import { defineWorkflow } from '../shared/workflow/define.js';
 import { historyRetentionDays } from '../shared/workflow/history-store.js';
 import { signalRoute } from '../shared/service/api/signals.js';
 import { MeteredHistory } from './lib/history-accounting.js';
+import { pipelineCostLine } from './pipelines/cost-line.js';
 
 const { values } = parseArgs({
   options: {
@@ -599,6 +601,7 @@ async function main(): Promise<void> {
         `Step Functions Standard: $${PRICES.stepFunctions.standardTransition.usd} per ${PRICES.stepFunctions.standardTransition.per.toLocaleString('en-US')} state transitions (at least one per step)`,
     );
   }
+  console.log(await pipelineCostLine(model, OPTS));
 
   writeLog('(a)', results[0]?.first as RunResult);
   if (values.log) for (const r of results.slice(1)) writeLog(`(${r.s.key}) ${r.s.title}`, r.first);
