@@ -11,6 +11,7 @@ import * as z from 'zod';
 import type { LocalRuntime } from '../../local/runtime.js';
 import { defineTask, TaskRegistry } from '../../shared/task/define.js';
 import { defineWorkflow } from '../../shared/workflow/define.js';
+import { definePipeline, node } from '../../shared/pipeline/define.js';
 import { FaultInjector } from '../support/faults.js';
 import { embedded, startOnTarget } from '../support/targets.js';
 import { TaskProbe, testRegistry } from '../support/test-tasks.js';
@@ -44,8 +45,19 @@ const KAJ_HEADERS = ['location', 'idempotent-replayed', 'retry-after'];
 /** The test task types, and one with a schedule declared in code (read-only through the API: 409). */
 function contractRegistry(): TaskRegistry {
   const base = testRegistry(new TaskProbe());
+  const step = defineTask({ type: 'oas_step', schema: z.object({}), handler: async () => ({}) });
+  const waiter = defineWorkflow({
+    type: 'oas_waiter',
+    schema: z.object({}),
+    run: (_input, wf) => wf.waitForSignal('never', { timeout: '1h' }),
+  });
   return new TaskRegistry([
     ...base.types().map((t) => base.get(t)),
+    step,
+    waiter,
+    // One that finishes at once, one whose run waits (its node waits for a signal that never comes).
+    definePipeline({ name: 'oas_pipe', nodes: { a: node(step), b: node(step, { after: ['a'] }) } }),
+    definePipeline({ name: 'oas_wait', nodes: { w: node(waiter) } }),
     defineTask({
       type: 'oas_declared',
       schema: z.object({}),
@@ -280,6 +292,78 @@ describe('OpenAPI contract: the local runtime answers as docs/openapi.json says'
       });
     }
     expect((await call('GET', '/api/v1/openapi.json', '/api/v1/openapi.json')).status).toBe(200);
+
+    // Pipelines: list, read, runs by date, trigger (201 then 200), backfill (dry run, then for
+    // real), a run read, cancelled and cleared; every refusal a 4xx naming the field.
+    const P = '/api/v1/pipelines';
+    const PN = `${P}/{name}`;
+    const PR = `${PN}/runs`;
+    const PD = `${PR}/{logical_date}`;
+    expect((await call('GET', P, P)).status).toBe(200);
+    expect((await call('GET', PN, `${P}/oas_pipe`)).status).toBe(200);
+    expect((await call('GET', PN, `${P}/nope`)).status).toBe(404);
+    expect((await call('POST', PR, `${P}/oas_pipe/runs`, { logical_date: '2026-11-01' })).status).toBe(201);
+    expect((await call('POST', PR, `${P}/oas_pipe/runs`, { logical_date: '2026-11-01' })).status).toBe(200);
+    expect((await call('POST', PR, `${P}/nope/runs`, { logical_date: '2026-11-01' })).status).toBe(404);
+    expect(await call('POST', PR, `${P}/oas_pipe/runs`, { logical_date: '2026-13-01' })).toMatchObject({
+      status: 422,
+      json: { error: { field: 'logical_date' } },
+    });
+    expect((await call('GET', PR, `${P}/oas_pipe/runs?from=2026-10-01&to=2026-11-30`)).status).toBe(200);
+    expect((await call('GET', PR, `${P}/nope/runs`)).status).toBe(404);
+    expect(await call('GET', PR, `${P}/oas_pipe/runs?from=soon`)).toMatchObject({
+      status: 422,
+      json: { error: { field: 'from' } },
+    });
+    const BF = `${PN}/backfill`;
+    const range = { from: '2026-10-01', to: '2026-10-02' };
+    expect((await call('POST', BF, `${P}/oas_pipe/backfill`, { ...range, dry_run: true })).status).toBe(200);
+    expect((await call('POST', BF, `${P}/oas_pipe/backfill`, range)).status).toBe(202);
+    expect((await call('POST', BF, `${P}/nope/backfill`, range)).status).toBe(404);
+    expect(await call('POST', BF, `${P}/oas_pipe/backfill`, { ...range, reprocess: 'some' })).toMatchObject({
+      status: 422,
+      json: { error: { field: 'reprocess' } },
+    });
+    expect((await call('GET', PD, `${P}/oas_pipe/runs/2026-01-01`)).status).toBe(404);
+    expect(await call('GET', PD, `${P}/oas_pipe/runs/2026-02-30`)).toMatchObject({
+      status: 422,
+      json: { error: { field: 'logical_date' } },
+    });
+    const ended = async (name: string, date: string, status: string) => {
+      for (let i = 0; i < 200; i += 1) {
+        const view = (await (await fetch(`${runtime.url}${P}/${name}/runs/${date}`)).json()) as { status: string };
+        if (view.status === status) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`the run of ${name} on ${date} is not ${status}`);
+    };
+    await ended('oas_pipe', '2026-11-01', 'succeeded');
+    expect((await call('GET', PD, `${P}/oas_pipe/runs/2026-11-01`)).status).toBe(200);
+    const CL = `${PD}/clear`;
+    expect(await call('POST', CL, `${P}/oas_pipe/runs/2026-11-01/clear`, { nodes: ['zz'] })).toMatchObject({
+      status: 422,
+      json: { error: { field: 'nodes' } },
+    });
+    expect((await call('POST', CL, `${P}/oas_pipe/runs/2026-11-01/clear`, { nodes: ['b'] })).status).toBe(202);
+    expect((await call('POST', CL, `${P}/oas_pipe/runs/2026-01-01/clear`, { nodes: ['b'] })).status).toBe(404);
+    expect((await call('POST', PR, `${P}/oas_wait/runs`, { logical_date: '2026-11-01' })).status).toBe(201);
+    await ended('oas_wait', '2026-11-01', 'running');
+    expect(await call('POST', CL, `${P}/oas_wait/runs/2026-11-01/clear`, { failed: true })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'run_active' } },
+    });
+    expect((await call('DELETE', PD, `${P}/oas_wait/runs/2026-11-01`)).status).toBe(200);
+    expect((await call('DELETE', PD, `${P}/oas_wait/runs/2026-11-01`)).status).toBe(200);
+    await ended('oas_pipe', '2026-11-01', 'succeeded');
+    expect(await call('DELETE', PD, `${P}/oas_pipe/runs/2026-11-01`)).toMatchObject({
+      status: 409,
+      json: { error: { code: 'not_cancellable' } },
+    });
+    expect((await call('DELETE', PD, `${P}/oas_pipe/runs/2026-01-01`)).status).toBe(404);
+    expect(await call('DELETE', PD, `${P}/oas_pipe/runs/yesterday`)).toMatchObject({
+      status: 422,
+      json: { error: { field: 'logical_date' } },
+    });
 
     const documented = Object.values(doc.paths).flatMap((ops) =>
       Object.values(ops).flatMap((op) => Object.keys(op.responses).map((s) => `${op.operationId}:${s}`)),
