@@ -1,8 +1,9 @@
 import type { APIGatewayProxyEventV2, SQSEvent, SQSRecord } from 'aws-lambda';
 import { createKaj, type Kaj, type KajDeps } from '../shared/service/all-in-one.js';
-import { runtimeSettings } from '../shared/config/settings.js';
+import { runtimeSettings, type RuntimeSettings } from '../shared/config/settings.js';
+import { TaskLifecycle } from '../shared/task/lifecycle.js';
 import { FakeClock, sequenceRandom } from './doubles.js';
-import { RecordingLogger } from '../shared/runtime/logger.js';
+import { noMetrics, RecordingLogger } from '../shared/runtime/logger.js';
 import type { TaskRegistry } from '../shared/task/define.js';
 import type { ErrorInfo, TaskRecord } from '../shared/task/model.js';
 import { MemoryTaskQueue } from './memory-task-queue.js';
@@ -10,6 +11,23 @@ import { MemoryTaskStore } from './memory-task-store.js';
 
 /** The caller unit tests submit as. */
 export const OWNER = { owner: 'test-owner' } as const;
+
+/** The task lifecycle alone on the in-memory store and queue, a fake clock and `settings`. */
+export function memoryLifecycle(settings: RuntimeSettings = runtimeSettings()) {
+  const clock = new FakeClock();
+  const store = new MemoryTaskStore();
+  const queue = new MemoryTaskQueue({ now: () => clock.now() });
+  const lifecycle = new TaskLifecycle({
+    store,
+    queue,
+    clock,
+    random: sequenceRandom([0.5]),
+    logger: new RecordingLogger(),
+    metrics: noMetrics,
+    settings,
+  });
+  return { clock, store, queue, lifecycle };
+}
 
 export const QUEUE_NAMES = { high: 'unit-high', normal: 'unit-normal', low: 'unit-low' } as const;
 

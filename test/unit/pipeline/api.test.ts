@@ -2,7 +2,8 @@
  * The pipeline routes' answers on the in-memory fakes: the listing, one run per date, and every
  * refusal a 4xx naming the field (never a 5xx).
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { examplePipelineSetting } from '../../support/example-pipeline.js';
 import { registry } from '../../../tasks/index.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
 import { MemoryLimitStore } from '../../../testing/memory-limit-store.js';
@@ -16,17 +17,7 @@ function setup() {
 }
 
 describe('the pipeline routes', () => {
-  beforeEach(() => {
-    vi.stubEnv('KAJ_PARTITIONS_DIR', '/tmp/kaj-partitions-api-test');
-    vi.useFakeTimers({
-      now: Date.parse('2026-12-01T00:00:00Z'),
-      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
-    });
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    vi.unstubAllEnvs();
-  });
+  examplePipelineSetting();
 
   it('lists the pipelines with their schedule and graph', async () => {
     const u = setup();

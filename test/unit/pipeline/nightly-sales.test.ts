@@ -3,10 +3,10 @@
  * in-memory fakes: a run end to end, one run per date, a failure with its downstream
  * `upstream_failed`, a clear that completes the run, and a backfill's dry run.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { examplePipelineSetting } from '../../support/example-pipeline.js';
 import { registry } from '../../../tasks/index.js';
 import { drivenKaj } from '../../../testing/queue-drain.js';
 import { MemoryHistoryStore } from '../../../testing/memory-history-store.js';
@@ -23,20 +23,7 @@ function setup() {
 }
 
 describe('the nightly_sales pipeline', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'kaj-partitions-'));
-    vi.stubEnv('KAJ_PARTITIONS_DIR', dir);
-    vi.useFakeTimers({
-      now: Date.parse('2026-12-01T00:00:00Z'),
-      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
-    });
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-    vi.unstubAllEnvs();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const setting = examplePipelineSetting();
 
   it('runs every node for its logical date, upstreams first, and one run per date', async () => {
     const u = setup();
@@ -56,9 +43,9 @@ describe('the nightly_sales pipeline', () => {
       summary: 'succeeded',
       dashboard: 'succeeded',
     });
-    const summary = JSON.parse(readFileSync(join(dir, 'summary', '2026-11-28.json'), 'utf8'));
+    const summary = JSON.parse(readFileSync(join(setting.dir(), 'summary', '2026-11-28.json'), 'utf8'));
     expect(summary.day).toBe('2026-11-28');
-    const dashboard = JSON.parse(readFileSync(join(dir, 'dashboard', '2026-11-28.json'), 'utf8'));
+    const dashboard = JSON.parse(readFileSync(join(setting.dir(), 'dashboard', '2026-11-28.json'), 'utf8'));
     expect(dashboard).toEqual({ day: '2026-11-28', total: summary.total });
   });
 

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../shared/config/resources.js';
 import { runtimeSettings } from '../../../shared/config/settings.js';
-import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
-import { RecordingLogger, noMetrics } from '../../../shared/runtime/logger.js';
-import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import { dispatchSequence } from '../../../shared/task/changes.js';
 import { outboxKey, type TaskRecord } from '../../../shared/task/model.js';
 import { ValidationError } from '../../../shared/task/errors.js';
@@ -18,27 +15,14 @@ import {
   type DeadLetterRef,
   type RedriveRequest,
 } from '../../../shared/task/operations.js';
-import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
-import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
-import { deadTaskRecord } from '../../../testing/fixtures.js';
+import { deadTaskRecord, memoryLifecycle } from '../../../testing/fixtures.js';
 
 /** A deployment whose settings differ from the defaults, to see that the operations use them. */
 const settings = runtimeSettings({ retentionDays: 30 });
 const request: RedriveRequest = { to: 'original', keepAttempts: false, actor: 'ops', reason: 'fixed it' };
 
 function setup() {
-  const clock = new FakeClock();
-  const store = new MemoryTaskStore();
-  const queue = new MemoryTaskQueue({ now: () => clock.now() });
-  const lifecycle = new TaskLifecycle({
-    store,
-    queue,
-    clock,
-    random: sequenceRandom([0.5]),
-    logger: new RecordingLogger(),
-    metrics: noMetrics,
-    settings,
-  });
+  const { clock, store, queue, lifecycle } = memoryLifecycle(settings);
   const get = async (id: string) => (await store.get(id)) as TaskRecord;
   return { clock, store, queue, lifecycle, ops: lifecycle.operations, get };
 }

@@ -3,28 +3,11 @@
  * left for the run's check timer (15 minutes) while the run could have gone on.
  */
 import { describe, expect, it } from 'vitest';
-import { runtimeSettings } from '../../../shared/config/settings.js';
-import { noMetrics, RecordingLogger } from '../../../shared/runtime/logger.js';
-import { TaskLifecycle } from '../../../shared/task/lifecycle.js';
 import type { TaskRecord } from '../../../shared/task/model.js';
-import { FakeClock, sequenceRandom } from '../../../testing/doubles.js';
-import { deadTaskRecord } from '../../../testing/fixtures.js';
-import { MemoryTaskQueue } from '../../../testing/memory-task-queue.js';
-import { MemoryTaskStore } from '../../../testing/memory-task-store.js';
+import { deadTaskRecord, memoryLifecycle } from '../../../testing/fixtures.js';
 
 function setup() {
-  const clock = new FakeClock();
-  const store = new MemoryTaskStore();
-  const queue = new MemoryTaskQueue({ now: () => clock.now() });
-  const lifecycle = new TaskLifecycle({
-    store,
-    queue,
-    clock,
-    random: sequenceRandom([0.5]),
-    logger: new RecordingLogger(),
-    metrics: noMetrics,
-    settings: runtimeSettings(),
-  });
+  const { clock, store, queue, lifecycle } = memoryLifecycle();
   /** A waiting run as stored. */
   const run = async (extra: Partial<TaskRecord>) => {
     const r = deadTaskRecord(
