@@ -114,6 +114,7 @@ export class PipelineService {
 
   /**
    * Starts the run of `logicalDate` now, unless it exists (then it is returned: `created` false).
+   * A date whose interval has not begun is refused (as Airflow refuses a run in the future).
    * @throws UnknownPipelineError, PipelineRequestError naming `logical_date`
    */
   async trigger(
@@ -125,6 +126,12 @@ export class PipelineService {
     const interval = intervalOfKey(def.pipeline.timing, logicalDate);
     const key = logicalKeyOf(def.pipeline.timing, interval.start);
     const now = this.d.clock.now();
+    if (interval.start > now) {
+      throw new PipelineRequestError(
+        'logical_date',
+        `logical_date ${key} is in the future: its run can start once its data interval has begun (${new Date(interval.start).toISOString()})`,
+      );
+    }
     const runKey = `${name}@${key}`;
     const { record, replayed } = await this.d.submitter.submitRun({
       taskId: identifiedRunTaskId(PIPELINE_OWNER, name, runKey),
@@ -158,6 +165,10 @@ export class PipelineService {
       );
     }
     const keys = keysBetween(def.pipeline.timing, req.from, req.to, def.pipeline.maxBackfillRuns);
+    const last = keys.at(-1);
+    if (last !== undefined && intervalOfKey(def.pipeline.timing, last, 'to').start > this.d.clock.now()) {
+      throw new PipelineRequestError('to', `to: ${last} is in the future; a backfill is of dates that have begun`);
+    }
     if (req.backwards === true) keys.reverse();
     const records = await this.records(name, keys);
     const plan = keys.map((key): BackfillPlanItem => {

@@ -43,6 +43,8 @@ describe('the pipeline routes', () => {
     ['POST', `${BASE}/runs`, { logical_date: '2026-13-01' }, 422, 'logical_date'],
     ['POST', `${BASE}/runs`, { logical_date: 'yesterday' }, 422, 'logical_date'],
     ['POST', `${BASE}/runs`, {}, 422, 'logical_date'],
+    ['POST', `${BASE}/runs`, { logical_date: '2026-12-02' }, 422, 'logical_date'],
+    ['POST', `${BASE}/backfill`, { from: '2026-11-28', to: '2026-12-05' }, 422, 'to'],
     ['POST', `${BASE}/runs`, { logical_date: '2026-11-28', extra: 1 }, 422, 'body'],
     ['GET', `${BASE}/runs?from=soon`, undefined, 422, 'from'],
     ['POST', `${BASE}/backfill`, { from: '2025-01-01', to: '2026-11-28' }, 422, 'to'],
