@@ -5,7 +5,7 @@ import { laneQueueNames } from '../shared/config/lanes.js';
 import { PRIORITIES, type Priority, resourceNames } from '../shared/config/resources.js';
 import { queueArnOf } from '../shared/aws/wiring.js';
 import { noMetrics, silentLogger } from '../shared/runtime/logger.js';
-import { PipelineService } from '../shared/pipeline/service.js';
+import type { PipelineService } from '../shared/pipeline/service.js';
 import { ScheduleService } from '../shared/schedule/service.js';
 import { schedulerSettings } from '../shared/schedule/settings.js';
 import { DynamoLimitStore } from '../shared/aws/dynamo-limit-store.js';
@@ -196,21 +196,14 @@ export function withPipelines<T>(
   flags: TargetFlags,
   fn: (pipelines: PipelineService, schedules: ScheduleService) => Promise<T>,
 ): Promise<T> {
-  return withSchedules(ctx, flags, async (schedules, s) =>
-    fn(pipelineServiceOf(ctx, s.kaj, await ctx.registry()), schedules),
-  );
+  return withSchedules(ctx, flags, (schedules, s) => fn(pipelineServiceOf(s.kaj), schedules));
 }
 
-/** The pipelines' service over Kaj's services on the target (the runs' histories in `kaj.history`). */
-export function pipelineServiceOf(
-  ctx: Pick<CliContext, 'clock'>,
-  kaj: Pick<Kaj, 'store' | 'submitter' | 'lifecycle' | 'history'>,
-  registry: TaskRegistry,
-): PipelineService {
+/** The pipelines' service Kaj builds on the target (the runs' histories in `kaj.history`). */
+export function pipelineServiceOf(kaj: Pick<Kaj, 'pipelines'>): PipelineService {
   // A pipeline is a workflow type: without one the target has no history table to read runs from.
-  if (kaj.history === undefined) throw new CliError('tasks/index.ts declares no pipeline: nothing to act on');
-  const { store, submitter, lifecycle, history } = kaj;
-  return new PipelineService({ registry, store, submitter, lifecycle, history, clock: ctx.clock });
+  if (kaj.pipelines === undefined) throw new CliError('tasks/index.ts declares no pipeline: nothing to act on');
+  return kaj.pipelines;
 }
 
 /** The scheduler's service on the target of `s` (see {@link withSchedules}). */

@@ -10,11 +10,12 @@
  */
 import { DEFAULTS } from '../shared/config/resources.js';
 import {
-  intervalEndingAt,
-  intervalOfKey,
+  canonicalKey,
   keysBetween,
-  logicalKeyOf,
+  latestKey,
+  nextKey,
   type PipelineTiming,
+  previousKey,
 } from '../shared/pipeline/dates.js';
 import {
   PipelineRequestError,
@@ -41,8 +42,6 @@ export type PipelineAnswer = { readonly status: number; readonly page: Html } | 
 export const GRID_DATES = 14;
 /** Dates a grid shows at most. */
 export const MAX_GRID_DATES = 100;
-
-const HOUR = 3_600_000;
 
 const MESSAGES: Readonly<Record<string, Flash>> = {
   triggered: { kind: 'ok', text: 'Triggered: the run of this date was created and starts now.' },
@@ -194,36 +193,11 @@ export function windowKeys(
     return keys;
   }
   if (from !== undefined) {
-    const keys = [keyOf(t, from, 'from')];
+    const keys = [canonicalKey(t, from, 'from')];
     while (keys.length < GRID_DATES) keys.push(nextKey(t, keys.at(-1) as string));
     return keys;
   }
-  const keys = [to === undefined ? latestKey(t, now) : keyOf(t, to, 'to')];
+  const keys = [to === undefined ? latestKey(t, now) : canonicalKey(t, to, 'to')];
   while (keys.length < GRID_DATES) keys.unshift(previousKey(t, keys[0] as string));
   return keys;
-}
-
-/**
- * The latest logical date whose run is due at `now`: for a scheduled pipeline, the date of the
- * run its latest time created (the interval that ended then); else today, in its zone.
- */
-export function latestKey(t: PipelineTiming, now: number): string {
-  if (t.cron === undefined) return logicalKeyOf(t, now);
-  const fired = intervalEndingAt(t, now + 1).start;
-  return logicalKeyOf(t, intervalEndingAt(t, fired).start);
-}
-
-/** A date as its run is named. @throws PipelineRequestError naming `field` */
-function keyOf(t: PipelineTiming, key: string, field: string): string {
-  return logicalKeyOf(t, intervalOfKey(t, key, field).start);
-}
-
-export function nextKey(t: PipelineTiming, key: string): string {
-  return logicalKeyOf(t, intervalOfKey(t, key).end);
-}
-
-export function previousKey(t: PipelineTiming, key: string): string {
-  const { start } = intervalOfKey(t, key);
-  // Unscheduled: daily dates; half a day before a local midnight is the day before, whatever its length.
-  return logicalKeyOf(t, t.cron === undefined ? start - 12 * HOUR : intervalEndingAt(t, start).start);
 }

@@ -12,7 +12,7 @@ import { consoleListener } from '../../console/node-http.js';
 import { newToken } from '../../console/security.js';
 import type { Logger } from '../../shared/runtime/logger.js';
 import type { CliContext } from '../context.js';
-import { openServices, pipelineServiceOf } from '../services.js';
+import { openServices } from '../services.js';
 import type { TargetFlags } from '../target.js';
 import { type BackendOptions, servicesBackend } from './backend.js';
 import { CloudWatchReader } from './cloudwatch.js';
@@ -63,7 +63,7 @@ export async function openConsole(ctx: CliContext, flags: TargetFlags, o: Consol
     newId: () => randomUUID().slice(0, 8),
     ...(o.logger === undefined ? {} : { logger: o.logger }),
     // The pipeline pages: a pipeline is a workflow type, so without a history store there is none.
-    ...(services.kaj.history === undefined ? {} : { pipelines: pipelineServiceOf(ctx, services.kaj, registry) }),
+    ...(services.kaj.pipelines === undefined ? {} : { pipelines: services.kaj.pipelines }),
   });
   return {
     app,

@@ -89,6 +89,33 @@ export function intervalOfKey(t: PipelineTiming, key: string, field = 'logical_d
   return { start, end: nextTimeAfter(specOf(t), start) ?? start + DAY };
 }
 
+/** A date as its run is named (`2026-11-28`, or the ISO time). @throws PipelineRequestError naming `field` */
+export function canonicalKey(t: PipelineTiming, key: string, field = 'logical_date'): string {
+  return logicalKeyOf(t, intervalOfKey(t, key, field).start);
+}
+
+/** The logical date after `key`. */
+export function nextKey(t: PipelineTiming, key: string): string {
+  return logicalKeyOf(t, intervalOfKey(t, key).end);
+}
+
+/** The logical date before `key`. */
+export function previousKey(t: PipelineTiming, key: string): string {
+  const { start } = intervalOfKey(t, key);
+  // Unscheduled: daily dates; half a day before a local midnight is the day before, whatever its length.
+  return logicalKeyOf(t, t.cron === undefined ? start - DAY / 2 : intervalEndingAt(t, start).start);
+}
+
+/**
+ * The latest logical date whose run is due at `now`: for a scheduled pipeline, the date of the
+ * run its latest time created (the interval that ended then); else today, in its zone.
+ */
+export function latestKey(t: PipelineTiming, now: number): string {
+  if (t.cron === undefined) return logicalKeyOf(t, now);
+  const fired = intervalEndingAt(t, now + 1).start;
+  return logicalKeyOf(t, intervalEndingAt(t, fired).start);
+}
+
 /**
  * The logical dates (interval starts) from `fromKey` to `toKey` inclusive, oldest first, at most
  * `max` of them.

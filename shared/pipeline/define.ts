@@ -198,7 +198,8 @@ export function definePipeline<const Name extends string, const N extends string
     },
     run: (_input, wf) => runPipeline(spec, wf),
   });
-  return { ...wf, pipeline: spec };
+  // A backfill's runs carry their own cap (below the pipeline's: checked by the backfill).
+  return { ...wf, pipeline: spec, activeRunsCapOf: (input) => input.max_active_runs };
 }
 
 /** True for a type declared with `definePipeline`. */

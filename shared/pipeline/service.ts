@@ -19,8 +19,8 @@ import type { Operator } from '../task/operations.js';
 import { isFinished } from '../task/state-machine.js';
 import { identifiedRunTaskId, type TaskSubmitter } from '../task/submit.js';
 import type { TaskStore } from '../task/task-store.js';
-import type { HistoryStore } from '../workflow/history-store.js';
-import { intervalOfKey, keysBetween, logicalKeyOf } from './dates.js';
+import { type HistoryStore, openingOf } from '../workflow/history-store.js';
+import { canonicalKey, intervalOfKey, keysBetween, logicalKeyOf } from './dates.js';
 import { pipelinesOf, type PipelineDefinition } from './define.js';
 import {
   PipelineRequestError,
@@ -108,8 +108,7 @@ export class PipelineService {
   /** The run id of a date (whether or not the run exists). @throws UnknownPipelineError, PipelineRequestError */
   runId(name: string, logicalDate: string): string {
     const def = this.get(name);
-    const key = logicalKeyOf(def.pipeline.timing, intervalOfKey(def.pipeline.timing, logicalDate).start);
-    return identifiedRunTaskId(PIPELINE_OWNER, name, `${name}@${key}`);
+    return runIdOf(name, canonicalKey(def.pipeline.timing, logicalDate));
   }
 
   /**
@@ -134,7 +133,7 @@ export class PipelineService {
     }
     const runKey = `${name}@${key}`;
     const { record, replayed } = await this.d.submitter.submitRun({
-      taskId: identifiedRunTaskId(PIPELINE_OWNER, name, runKey),
+      taskId: runIdOf(name, key),
       runKey,
       owner: PIPELINE_OWNER,
       scheduledTime: interval.end,
@@ -173,7 +172,7 @@ export class PipelineService {
     const records = await this.records(name, keys);
     const plan = keys.map((key): BackfillPlanItem => {
       const r = records.get(key);
-      const run_id = identifiedRunTaskId(PIPELINE_OWNER, name, `${name}@${key}`);
+      const run_id = runIdOf(name, key);
       if (r === undefined) return { logical_date: key, action: 'create', run_id };
       const was = r.status;
       if (!isFinished(r.status)) return { logical_date: key, action: 'skip_active', run_id, was };
@@ -270,7 +269,7 @@ export class PipelineService {
       });
     }
     const now = this.d.clock.now();
-    const opening = entries.filter((e) => e.kind === 'reopen').length + 1;
+    const opening = openingOf(entries);
     await this.d.history.append({
       run_id: record.task_id,
       key: `reopen#${opening}`,
@@ -328,8 +327,8 @@ export class PipelineService {
     logicalDate: string,
   ): Promise<{ key: string; record: TaskRecord; entries: Awaited<ReturnType<HistoryStore['read']>> }> {
     const def = this.get(name);
-    const key = logicalKeyOf(def.pipeline.timing, intervalOfKey(def.pipeline.timing, logicalDate).start);
-    const record = await this.d.store.get(identifiedRunTaskId(PIPELINE_OWNER, name, `${name}@${key}`));
+    const key = canonicalKey(def.pipeline.timing, logicalDate);
+    const record = await this.d.store.get(runIdOf(name, key));
     if (record === undefined) throw new PipelineRunNotFoundError(name, key);
     return { key, record, entries: await this.d.history.read(record.task_id) };
   }
@@ -338,7 +337,7 @@ export class PipelineService {
   private async records(name: string, keys: readonly string[]): Promise<Map<string, TaskRecord>> {
     const found = new Map<string, TaskRecord>();
     await forEachBounded(keys, CONCURRENCY, async (key) => {
-      const r = await this.d.store.get(identifiedRunTaskId(PIPELINE_OWNER, name, `${name}@${key}`), {
+      const r = await this.d.store.get(runIdOf(name, key), {
         consistent: false,
       });
       if (r !== undefined) found.set(key, r);
@@ -364,4 +363,9 @@ function summaryOf(def: PipelineDefinition): PipelineSummary {
       return { name, type: n.type, after: n.after, trigger: n.trigger };
     }),
   };
+}
+
+/** A run's task id: from the pipeline and the logical date (its run key `<name>@<date>`), whoever asks. */
+function runIdOf(name: string, key: string): string {
+  return identifiedRunTaskId(PIPELINE_OWNER, name, `${name}@${key}`);
 }

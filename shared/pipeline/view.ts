@@ -8,7 +8,7 @@
  */
 import type { TaskRecord } from '../task/model.js';
 import type { TaskStore } from '../task/task-store.js';
-import type { HistoryEntry } from '../workflow/history-store.js';
+import { admissionKey, type HistoryEntry, openingOf } from '../workflow/history-store.js';
 import type { PipelineDefinition } from './define.js';
 import { checkGraph, type Graph, type NodeState, settle } from './graph.js';
 import { childNameOf, GRAPH_STEP, generationsOf } from './run.js';
@@ -58,9 +58,8 @@ export function runStateOf(record: TaskRecord, entries: readonly HistoryEntry[])
     default: {
       // Waiting for a slot: not admitted in this opening, and no node started since it began (a
       // deployment without a limits table admits every run without recording it).
-      const reopens = entries.filter((e) => e.kind === 'reopen');
-      const since = Math.max(Number.NEGATIVE_INFINITY, ...reopens.map((e) => e.at));
-      const admitted = entries.some((e) => e.key === `admit#${reopens.length + 1}`);
+      const since = Math.max(Number.NEGATIVE_INFINITY, ...entries.filter((e) => e.kind === 'reopen').map((e) => e.at));
+      const admitted = entries.some((e) => e.key === admissionKey(openingOf(entries)));
       const started = entries.some((e) => e.kind === 'child_start' && e.at >= since);
       return record.status === 'waiting' && !admitted && !started ? 'queued' : 'running';
     }

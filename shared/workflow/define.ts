@@ -169,6 +169,8 @@ export interface WorkflowDefinition<S extends z.ZodType = z.ZodType, R = unknown
   readonly maxChildren: number;
   readonly maxRunDays: number;
   readonly maxActiveRuns?: number;
+  /** A run's own cap on active runs below `maxActiveRuns`, from its input (a pipeline backfill's `max_active_runs`). */
+  readonly activeRunsCapOf?: (input: z.infer<S>) => number | undefined;
   readonly wakeOnEachChild?: boolean;
 }
 

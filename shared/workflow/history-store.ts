@@ -78,6 +78,21 @@ export function childNameOf(key: string): string | undefined {
   return /^child(?:_start)?#(.*)$/s.exec(key)?.[1];
 }
 
+/**
+ * Which opening of the run the history is at: 1, plus one per `reopen` entry (an operator's clear).
+ * Each opening takes its active-run slot anew (`admit#<opening>`).
+ */
+export function openingOf(entries: Iterable<Pick<HistoryEntry, 'kind'>>): number {
+  let reopens = 0;
+  for (const e of entries) if (e.kind === 'reopen') reopens += 1;
+  return reopens + 1;
+}
+
+/** The key of the entry that records the admission of an opening of the run. */
+export function admissionKey(opening: number): string {
+  return `admit#${opening}`;
+}
+
 /** The answer of `append`: the entry stored under the key, and whether this call wrote it. */
 export interface AppendResult {
   readonly written: boolean;

@@ -18,7 +18,7 @@ import { LeaseLostError } from '../task/errors.js';
 import { Replay } from './replay.js';
 import { RunExpiredError } from './errors.js';
 import { DEFAULTS } from '../config/resources.js';
-import type { HistoryEntry } from './history-store.js';
+import { admissionKey, type HistoryEntry, openingOf } from './history-store.js';
 
 export type { RunInvocation, RunnerDeps, StepCounts, WorkflowOutcome } from './invocation.js';
 
@@ -74,14 +74,13 @@ async function admit(
 ): Promise<WorkflowOutcome | undefined> {
   const max = run.def.maxActiveRuns;
   if (max === undefined || d.activeRuns === undefined) return undefined;
-  const opening = [...entries.values()].filter((e) => e.kind === 'reopen').length + 1;
-  const key = `admit#${opening}`;
+  const key = admissionKey(openingOf(entries.values()));
   if (entries.has(key)) return undefined;
   const slot = {
     type: run.def.type,
     owner: run.owner ?? 'anonymous',
     runId: run.runId,
-    max: Math.min(max, capOf(run.input) ?? max),
+    max: Math.min(max, run.def.activeRunsCapOf?.(run.input) ?? max),
     leaseUntil: run.createdAt + run.def.maxRunDays * 86_400_000,
   };
   const now = d.clock.now();
@@ -128,10 +127,4 @@ async function releaseSlot(d: RunnerDeps, run: RunInvocation): Promise<void> {
 function failsTheRun(error: unknown, finalAttempt: boolean): boolean {
   if (error instanceof LeaseLostError) return false;
   return !classifyError(error).retryable || finalAttempt;
-}
-
-/** A run's own cap on active runs (`max_active_runs` in its input: a pipeline backfill's), if any. */
-function capOf(input: unknown): number | undefined {
-  const cap = (input as { max_active_runs?: unknown } | null)?.max_active_runs;
-  return typeof cap === 'number' && Number.isInteger(cap) && cap >= 1 ? cap : undefined;
 }

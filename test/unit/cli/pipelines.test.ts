@@ -35,7 +35,7 @@ async function setup(options: { sync?: boolean } = {}) {
   const schedules = u.kaj.schedules;
   if (schedules === undefined) throw new Error('no schedule service');
   if (options.sync !== false) await schedules.syncDeclared(registry.declaredSchedules());
-  const pipelines = pipelineServiceOf(u, u.kaj, registry);
+  const pipelines = pipelineServiceOf(u.kaj);
   const open: OpenPipelines = async (flags, fn) => {
     checkTargetFlags(flags);
     return fn({ pipelines, schedules });
